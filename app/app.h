@@ -1,0 +1,38 @@
+/* inkray app: the command-line program. Each subcommand is one entry point, in its own file;
+ * main.c only dispatches. Entry points return the process exit status:
+ * 0 success, 1 runtime failure (GPU, memory), 2 bad input (usage, files, sizes). */
+#ifndef INKRAY_APP_H
+#define INKRAY_APP_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "data/volume.h"
+
+/* argv[0] of each entry point is the subcommand's name; options follow. */
+int app_info_main(int argc, char **argv);          /* info.c: inkray info VOLUME */
+int app_compact_bench_main(int argc, char **argv); /* compact_bench.c: inkray compact-bench */
+int app_headless_main(int argc, char **argv);      /* headless.c: inkray --headless ... */
+int app_window_main(int argc, char **argv);        /* window.c: inkray [VOLUME] with a window */
+bool app_window_available(void);                   /* built with SDL2 + GLEW */
+
+/* ---- Shared option parsing (cli.c) ------------------------------------------------------------ */
+/* Volume options every subcommand that loads a volume accepts:
+ *   --dims XxYxZ  --type uint8|uint16|int16|float32  --endian little|big  --spacing sx,sy,sz
+ * If argv[*i] is one of them, consumes it (and its value), fills `desc` and returns 1;
+ * returns 0 if argv[*i] is not a volume option; returns -1 and fills `err` on a bad value. */
+int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc, char err[IR_ERR_LEN]);
+/* Help text for the options above. */
+void cli_print_volume_options(FILE *to);
+
+/* Parses "WxH" (e.g. 1024x768) into positive ints. */
+bool cli_parse_size2(const char *text, int *w, int *h);
+/* Parses a whole number / a float, the whole string, with range checks. */
+bool cli_parse_int(const char *text, long min, long max, long *out);
+bool cli_parse_float(const char *text, double *out);
+
+/* Loads the volume named by desc (or IR_DEFAULT_VOLUME when desc->source is NULL), printing
+ * the error as "inkray: MESSAGE" on failure. Returns the exit status to use (0 on success). */
+int cli_load_volume(ir_volume_desc *desc, ir_volume *out);
+
+#endif

@@ -1,0 +1,88 @@
+/* inkray compaction module: five GPU stream-compaction methods behind one C interface.
+ *
+ * Methods are data: ir_compact_methods() returns the table that the CLI, the overlay, the
+ * benchmark and the tests loop over. Every call takes a CUDA stream, returns a cudaError_t and
+ * leaves the output count on the device (d_count) unless the caller reads it back itself: no
+ * call synchronises the host. Scratch space lives in a reusable context, sized for the largest
+ * stream it will see, so that no call allocates device memory.
+ *
+ * Element type: 32-bit values (ray indices). Flags: one byte per element, non-zero = keep.
+ *
+ * In-kernel use (InK-Compact and InK-Collate called at the end of the producing kernel) goes
+ * through the device header compaction/compaction_device.cuh, for CUDA code only.
+ */
+#ifndef INKRAY_COMPACTION_H
+#define INKRAY_COMPACTION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Methods ------------------------------------------------------------------------------ */
+typedef enum ir_compact_method {
+  IR_COMPACT_INK_COMPACT = 0, /* in-kernel, order-preserving block sections (InK §2.1-2.3) */
+  IR_COMPACT_INK_COLLATE,     /* in-kernel, atomic block offset, order kept within a block (InK §2.4) */
+  IR_COMPACT_THRUST,          /* thrust::copy_if with a caching allocator */
+  IR_COMPACT_JUMPING_JACK,    /* MAS jump search, block-based, non-monotonic (Moreira et al. 2009) */
+  IR_COMPACT_REDZONE,         /* in-place O(k) removal of listed indices (Bontes & Gain 2024) */
+  IR_COMPACT_METHOD_COUNT
+} ir_compact_method;
+
+typedef struct ir_compact_method_info {
+  ir_compact_method method;
+  const char *name;        /* stable name: "ink-compact", "ink-collate", "thrust", "jumping-jack", "redzone" */
+  const char *description; /* one line for help texts and the overlay */
+  bool in_kernel;          /* natural form runs inside the producing kernel */
+  bool stable;             /* output keeps input order */
+  bool in_place;           /* natural form removes listed indices in place */
+} ir_compact_method_info;
+
+const ir_compact_method_info *ir_compact_methods(void);  /* IR_COMPACT_METHOD_COUNT rows */
+const ir_compact_method_info *ir_compact_method_get(ir_compact_method m);
+/* Parses a stable name; returns false (and leaves *out alone) for an unknown name. */
+bool ir_compact_method_parse(const char *name, ir_compact_method *out);
+
+/* ---- Context: owns the scratch space -------------------------------------------------------- */
+typedef struct ir_compact_ctx ir_compact_ctx;
+
+/* Creates a context able to compact streams of up to max_elements. */
+cudaError_t ir_compact_ctx_create(ir_compact_ctx **out, size_t max_elements);
+void ir_compact_ctx_destroy(ir_compact_ctx *ctx);
+/* Largest stream the context can take without growing. */
+size_t ir_compact_ctx_capacity(const ir_compact_ctx *ctx);
+/* Grows the scratch (never shrinks); call outside per-frame paths. */
+cudaError_t ir_compact_ctx_reserve(ir_compact_ctx *ctx, size_t max_elements);
+
+/* ---- Plain device streams ---------------------------------------------------------------------- */
+/* Out of place: d_out[0..*d_count) = d_in[i] for every i with d_flags[i] != 0.
+ * Order as the method promises (stable methods keep input order). d_out must hold n values
+ * and may not alias d_in. For Redzone the wrapper first derives the removal list from the
+ * flags (one extra pass), then removes in place on a copy. */
+cudaError_t ir_compact_flagged(ir_compact_ctx *ctx, ir_compact_method method,
+                               const uint32_t *d_in, const uint8_t *d_flags, uint32_t *d_out,
+                               uint32_t *d_count, size_t n, cudaStream_t stream);
+
+/* Predicate form: keeps d_in[i] != reject_value (e.g. a "dead ray" marker). */
+cudaError_t ir_compact_if_not_equal(ir_compact_ctx *ctx, ir_compact_method method,
+                                    const uint32_t *d_in, uint32_t reject_value, uint32_t *d_out,
+                                    uint32_t *d_count, size_t n, cudaStream_t stream);
+
+/* In place: removes the k elements at the (distinct) indices d_remove[0..k) from d_data[0..n);
+ * afterwards d_data[0..n-k) holds exactly the kept elements and *d_count = n - k.
+ * Redzone does this natively in O(k); the others build flags and compact through their path. */
+cudaError_t ir_compact_remove_indices(ir_compact_ctx *ctx, ir_compact_method method,
+                                      uint32_t *d_data, size_t n, const uint32_t *d_remove,
+                                      size_t k, uint32_t *d_count, cudaStream_t stream);
+
+/* One readable line for the last error of a call on this context (what failed and why). */
+const char *ir_compact_last_error(const ir_compact_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,101 @@
+/* inkray data module: volumes in memory, loaded from raw files, common header formats, or
+ * generated procedurally.
+ *
+ * A volume keeps its voxels in their native type (8/16-bit integers or float32), x fastest,
+ * in host byte order. Isovalues are in data units. Library functions never print or exit: they
+ * return an ir_status and fill a one-line message that names the file and the reason.
+ *
+ * What this module does not do: anything on the GPU (render/ uploads the voxels itself).
+ */
+#ifndef INKRAY_DATA_VOLUME_H
+#define INKRAY_DATA_VOLUME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Status codes shared by every inkray module ---------------------------------------- */
+typedef enum ir_status {
+  IR_OK = 0,
+  IR_ERR_RUNTIME = 1, /* something failed while running (GPU error, out of memory) */
+  IR_ERR_INPUT = 2,   /* bad input from the user: wrong file, sizes, flags */
+} ir_status;
+
+/* Room for one error message; every function that can fail takes a buffer of this size. */
+#define IR_ERR_LEN 512
+
+/* ---- Voxel types --------------------------------------------------------------------- */
+typedef enum ir_voxel_type {
+  IR_VOXEL_UINT8 = 0,
+  IR_VOXEL_UINT16,
+  IR_VOXEL_INT16,
+  IR_VOXEL_FLOAT32,
+  IR_VOXEL_TYPE_COUNT
+} ir_voxel_type;
+
+const char *ir_voxel_type_name(ir_voxel_type t);            /* "uint8", ... */
+bool ir_voxel_type_parse(const char *word, ir_voxel_type *out); /* accepts the names above */
+size_t ir_voxel_type_size(ir_voxel_type t);                 /* bytes per voxel */
+
+typedef enum ir_endian { IR_ENDIAN_LITTLE = 0, IR_ENDIAN_BIG } ir_endian;
+bool ir_endian_parse(const char *word, ir_endian *out);      /* "little" | "big" */
+
+/* ---- A volume in host memory ----------------------------------------------------------- */
+typedef struct ir_volume {
+  size_t dims[3];        /* voxels along x, y, z */
+  ir_voxel_type type;
+  float spacing[3];      /* world size of one voxel along x, y, z (1,1,1 if unknown) */
+  void *voxels;          /* dims[0]*dims[1]*dims[2] voxels of `type`, x fastest, host order */
+  size_t bytes;          /* size of `voxels` in bytes */
+  char name[256];        /* short name for display: file name or builtin:NAME:N */
+  double value_min;      /* smallest finite value */
+  double value_max;      /* largest finite value */
+  size_t nonfinite_count; /* NaN/Inf voxels (float32 only); the renderer treats them as empty */
+} ir_volume;
+
+/* How to load a volume. Zero means "not given": the format or file name decides. */
+typedef struct ir_volume_desc {
+  const char *source;    /* path, or builtin:NAME[:N] */
+  size_t dims[3];        /* --dims XxYxZ for raw files */
+  bool type_given;       /* --type given: use `type` */
+  ir_voxel_type type;
+  bool endian_given;     /* --endian given: use `endian` */
+  ir_endian endian;
+  bool spacing_given;    /* --spacing given: use `spacing` */
+  float spacing[3];
+  bool show_progress;    /* print progress to stderr for big files (the app sets it on a tty) */
+} ir_volume_desc;
+
+/* Loads (or generates) a volume. On failure `out` is left empty and `err` holds one line. */
+ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+void ir_volume_free(ir_volume *v);
+
+/* Voxel value at integer coordinates, in data units, as a double (no bounds check). */
+double ir_volume_value_at(const ir_volume *v, size_t x, size_t y, size_t z);
+size_t ir_volume_voxel_count(const ir_volume *v);
+
+/* ---- Procedural volumes ------------------------------------------------------------------ */
+/* Names accepted after builtin: ("sphere", "marschner-lobb", "fractal", ...), NULL-terminated. */
+const char *const *ir_builtin_names(void);
+/* The volume used when none is given on the command line. */
+#define IR_DEFAULT_VOLUME "builtin:fractal:256"
+
+/* ---- Statistics for `inkray info` --------------------------------------------------------- */
+#define IR_HISTOGRAM_BINS 64
+typedef struct ir_volume_stats {
+  double min, max, mean;
+  size_t nonfinite_count;
+  size_t histogram[IR_HISTOGRAM_BINS]; /* finite values, bins over [min, max] */
+  int suggested_count;
+  double suggested_isovalues[8];       /* isovalues likely to show structure */
+} ir_volume_stats;
+void ir_volume_compute_stats(const ir_volume *v, ir_volume_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,99 @@
+/* inkray render module: isosurface ray casting of an ir_volume.
+ *
+ * Two devices: the GPU (the InK multi-kernel pipeline with run-time selectable compaction, or
+ * the single-kernel baseline) and the CPU reference renderer, which runs the same per-ray math
+ * multithreaded. All produce an RGBA8 image of width*height pixels, row 0 at the top.
+ *
+ * Library functions never print or exit: they return an ir_status and fill `err`.
+ */
+#ifndef INKRAY_RENDER_H
+#define INKRAY_RENDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "compaction/compaction.h"
+#include "data/volume.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ir_device { IR_DEVICE_GPU = 0, IR_DEVICE_CPU } ir_device;
+typedef enum ir_pipeline { IR_PIPELINE_MULTI = 0, IR_PIPELINE_SINGLE } ir_pipeline;
+
+const char *ir_pipeline_name(ir_pipeline p);               /* "multi" | "single" */
+bool ir_pipeline_parse(const char *word, ir_pipeline *out);
+const char *ir_device_name(ir_device d);                   /* "gpu" | "cpu" */
+bool ir_device_parse(const char *word, ir_device *out);
+
+/* ---- Camera --------------------------------------------------------------------------------- */
+/* World space: the volume spans [0, dims*spacing] on each axis. */
+typedef struct ir_camera {
+  float eye[3];
+  float target[3];
+  float up[3];
+  float fov_y_degrees; /* 0 means 45 */
+} ir_camera;
+
+/* A camera on a sphere around the volume's centre, looking at it; distance 1 fits the volume
+ * in view. Used by orbits, the window's default view and the tests. */
+ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float elevation_degrees,
+                          float distance);
+
+/* ---- Renderer -------------------------------------------------------------------------------- */
+typedef struct ir_renderer ir_renderer;
+
+typedef struct ir_renderer_desc {
+  ir_device device;          /* GPU by default */
+  const ir_volume *volume;   /* uploaded (GPU) or referenced (CPU) at create; must outlive a CPU renderer */
+  int cpu_threads;           /* CPU device: 0 = all cores */
+} ir_renderer_desc;
+
+ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, char err[IR_ERR_LEN]);
+void ir_renderer_destroy(ir_renderer *r);
+
+typedef struct ir_frame_desc {
+  int width, height;
+  float isovalue;               /* data units */
+  ir_camera camera;
+  ir_compact_method method;     /* compaction used by the multi-kernel pipeline */
+  ir_pipeline pipeline;
+  bool stage_timing;            /* also time each stage (a separate diagnostic pass on the GPU) */
+} ir_frame_desc;
+
+/* What one frame cost and did. Times in milliseconds; stage times are filled when
+ * stage_timing was asked for (and are 0 otherwise). */
+#define IR_MAX_ITERATIONS 64
+typedef struct ir_frame_stats {
+  double frame_ms;       /* whole frame, host work included */
+  double bvh_update_ms;
+  double raygen_ms;
+  double traverse_ms;    /* all traversal iterations together */
+  double intersect_ms;   /* all intersection iterations together */
+  double shade_ms;
+  double compact_ms;     /* time spent compacting (out-of-kernel methods), inside the above */
+  int iterations;        /* traversal/intersection rounds */
+  uint32_t rays_generated;       /* rays that hit the volume bounds */
+  uint32_t rays_hit;             /* rays shaded */
+  uint32_t traverse_rays[IR_MAX_ITERATIONS];  /* rays entering traversal, per round */
+  uint32_t intersect_rays[IR_MAX_ITERATIONS]; /* rays entering intersection, per round */
+  double traverse_iter_ms[IR_MAX_ITERATIONS];
+  double intersect_iter_ms[IR_MAX_ITERATIONS];
+} ir_frame_stats;
+
+/* Renders one frame. `stats` may be NULL. */
+ir_status ir_render_frame(ir_renderer *r, const ir_frame_desc *frame, ir_frame_stats *stats,
+                          char err[IR_ERR_LEN]);
+
+/* Copies the last frame to host memory: width*height*4 bytes, row 0 at the top. */
+ir_status ir_render_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]);
+
+/* GPU device only: device pointer to the last frame's RGBA8 pixels (for CUDA-GL interop);
+ * NULL on the CPU device. Valid until the next frame or a size change. */
+const void *ir_render_device_image(const ir_renderer *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
