@@ -79,6 +79,21 @@ cudaError_t ir_compact_remove_indices(ir_compact_ctx *ctx, ir_compact_method met
                                       uint32_t *d_data, size_t n, const uint32_t *d_remove,
                                       size_t k, uint32_t *d_count, cudaStream_t stream);
 
+/* ---- Device-side counts ------------------------------------------------------------------------
+ * For loops that stay on the GPU (CUDA graphs, no host round trip): n (and k) are read on the
+ * device from d_n (d_k), launch sizes come from max_n (max_k). Methods that need n on the host
+ * (Thrust) return cudaErrorNotSupported; callers then read the count back and use the calls above. */
+cudaError_t ir_compact_flagged_dn(ir_compact_ctx *ctx, ir_compact_method method,
+                                  const uint32_t *d_in, const uint8_t *d_flags, uint32_t *d_out,
+                                  uint32_t *d_count, const uint32_t *d_n, size_t max_n,
+                                  cudaStream_t stream);
+cudaError_t ir_compact_remove_indices_dn(ir_compact_ctx *ctx, ir_compact_method method,
+                                         uint32_t *d_data, const uint32_t *d_n, size_t max_n,
+                                         const uint32_t *d_remove, const uint32_t *d_k,
+                                         size_t max_k, uint32_t *d_count, cudaStream_t stream);
+/* True when the method supports the _dn calls. */
+bool ir_compact_supports_device_n(ir_compact_method method);
+
 /* One readable line for the last error of a call on this context (what failed and why). */
 const char *ir_compact_last_error(const ir_compact_ctx *ctx);
 

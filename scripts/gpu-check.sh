@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: build everything, run the GPU test suite (and the CPU tests), run a
+# short benchmark, and print a short summary last. Logs go to $OUT (or ./out) when set.
+# Usage: scripts/gpu-check.sh [--quick]
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${OUT:-$root/out}
+mkdir -p "$out"
+build=${INKRAY_BUILD_DIR:-$root/build-gpu}
+summary=()
+note() { summary+=("$*"); }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
+t0=$(date +%s)
+if cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+     -DCMAKE_CUDA_ARCHITECTURES="${INKRAY_CUDA_ARCH:-90}" -DINKRAY_WINDOW=OFF >"$out/configure.log" 2>&1 &&
+   cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1; then
+  note "build: ok in $(( $(date +%s) - t0 )) s"
+else
+  tail -40 "$out/build.log" "$out/configure.log"
+  note "build: FAILED (see build.log)"
+  printf '%s\n' "== summary ==" "${summary[@]}"
+  exit 1
+fi
+
+ctest --test-dir "$build" --output-on-failure -L 'gpu|cpu' -E fuzz >"$out/ctest.log" 2>&1
+rc=$?
+grep -E "tests passed|tests failed|\*\*\*" "$out/ctest.log" | tail -20
+note "tests: $(grep -E 'tests passed' "$out/ctest.log" | tail -1) (rc $rc)"
+
+if [[ ${1:-} != --no-bench ]]; then
+  "$build/inkray" compact-bench --quick --csv "$out/compact-bench.csv" >"$out/compact-bench.txt" 2>&1
+  note "compact-bench: rc $? ($(wc -l <"$out/compact-bench.csv" 2>/dev/null || echo 0) csv rows)"
+  tail -30 "$out/compact-bench.txt"
+  "$build/inkray" --headless --frames 50 --size 1024x1024 --method all --pipeline both --orbit 8 \
+    --csv "$out/frames.csv" --png "$out/last.png" builtin:fractal:256 >"$out/headless.txt" 2>&1
+  note "headless: rc $?"
+  tail -20 "$out/headless.txt"
+fi
+printf '%s\n' "== summary ==" "$(cat "$out/gpu.txt")" "${summary[@]}"
+exit $rc
