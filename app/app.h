@@ -5,6 +5,7 @@
 #define INKRAY_APP_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "data/volume.h"
@@ -34,5 +35,10 @@ bool cli_parse_float(const char *text, double *out);
 /* Loads the volume named by desc (or IR_DEFAULT_VOLUME when desc->source is NULL), printing
  * the error as "inkray: MESSAGE" on failure. Returns the exit status to use (0 on success). */
 int cli_load_volume(ir_volume_desc *desc, ir_volume *out);
+
+/* ---- Images (stb_impl.c) ------------------------------------------------------------------------ */
+/* Writes w*h RGBA8 pixels (row 0 at the top, rows packed) as a PNG. Returns false and fills
+ * `err` with one line naming the file when it cannot be written. */
+bool app_write_png(const char *path, int w, int h, const uint8_t *rgba, char err[IR_ERR_LEN]);
 
 #endif
