@@ -79,8 +79,25 @@ double ir_volume_value_at(const ir_volume *v, size_t x, size_t y, size_t z);
 size_t ir_volume_voxel_count(const ir_volume *v);
 
 /* ---- Procedural volumes ------------------------------------------------------------------ */
-/* Names accepted after builtin: ("sphere", "marschner-lobb", "fractal", ...), NULL-terminated. */
+/* builtin:NAME[:N] is an N x N x N volume (N from 2 to 1024, default 128), spacing 1, computed
+ * at voxel indices i, j, k = 0 .. N-1 (x fastest):
+ *   sphere          float32  R - sqrt((i-c)^2 + (j-c)^2 + (k-c)^2), c = (N-1)/2, R = 0.35 N:
+ *                            the distance in voxels to a sphere of radius R about the centre,
+ *                            positive inside. Isovalue 0 is that sphere.
+ *   marschner-lobb  float32  (1 - sin(pi z/2) + a (1 + cos(2 pi fM cos(pi r/2)))) / (2 (1 + a)),
+ *                            r = sqrt(x^2 + y^2), a = 0.25, fM = 6, with x = -1 + 2i/(N-1) (the
+ *                            same for y, z) on [-1,1]^3. Values in [0,1]; isovalue 0.5.
+ *   fractal         uint8    127.5 + 150 (fBm(p) - fade(p)) rounded and clamped to 0..255, where
+ *                            p = (i+0.5, j+0.5, k+0.5)/N, fBm is gradient noise summed over
+ *                            octaves o = 0.. (frequency 4*2^o cells across the volume, amplitude
+ *                            2^-o, finest about 4 voxels a cell) and fade pushes the outer 6% of
+ *                            the box below the isovalue. Isovalue 127.5: a dense sponge of thin
+ *                            walls and tunnels filling the box. Deterministic (fixed seeds).
+ * Names accepted after builtin:, NULL-terminated. */
 const char *const *ir_builtin_names(void);
+/* The isovalue a builtin source is made for (0 for sphere, 0.5 for marschner-lobb, 127.5 for
+ * fractal); NaN for anything that is not a known builtin:NAME[:N]. */
+double ir_builtin_isovalue(const char *source);
 /* The volume used when none is given on the command line. */
 #define IR_DEFAULT_VOLUME "builtin:fractal:256"
 

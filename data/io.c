@@ -1,0 +1,411 @@
+/* File access for the loaders: checks with clear messages, reading headers, reading voxel
+ * payloads (plain or gzip/zlib through zlib's inflate), progress for big volumes, and
+ * ir_header_read_voxels, which every header format ends in. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "data/volume_internal.h"
+
+#define IO_CHUNK ((size_t)1 << 20)
+
+ir_status ir_check_file(const char *path, size_t *size, char err[IR_ERR_LEN]) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    if (errno == ENOENT) return ir_input_error(err, path, "no such file");
+    return ir_input_error(err, path, "cannot access: %s", strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode))
+    return ir_input_error(err, path, "is a directory, expected a volume file");
+  if (!S_ISREG(st.st_mode)) return ir_input_error(err, path, "not a regular file");
+  FILE *f = fopen(path, "rb");
+  if (!f) return ir_input_error(err, path, "cannot open: %s", strerror(errno));
+  fclose(f);
+  if (size) *size = (size_t)st.st_size;
+  return IR_OK;
+}
+
+ir_status ir_read_prefix(const char *path, size_t max_bytes, char **text, size_t *len,
+                         char err[IR_ERR_LEN]) {
+  size_t size = 0;
+  ir_status status = ir_check_file(path, &size, err);
+  if (status != IR_OK) return status;
+  size_t want = size < max_bytes ? size : max_bytes;
+  char *buf = malloc(want + 1);
+  if (!buf) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory reading the header", path);
+    return IR_ERR_RUNTIME;
+  }
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    free(buf);
+    return ir_input_error(err, path, "cannot open: %s", strerror(errno));
+  }
+  size_t got = fread(buf, 1, want, f);
+  bool failed = ferror(f);
+  fclose(f);
+  if (failed) {
+    free(buf);
+    return ir_input_error(err, path, "read error");
+  }
+  buf[got] = '\0';
+  *text = buf;
+  *len = got;
+  return IR_OK;
+}
+
+char *ir_path_join_dir(const char *base, const char *rel) {
+  size_t dir_len = 0;
+  if (rel[0] != '/') {
+    const char *slash = strrchr(base, '/');
+    dir_len = slash ? (size_t)(slash - base) + 1 : 0;
+  }
+  size_t rel_len = strlen(rel);
+  char *out = malloc(dir_len + rel_len + 1);
+  if (!out) return NULL;
+  memcpy(out, base, dir_len);
+  memcpy(out + dir_len, rel, rel_len + 1);
+  return out;
+}
+
+/* ---- Progress ------------------------------------------------------------------------------ */
+void ir_progress_begin(ir_progress *p, bool show, const char *name, size_t total) {
+  *p = (ir_progress){.enabled = show && total >= IR_PROGRESS_MIN_BYTES, .name = name,
+                     .total = total, .shown_percent = -1};
+}
+
+void ir_progress_add(ir_progress *p, size_t bytes) {
+  if (!p || !p->enabled) return;
+  p->done += bytes;
+  int percent = (int)(100.0 * (double)p->done / (double)p->total);
+  if (percent > 100) percent = 100;
+  if (percent == p->shown_percent) return;
+  p->shown_percent = percent;
+  fprintf(stderr, "\rloading %s: %3d%%", p->name, percent);
+  fflush(stderr);
+}
+
+void ir_progress_end(ir_progress *p) {
+  if (!p || !p->enabled || p->shown_percent < 0) return;
+  fputc('\n', stderr);
+  p->shown_percent = -1;
+}
+
+/* ---- Payloads -------------------------------------------------------------------------------- */
+static ir_status read_plain(FILE *f, const char *what, void *dst, size_t bytes,
+                            ir_progress *progress, char err[IR_ERR_LEN]) {
+  unsigned char *out = dst;
+  size_t done = 0;
+  while (done < bytes) {
+    size_t want = bytes - done < IO_CHUNK ? bytes - done : IO_CHUNK;
+    size_t got = fread(out + done, 1, want, f);
+    done += got;
+    ir_progress_add(progress, got);
+    if (got < want) {
+      if (ferror(f)) return ir_input_error(err, what, "read error after %zu bytes", done);
+      return ir_input_error(err, what, "ends after %zu bytes of data, expected %zu", done, bytes);
+    }
+  }
+  return IR_OK;
+}
+
+/* Inflates gzip members or a zlib stream from f: `skip` decompressed bytes are dropped, then
+ * exactly `bytes` go to dst. More data inside the stream than that is an error (the header's
+ * dims and the file disagree); bytes after the stream has ended are ignored, as gzip does. */
+static ir_status read_inflate(FILE *f, const char *what, ir_encoding encoding, size_t skip,
+                              void *dst, size_t bytes, ir_progress *progress,
+                              char err[IR_ERR_LEN]) {
+  const char *kind = encoding == IR_ENCODING_GZIP ? "gzip" : "zlib";
+  unsigned char *in = malloc(IO_CHUNK);
+  unsigned char *scratch = skip ? malloc(IO_CHUNK) : NULL;
+  if (!in || (skip && !scratch)) {
+    free(in);
+    free(scratch);
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory for decompression", what);
+    return IR_ERR_RUNTIME;
+  }
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  /* 15 + 32: accept a zlib or a gzip header, whichever the stream has. */
+  if (inflateInit2(&z, 15 + 32) != Z_OK) {
+    free(in);
+    free(scratch);
+    snprintf(err, IR_ERR_LEN, "%s: cannot start zlib", what);
+    return IR_ERR_RUNTIME;
+  }
+  ir_status status = IR_OK;
+  unsigned char *out = dst;
+  size_t produced = 0; /* decompressed bytes so far, skip included */
+  size_t total = skip + bytes;
+  bool stream_end = false;
+  for (;;) {
+    if (z.avail_in == 0) {
+      size_t got = fread(in, 1, IO_CHUNK, f);
+      if (ferror(f)) {
+        status = ir_input_error(err, what, "read error");
+        break;
+      }
+      z.next_in = in;
+      z.avail_in = (uInt)got;
+      if (got == 0) break;
+    }
+    if (stream_end) {
+      /* Another gzip member follows (concatenated gzip files are one stream). */
+      if (inflateReset(&z) != Z_OK) break;
+      stream_end = false;
+    }
+    unsigned char *target;
+    size_t room;
+    if (produced < skip) {
+      target = scratch;
+      room = skip - produced < IO_CHUNK ? skip - produced : IO_CHUNK;
+    } else if (produced < total) {
+      target = out + (produced - skip);
+      room = total - produced;
+    } else {
+      /* All the data is in; one more byte would mean the file holds more than the dims say. */
+      unsigned char extra;
+      target = &extra;
+      room = 1;
+    }
+    uInt room32 = room > UINT_MAX ? UINT_MAX : (uInt)room;
+    z.next_out = target;
+    z.avail_out = room32;
+    int rc = inflate(&z, Z_NO_FLUSH);
+    size_t made = room32 - z.avail_out;
+    if (produced >= total && made > 0) {
+      status = ir_input_error(err, what,
+                              "decompresses to more than the %zu bytes the dims say: check "
+                              "the dims and type",
+                              total);
+      break;
+    }
+    produced += made;
+    if (produced > skip) ir_progress_add(progress, made);
+    if (rc == Z_STREAM_END) {
+      stream_end = true;
+      if (produced >= total) break; /* bytes after the last stream are not voxels: ignored */
+      continue;
+    }
+    if (rc == Z_NEED_DICT || rc == Z_DATA_ERROR || rc == Z_MEM_ERROR) {
+      if (rc == Z_MEM_ERROR) {
+        snprintf(err, IR_ERR_LEN, "%s: out of host memory while decompressing", what);
+        status = IR_ERR_RUNTIME;
+      } else {
+        status = ir_input_error(err, what, "corrupt %s data after %zu decompressed bytes (%s)",
+                                kind, produced, z.msg ? z.msg : "bad stream");
+      }
+      break;
+    }
+  }
+  if (status == IR_OK && produced < total) {
+    status = ir_input_error(err, what,
+                            stream_end ? "%s data ends after %zu of %zu bytes: the dims say more"
+                                       : "truncated %s data: got %zu of %zu bytes",
+                            kind, produced > skip ? produced - skip : 0, bytes);
+  } else if (status == IR_OK && !stream_end) {
+    status = ir_input_error(err, what, "truncated %s data: the stream does not end", kind);
+  }
+  inflateEnd(&z);
+  free(in);
+  free(scratch);
+  return status;
+}
+
+ir_status ir_read_payload(FILE *f, const char *what, ir_encoding encoding, size_t skip_after,
+                          void *dst, size_t bytes, ir_progress *progress, char err[IR_ERR_LEN]) {
+  if (encoding == IR_ENCODING_RAW) return read_plain(f, what, dst, bytes, progress, err);
+  return read_inflate(f, what, encoding, skip_after, dst, bytes, progress, err);
+}
+
+/* ---- Header + files -> voxels ------------------------------------------------------------- */
+void ir_header_init(ir_header *h) {
+  memset(h, 0, sizeof *h);
+  for (int k = 0; k < 3; k++) h->spacing[k] = 1.0f;
+  h->scale_slope = 1.0f;
+}
+
+void ir_header_free(ir_header *h) {
+  for (size_t i = 0; i < h->file_count; i++) free(h->files[i]);
+  free(h->files);
+  h->files = NULL;
+  h->file_count = 0;
+}
+
+bool ir_header_add_file(ir_header *h, const char *name, size_t len) {
+  if (h->file_count >= IR_MAX_DATA_FILES) return false;
+  char **grown = realloc(h->files, (h->file_count + 1) * sizeof *grown);
+  if (!grown) return false;
+  h->files = grown;
+  char *copy = malloc(len + 1);
+  if (!copy) return false;
+  memcpy(copy, name, len);
+  copy[len] = '\0';
+  h->files[h->file_count++] = copy;
+  return true;
+}
+
+/* Positions f at the first voxel of one data file (raw encoding) and checks its size. */
+static ir_status seek_plain(FILE *f, const char *what, const ir_header *h, size_t file_size,
+                            size_t offset, size_t bytes, char err[IR_ERR_LEN]) {
+  if (h->skip_to_end) {
+    if (file_size < bytes)
+      return ir_input_error(err, what, "%zu bytes, expected at least %zu for %zux%zux%zu %s",
+                            file_size, bytes, h->dims[0], h->dims[1], h->dims[2],
+                            ir_voxel_type_name(h->type));
+    offset = file_size - bytes;
+  } else if (file_size < offset || file_size - offset != bytes) {
+    if (h->file_count > 1)
+      return ir_input_error(err, what,
+                            "%zu bytes, expected %zu (%zu header + %zu data: one of %zu files of "
+                            "%zux%zux%zu %s)",
+                            file_size, offset + bytes, offset, bytes, h->file_count, h->dims[0],
+                            h->dims[1], h->dims[2], ir_voxel_type_name(h->type));
+    if (offset)
+      return ir_input_error(err, what,
+                            "%zu bytes, expected %zu (%zu header + %zu data for %zux%zux%zu %s)",
+                            file_size, offset + bytes, offset, bytes, h->dims[0], h->dims[1],
+                            h->dims[2], ir_voxel_type_name(h->type));
+    return ir_input_error(err, what, "%zu bytes, expected %zu for %zux%zux%zu %s", file_size,
+                          bytes, h->dims[0], h->dims[1], h->dims[2], ir_voxel_type_name(h->type));
+  }
+  if (fseeko(f, (off_t)offset, SEEK_SET) != 0)
+    return ir_input_error(err, what, "cannot seek to byte %zu", offset);
+  return IR_OK;
+}
+
+/* Skips NRRD "line skip" lines; returns the byte offset after them. */
+static bool skip_lines(FILE *f, size_t lines, size_t *offset) {
+  size_t pos = 0;
+  for (size_t n = 0; n < lines;) {
+    int c = fgetc(f);
+    if (c == EOF) return false;
+    pos++;
+    if (c == '\n') n++;
+  }
+  *offset = pos;
+  return true;
+}
+
+static ir_status read_one_file(const ir_header *h, const char *path, const char *what,
+                               size_t base_offset, void *dst, size_t bytes, ir_progress *progress,
+                               char err[IR_ERR_LEN]) {
+  size_t file_size = 0;
+  ir_status status = ir_check_file(path, &file_size, err);
+  if (status != IR_OK) return status;
+  FILE *f = fopen(path, "rb");
+  if (!f) return ir_input_error(err, what, "cannot open: %s", strerror(errno));
+  size_t offset = base_offset;
+  if (h->line_skip) {
+    size_t after_lines = 0;
+    if (fseeko(f, (off_t)base_offset, SEEK_SET) != 0 || !skip_lines(f, h->line_skip, &after_lines)) {
+      fclose(f);
+      return ir_input_error(err, what, "has fewer than the %zu lines the header says to skip",
+                            h->line_skip);
+    }
+    offset += after_lines;
+  }
+  if (h->encoding == IR_ENCODING_RAW) {
+    status = seek_plain(f, what, h, file_size, offset + h->byte_skip, bytes, err);
+    if (status == IR_OK) status = ir_read_payload(f, what, IR_ENCODING_RAW, 0, dst, bytes, progress, err);
+  } else {
+    if (fseeko(f, (off_t)offset, SEEK_SET) != 0)
+      status = ir_input_error(err, what, "cannot seek to byte %zu", offset);
+    else
+      status = ir_read_payload(f, what, h->encoding, h->byte_skip, dst, bytes, progress, err);
+  }
+  fclose(f);
+  return status;
+}
+
+/* NIfTI scaling: the stored integers become slope*v + inter, kept as float32. */
+static ir_status apply_scaling(const ir_header *h, ir_volume *out, const char *what,
+                               char err[IR_ERR_LEN]) {
+  size_t n = ir_volume_voxel_count(out);
+  if (out->type == IR_VOXEL_FLOAT32) {
+    float *p = out->voxels;
+    for (size_t i = 0; i < n; i++) p[i] = p[i] * h->scale_slope + h->scale_inter;
+    return IR_OK;
+  }
+  if (n > SIZE_MAX / sizeof(float)) return ir_input_error(err, what, "too many voxels to scale");
+  float *scaled = malloc(n * sizeof(float));
+  if (!scaled) {
+    snprintf(err, IR_ERR_LEN,
+             "%s: out of host memory converting %zu voxels to float32 for scl_slope/scl_inter",
+             what, n);
+    return IR_ERR_RUNTIME;
+  }
+  for (size_t i = 0; i < n; i++) {
+    double v = ir_volume_value_at(out, i, 0, 0);
+    scaled[i] = (float)(v * h->scale_slope + h->scale_inter);
+  }
+  free(out->voxels);
+  out->voxels = scaled;
+  out->type = IR_VOXEL_FLOAT32;
+  out->bytes = n * sizeof(float);
+  return IR_OK;
+}
+
+ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
+                                const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  size_t bytes = 0;
+  if (!ir_volume_byte_count(h->dims, h->type, &bytes, header_path, err)) return IR_ERR_INPUT;
+  size_t files = h->file_count ? h->file_count : 1;
+  if (bytes % files != 0)
+    return ir_input_error(err, header_path,
+                          "%zu data files cannot share %zu bytes (%zux%zux%zu %s) equally", files,
+                          bytes, h->dims[0], h->dims[1], h->dims[2], ir_voxel_type_name(h->type));
+  /* Check every data file exists before allocating: a typo in a pattern is the common case. */
+  char **paths = calloc(files, sizeof *paths);
+  if (!paths) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory", header_path);
+    return IR_ERR_RUNTIME;
+  }
+  ir_status status = IR_OK;
+  for (size_t i = 0; i < h->file_count && status == IR_OK; i++) {
+    paths[i] = ir_path_join_dir(header_path, h->files[i]);
+    if (!paths[i]) {
+      snprintf(err, IR_ERR_LEN, "%s: out of host memory", header_path);
+      status = IR_ERR_RUNTIME;
+      break;
+    }
+    char sub[IR_ERR_LEN];
+    if (ir_check_file(paths[i], NULL, sub) != IR_OK)
+      status = ir_input_error(err, header_path, "data file %s", sub);
+  }
+  if (status == IR_OK) status = ir_volume_allocate(out, h->dims, h->type, header_path, err);
+  if (status == IR_OK) {
+    ir_progress progress;
+    ir_progress_begin(&progress, desc->show_progress, ir_display_name(header_path), bytes);
+    size_t share = bytes / files;
+    for (size_t i = 0; i < files && status == IR_OK; i++) {
+      unsigned char *dst = (unsigned char *)out->voxels + i * share;
+      if (h->file_count)
+        status = read_one_file(h, paths[i], paths[i], 0, dst, share, &progress, err);
+      else
+        status = read_one_file(h, header_path, header_path, h->data_offset, dst, share,
+                               &progress, err);
+    }
+    ir_progress_end(&progress);
+  }
+  for (size_t i = 0; i < files; i++) free(paths[i]);
+  free(paths);
+  if (status == IR_OK) {
+    size_t size = ir_voxel_type_size(h->type);
+    bool file_big = h->endian == IR_ENDIAN_BIG;
+    if (size > 1 && file_big != ir_host_is_big_endian())
+      ir_swap_voxels(out->voxels, ir_volume_voxel_count(out), size);
+    if (h->scaled) status = apply_scaling(h, out, header_path, err);
+  }
+  if (status != IR_OK) {
+    ir_volume_free(out);
+    return status;
+  }
+  memcpy(out->spacing, desc->spacing_given ? desc->spacing : h->spacing, sizeof out->spacing);
+  ir_volume_finish(out, ir_display_name(header_path));
+  return IR_OK;
+}

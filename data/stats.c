@@ -1,0 +1,259 @@
+/* Volume statistics for `inkray info` and for picking a first isovalue.
+ *
+ * Suggested isovalues, best first:
+ *  - a builtin volume's own isovalue (data/volume.h);
+ *  - label volumes (integer data with at most 32 distinct values): the midpoints between
+ *    consecutive labels present, k + 0.5 for neighbouring labels k and k+1, the labels with
+ *    most voxels first;
+ *  - other data: values where boundaries between materials lie. Two cues on a fine histogram
+ *    of 256 bins: the mean gradient magnitude of the voxels in each bin peaks at boundary
+ *    values (Kindlmann and Durkin, "Semi-automatic generation of transfer functions", 1998),
+ *    and the valleys between histogram peaks separate materials (air | tissue | bone).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/parallel.h"
+#include "data/volume_internal.h"
+
+#define FINE_BINS 256
+#define MAX_LABELS 32
+#define MAX_SUGGESTED 8
+
+/* ---- Pass 1: range, mean, non-finite --------------------------------------------------------- */
+typedef struct pass1 {
+  const ir_volume *v;
+  double lo[IR_MAX_THREADS], hi[IR_MAX_THREADS], sum[IR_MAX_THREADS];
+  size_t finite[IR_MAX_THREADS];
+} pass1;
+
+static void pass1_range(void *ctx, size_t begin, size_t end, int worker) {
+  pass1 *p = ctx;
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  size_t finite = 0;
+  for (size_t i = begin; i < end; i++) {
+    double value = ir_volume_value_at(p->v, i, 0, 0);
+    if (!isfinite(value)) continue;
+    lo = value < lo ? value : lo;
+    hi = value > hi ? value : hi;
+    sum += value;
+    finite++;
+  }
+  p->lo[worker] = lo;
+  p->hi[worker] = hi;
+  p->sum[worker] = sum;
+  p->finite[worker] = finite;
+}
+
+/* ---- Pass 2: histograms, gradient per value, distinct integers ---------------------------- */
+typedef struct pass2_worker {
+  size_t coarse[IR_HISTOGRAM_BINS];
+  size_t fine[FINE_BINS];
+  size_t grad_count[FINE_BINS];
+  double grad_sum[FINE_BINS];
+  size_t *integer_counts; /* 65536 counters for 8/16-bit data, else NULL */
+} pass2_worker;
+
+typedef struct pass2 {
+  const ir_volume *v;
+  double lo, hi;
+  pass2_worker *workers;
+} pass2;
+
+static int bin_of(double value, double lo, double hi, int bins) {
+  if (hi <= lo) return 0;
+  int b = (int)((value - lo) / (hi - lo) * bins);
+  return b < 0 ? 0 : b >= bins ? bins - 1 : b;
+}
+
+static size_t integer_key(const ir_volume *v, size_t i) {
+  switch (v->type) {
+  case IR_VOXEL_UINT8: return ((const uint8_t *)v->voxels)[i];
+  case IR_VOXEL_UINT16: return ((const uint16_t *)v->voxels)[i];
+  case IR_VOXEL_INT16: return (size_t)(((const int16_t *)v->voxels)[i] + 32768);
+  default: return 0;
+  }
+}
+
+/* Central-difference gradient length at voxel i, or NAN at the border or near non-finite data. */
+static double gradient_length(const ir_volume *v, size_t x, size_t y, size_t z) {
+  const size_t *d = v->dims;
+  if (x == 0 || y == 0 || z == 0 || x + 1 >= d[0] || y + 1 >= d[1] || z + 1 >= d[2]) return NAN;
+  double gx = ir_volume_value_at(v, x + 1, y, z) - ir_volume_value_at(v, x - 1, y, z);
+  double gy = ir_volume_value_at(v, x, y + 1, z) - ir_volume_value_at(v, x, y - 1, z);
+  double gz = ir_volume_value_at(v, x, y, z + 1) - ir_volume_value_at(v, x, y, z - 1);
+  return 0.5 * sqrt(gx * gx + gy * gy + gz * gz);
+}
+
+static void pass2_rows(void *ctx, size_t begin, size_t end, int worker) {
+  pass2 *p = ctx;
+  pass2_worker *w = &p->workers[worker];
+  const ir_volume *v = p->v;
+  size_t nx = v->dims[0], ny = v->dims[1];
+  for (size_t row = begin; row < end; row++) {
+    size_t y = row % ny, z = row / ny;
+    for (size_t x = 0; x < nx; x++) {
+      size_t i = x + nx * row;
+      double value = ir_volume_value_at(v, i, 0, 0);
+      if (!isfinite(value)) continue;
+      w->coarse[bin_of(value, p->lo, p->hi, IR_HISTOGRAM_BINS)]++;
+      int fine = bin_of(value, p->lo, p->hi, FINE_BINS);
+      w->fine[fine]++;
+      if (w->integer_counts) w->integer_counts[integer_key(v, i)]++;
+      double g = gradient_length(v, x, y, z);
+      if (isfinite(g)) {
+        w->grad_sum[fine] += g;
+        w->grad_count[fine]++;
+      }
+    }
+  }
+}
+
+/* ---- Suggestions ------------------------------------------------------------------------------ */
+typedef struct candidate {
+  double value, score;
+} candidate;
+
+static int by_score_desc(const void *a, const void *b) {
+  double sa = ((const candidate *)a)->score, sb = ((const candidate *)b)->score;
+  return (sa < sb) - (sa > sb);
+}
+
+static void add_suggestion(ir_volume_stats *s, double value, double min_gap) {
+  if (s->suggested_count >= MAX_SUGGESTED || !isfinite(value)) return;
+  for (int k = 0; k < s->suggested_count; k++)
+    if (fabs(s->suggested_isovalues[k] - value) < min_gap) return;
+  s->suggested_isovalues[s->suggested_count++] = value;
+}
+
+static void suggest_labels(ir_volume_stats *s, const size_t *counts, ir_voxel_type type,
+                           size_t distinct) {
+  int32_t offset = type == IR_VOXEL_INT16 ? -32768 : 0;
+  candidate c[MAX_LABELS];
+  int n = 0;
+  long previous = -1;
+  for (long key = 0; key < 65536 && (size_t)n < distinct; key++) {
+    if (!counts[key]) continue;
+    if (previous >= 0 && n < MAX_LABELS)
+      c[n++] = (candidate){0.5 * (double)(previous + key) + offset, (double)counts[key]};
+    previous = key;
+  }
+  qsort(c, (size_t)n, sizeof c[0], by_score_desc);
+  for (int k = 0; k < n; k++) add_suggestion(s, c[k].value, 0.25);
+}
+
+/* Box-smoothed copy of a[] over +-r bins. */
+static void smooth(const double *a, double *out, int r) {
+  for (int b = 0; b < FINE_BINS; b++) {
+    double sum = 0;
+    int count = 0;
+    for (int k = b - r; k <= b + r; k++)
+      if (k >= 0 && k < FINE_BINS) {
+        sum += a[k];
+        count++;
+      }
+    out[b] = sum / count;
+  }
+}
+
+static void suggest_boundaries(ir_volume_stats *s, const size_t *fine, const size_t *grad_count,
+                               const double *grad_sum, size_t finite) {
+  double width = (s->max - s->min) / FINE_BINS;
+  double mean_grad[FINE_BINS], g[FINE_BINS], logh[FINE_BINS], h[FINE_BINS];
+  /* Bins with few voxels give noisy gradient means; ignore those under 0.02% of the data. */
+  size_t min_count = finite / 5000 > 4 ? finite / 5000 : 4;
+  for (int b = 0; b < FINE_BINS; b++) {
+    mean_grad[b] = grad_count[b] >= min_count ? grad_sum[b] / (double)grad_count[b] : 0.0;
+    logh[b] = log1p((double)fine[b]);
+  }
+  smooth(mean_grad, g, 2);
+  smooth(logh, h, 3);
+  double g_max = 0;
+  for (int b = 0; b < FINE_BINS; b++) g_max = g[b] > g_max ? g[b] : g_max;
+
+  candidate c[2 * FINE_BINS];
+  int n = 0;
+  /* Peaks of the mean gradient: boundary values. The end bins are the extremes of the data,
+   * where an isosurface is degenerate, so they are skipped. */
+  for (int b = 2; b < FINE_BINS - 2 && g_max > 0; b++) {
+    bool peak = g[b] >= g[b - 1] && g[b] > g[b + 1] && g[b] >= g[b - 2] && g[b] > g[b + 2];
+    if (peak && g[b] >= 0.25 * g_max) c[n++] = (candidate){s->min + (b + 0.5) * width, g[b] / g_max};
+  }
+  /* Valleys of the histogram between two clearly higher peaks: material separations. */
+  for (int b = 2; b < FINE_BINS - 2; b++) {
+    if (!(h[b] <= h[b - 1] && h[b] < h[b + 1]) || fine[b] == 0) continue;
+    double left = 0, right = 0;
+    for (int k = 0; k < b; k++) left = h[k] > left ? h[k] : left;
+    for (int k = b + 1; k < FINE_BINS; k++) right = h[k] > right ? h[k] : right;
+    double depth = (left < right ? left : right) - h[b];
+    /* log1p counts: a valley at least e^1 times lower than the smaller peak on either side. */
+    if (depth >= 1.0) c[n++] = (candidate){s->min + (b + 0.5) * width, 0.5 + 0.1 * depth};
+  }
+  qsort(c, (size_t)n, sizeof c[0], by_score_desc);
+  for (int k = 0; k < n; k++) add_suggestion(s, c[k].value, 4 * width);
+  if (s->suggested_count == 0 && s->max > s->min) add_suggestion(s, 0.5 * (s->min + s->max), 0);
+}
+
+void ir_volume_compute_stats(const ir_volume *v, ir_volume_stats *out) {
+  memset(out, 0, sizeof *out);
+  size_t count = ir_volume_voxel_count(v);
+  if (!v->voxels || count == 0) return;
+
+  pass1 *p1 = calloc(1, sizeof *p1);
+  if (!p1) return;
+  p1->v = v;
+  int workers = ir_parallel_for(count, (size_t)1 << 20, pass1_range, p1);
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  size_t finite = 0;
+  for (int w = 0; w < workers; w++) {
+    lo = p1->lo[w] < lo ? p1->lo[w] : lo;
+    hi = p1->hi[w] > hi ? p1->hi[w] : hi;
+    sum += p1->sum[w];
+    finite += p1->finite[w];
+  }
+  free(p1);
+  out->nonfinite_count = count - finite;
+  if (finite == 0) return;
+  out->min = lo;
+  out->max = hi;
+  out->mean = sum / (double)finite;
+
+  size_t rows = v->dims[1] * v->dims[2];
+  size_t grain = rows / 256 > 1 ? rows / 256 : 1;
+  int row_workers = ir_parallel_workers(rows, grain);
+  pass2 p2 = {.v = v, .lo = lo, .hi = hi, .workers = calloc((size_t)row_workers, sizeof(pass2_worker))};
+  if (!p2.workers) return;
+  bool integer = v->type != IR_VOXEL_FLOAT32;
+  bool ok = true;
+  for (int w = 0; w < row_workers && integer; w++) {
+    p2.workers[w].integer_counts = calloc(65536, sizeof(size_t));
+    ok = ok && p2.workers[w].integer_counts;
+  }
+  if (ok) {
+    ir_parallel_for(rows, grain, pass2_rows, &p2);
+    size_t fine[FINE_BINS] = {0}, grad_count[FINE_BINS] = {0};
+    double grad_sum[FINE_BINS] = {0};
+    for (int w = 0; w < row_workers; w++) {
+      for (int b = 0; b < IR_HISTOGRAM_BINS; b++) out->histogram[b] += p2.workers[w].coarse[b];
+      for (int b = 0; b < FINE_BINS; b++) {
+        fine[b] += p2.workers[w].fine[b];
+        grad_count[b] += p2.workers[w].grad_count[b];
+        grad_sum[b] += p2.workers[w].grad_sum[b];
+      }
+      if (w > 0 && integer)
+        for (size_t k = 0; k < 65536; k++) p2.workers[0].integer_counts[k] += p2.workers[w].integer_counts[k];
+    }
+    double builtin_iso = ir_builtin_isovalue(v->name);
+    if (isfinite(builtin_iso)) add_suggestion(out, builtin_iso, 0);
+    size_t distinct = 0;
+    for (size_t k = 0; integer && k < 65536; k++) distinct += p2.workers[0].integer_counts[k] != 0;
+    if (integer && distinct >= 2 && distinct <= MAX_LABELS)
+      suggest_labels(out, p2.workers[0].integer_counts, v->type, distinct);
+    else
+      suggest_boundaries(out, fine, grad_count, grad_sum, finite);
+  }
+  for (int w = 0; w < row_workers; w++) free(p2.workers[w].integer_counts);
+  free(p2.workers);
+}

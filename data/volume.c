@@ -1,0 +1,223 @@
+/* ir_volume_load: picks the loader from the source's name, plus what every loader shares
+ * (messages, byte counts, allocation, value range, byte swapping). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/parallel.h"
+#include "data/volume_internal.h"
+
+ir_status ir_input_error(char err[IR_ERR_LEN], const char *path, const char *fmt, ...) {
+  /* Keep the path short enough that the reason always fits. */
+  int used = snprintf(err, IR_ERR_LEN / 2, "%s: ", path);
+  if (used < 0 || used >= IR_ERR_LEN / 2) used = (int)strlen(err);
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(err + used, IR_ERR_LEN - (size_t)used, fmt, args);
+  va_end(args);
+  return IR_ERR_INPUT;
+}
+
+const char *ir_display_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash && slash[1] ? slash + 1 : path;
+}
+
+bool ir_volume_byte_count(const size_t dims[3], ir_voxel_type type, size_t *bytes,
+                          const char *path, char err[IR_ERR_LEN]) {
+  if (dims[0] == 0 || dims[1] == 0 || dims[2] == 0) {
+    ir_input_error(err, path, "dims %zux%zux%zu: every dimension must be at least 1", dims[0],
+                   dims[1], dims[2]);
+    return false;
+  }
+  size_t total = ir_voxel_type_size(type);
+  for (int k = 0; k < 3; k++) {
+    if (total > SIZE_MAX / dims[k]) {
+      ir_input_error(err, path, "dims %zux%zux%zu %s: the byte count overflows size_t", dims[0],
+                     dims[1], dims[2], ir_voxel_type_name(type));
+      return false;
+    }
+    total *= dims[k];
+  }
+  *bytes = total;
+  return true;
+}
+
+ir_status ir_volume_allocate(ir_volume *out, const size_t dims[3], ir_voxel_type type,
+                             const char *path, char err[IR_ERR_LEN]) {
+  size_t bytes = 0;
+  if (!ir_volume_byte_count(dims, type, &bytes, path, err)) return IR_ERR_INPUT;
+  void *voxels = malloc(bytes);
+  if (!voxels) {
+    snprintf(err, IR_ERR_LEN,
+             "%s: out of host memory: %zux%zux%zu %s needs %zu bytes (%.1f GiB)", path,
+             dims[0], dims[1], dims[2], ir_voxel_type_name(type), bytes,
+             (double)bytes / (1024.0 * 1024.0 * 1024.0));
+    return IR_ERR_RUNTIME;
+  }
+  memset(out, 0, sizeof *out);
+  memcpy(out->dims, dims, sizeof out->dims);
+  out->type = type;
+  out->voxels = voxels;
+  out->bytes = bytes;
+  for (int k = 0; k < 3; k++) out->spacing[k] = 1.0f;
+  return IR_OK;
+}
+
+void ir_volume_free(ir_volume *v) {
+  if (!v) return;
+  free(v->voxels);
+  memset(v, 0, sizeof *v);
+}
+
+size_t ir_volume_voxel_count(const ir_volume *v) { return v->dims[0] * v->dims[1] * v->dims[2]; }
+
+double ir_volume_value_at(const ir_volume *v, size_t x, size_t y, size_t z) {
+  size_t i = x + v->dims[0] * (y + v->dims[1] * z);
+  switch (v->type) {
+  case IR_VOXEL_UINT8: return ((const uint8_t *)v->voxels)[i];
+  case IR_VOXEL_UINT16: return ((const uint16_t *)v->voxels)[i];
+  case IR_VOXEL_INT16: return ((const int16_t *)v->voxels)[i];
+  case IR_VOXEL_FLOAT32: return ((const float *)v->voxels)[i];
+  default: return 0.0;
+  }
+}
+
+bool ir_host_is_big_endian(void) {
+  const uint16_t probe = 1;
+  unsigned char first;
+  memcpy(&first, &probe, 1);
+  return first == 0;
+}
+
+void ir_swap_voxels(void *voxels, size_t count, size_t voxel_size) {
+  if (voxel_size == 2) {
+    uint16_t *p = voxels;
+    for (size_t i = 0; i < count; i++) p[i] = (uint16_t)((p[i] >> 8) | (p[i] << 8));
+  } else if (voxel_size == 4) {
+    uint32_t *p = voxels;
+    for (size_t i = 0; i < count; i++) {
+      uint32_t u = p[i];
+      p[i] = (u >> 24) | ((u >> 8) & 0xff00u) | ((u << 8) & 0xff0000u) | (u << 24);
+    }
+  }
+}
+
+/* ---- Value range over all cores ---------------------------------------------------------- */
+typedef struct range_scan {
+  const ir_volume *v;
+  double lo[IR_MAX_THREADS], hi[IR_MAX_THREADS];
+  size_t nonfinite[IR_MAX_THREADS];
+} range_scan;
+
+#define SCAN_RANGE(T)                                                                      \
+  do {                                                                                     \
+    const T *p = (const T *)s->v->voxels;                                                  \
+    T a = p[begin], b = p[begin];                                                          \
+    for (size_t i = begin; i < end; i++) {                                                 \
+      a = p[i] < a ? p[i] : a;                                                             \
+      b = p[i] > b ? p[i] : b;                                                             \
+    }                                                                                      \
+    lo = a;                                                                                \
+    hi = b;                                                                                \
+  } while (0)
+
+static void scan_range(void *ctx, size_t begin, size_t end, int worker) {
+  range_scan *s = ctx;
+  double lo = INFINITY, hi = -INFINITY;
+  size_t bad = 0;
+  if (begin < end) {
+    switch (s->v->type) {
+    case IR_VOXEL_UINT8: SCAN_RANGE(uint8_t); break;
+    case IR_VOXEL_UINT16: SCAN_RANGE(uint16_t); break;
+    case IR_VOXEL_INT16: SCAN_RANGE(int16_t); break;
+    default: {
+      const float *p = s->v->voxels;
+      float a = INFINITY, b = -INFINITY;
+      for (size_t i = begin; i < end; i++) {
+        if (!isfinite(p[i])) {
+          bad++;
+          continue;
+        }
+        a = p[i] < a ? p[i] : a;
+        b = p[i] > b ? p[i] : b;
+      }
+      lo = a;
+      hi = b;
+    }
+    }
+  }
+  s->lo[worker] = lo;
+  s->hi[worker] = hi;
+  s->nonfinite[worker] = bad;
+}
+
+void ir_volume_finish(ir_volume *v, const char *name) {
+  snprintf(v->name, sizeof v->name, "%s", name);
+  static range_scan scan_template;
+  range_scan *s = malloc(sizeof *s);
+  if (!s) s = &scan_template; /* tiny; cannot realistically fail, but never crash */
+  s->v = v;
+  int workers = ir_parallel_for(ir_volume_voxel_count(v), (size_t)1 << 22, scan_range, s);
+  double lo = INFINITY, hi = -INFINITY;
+  size_t bad = 0;
+  for (int w = 0; w < workers; w++) {
+    lo = s->lo[w] < lo ? s->lo[w] : lo;
+    hi = s->hi[w] > hi ? s->hi[w] : hi;
+    bad += s->nonfinite[w];
+  }
+  if (s != &scan_template) free(s);
+  /* An all-NaN volume has no finite range; report 0..0 rather than infinities. */
+  v->value_min = isfinite(lo) ? lo : 0.0;
+  v->value_max = isfinite(hi) ? hi : 0.0;
+  v->nonfinite_count = bad;
+}
+
+/* ---- Dispatch ------------------------------------------------------------------------------ */
+bool ir_path_has_suffix(const char *path, const char *suffix) {
+  size_t n = strlen(path), m = strlen(suffix);
+  if (m > n) return false;
+  for (size_t i = 0; i < m; i++) {
+    char a = path[n - m + i], b = suffix[i];
+    if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+    if (a != b) return false;
+  }
+  return true;
+}
+
+static bool raw_only_options(const ir_volume_desc *desc) {
+  return desc->dims[0] || desc->dims[1] || desc->dims[2] || desc->type_given || desc->endian_given;
+}
+
+ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  memset(out, 0, sizeof *out);
+  err[0] = '\0';
+  const char *src = desc->source;
+  if (!src || !*src) {
+    snprintf(err, IR_ERR_LEN, "no volume given: name a file or builtin:NAME[:N]");
+    return IR_ERR_INPUT;
+  }
+  if (strncmp(src, "builtin:", 8) == 0) return ir_load_builtin(desc, out, err);
+
+  static const struct {
+    const char *suffix;
+    ir_status (*load)(const ir_volume_desc *, ir_volume *, char *);
+    const char *format;
+  } headers[] = {
+      {".nrrd", ir_load_nrrd, "NRRD"},   {".nhdr", ir_load_nrrd, "NRRD"},
+      {".mhd", ir_load_meta, "MetaImage"}, {".mha", ir_load_meta, "MetaImage"},
+      {".nii", ir_load_nifti, "NIfTI"},  {".nii.gz", ir_load_nifti, "NIfTI"},
+      {".dat", ir_load_qvis, "QVis"},
+  };
+  for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
+    if (!ir_path_has_suffix(src, headers[k].suffix)) continue;
+    if (raw_only_options(desc))
+      return ir_input_error(err, src,
+                            "--dims, --type and --endian are for raw files; the %s header "
+                            "already gives them (only --spacing overrides a header)",
+                            headers[k].format);
+    return headers[k].load(desc, out, err);
+  }
+  return ir_load_raw(desc, out, err);
+}

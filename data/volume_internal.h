@@ -1,0 +1,134 @@
+/* Internals of the data module shared between its files; not part of the public API.
+ *
+ * Every file format is read in two steps: a parser turns the header (text or bytes already in
+ * memory) into an ir_header that says where the voxels are and how they are stored, and
+ * ir_header_read_voxels() reads, decompresses, byte-swaps and checks them. The parsers never
+ * touch the file system, so the fuzz target can drive them from a buffer.
+ */
+#ifndef INKRAY_DATA_VOLUME_INTERNAL_H
+#define INKRAY_DATA_VOLUME_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "data/volume.h"
+
+/* Headers larger than this are certainly not headers (a LIST of 65536 slice names fits). */
+#define IR_HEADER_MAX_BYTES ((size_t)16 << 20)
+/* More data files than this is a corrupt pattern, not a volume. */
+#define IR_MAX_DATA_FILES 65536
+/* Volumes above this many bytes show progress on stderr when the caller asks for it. */
+#define IR_PROGRESS_MIN_BYTES ((size_t)256 << 20)
+
+typedef enum ir_encoding {
+  IR_ENCODING_RAW = 0,
+  IR_ENCODING_GZIP, /* gzip members (NRRD "gzip") */
+  IR_ENCODING_ZLIB, /* one zlib stream (MetaImage CompressedData) */
+} ir_encoding;
+
+/* What a header says about the voxels. */
+typedef struct ir_header {
+  size_t dims[3];
+  ir_voxel_type type;
+  ir_endian endian;
+  float spacing[3];
+  ir_encoding encoding;
+  /* No data files: the voxels follow the header in the same file, at data_offset. Otherwise
+   * each of the files holds an equal share of the voxels, in order (paths as written in the
+   * header; relative ones are relative to the header's folder). */
+  char **files;
+  size_t file_count;
+  size_t data_offset;   /* attached data: where the voxels begin in the header's file */
+  size_t line_skip;     /* NRRD: lines to skip at the start of each data file */
+  size_t byte_skip;     /* bytes to skip in each data file (after decompression if compressed) */
+  bool skip_to_end;     /* NRRD "byte skip: -1", MetaImage "HeaderSize = -1": data are the last bytes */
+  bool scaled;          /* NIfTI scl_slope/scl_inter: values become slope*v + inter, in float32 */
+  float scale_slope, scale_inter;
+} ir_header;
+
+void ir_header_init(ir_header *h);
+void ir_header_free(ir_header *h);
+/* Appends a copy of `name` to h->files. */
+bool ir_header_add_file(ir_header *h, const char *name, size_t len);
+
+/* Parsers, from memory. `path` names the header in messages. Each fills `h` and returns IR_OK,
+ * or IR_ERR_INPUT with a one-line message (h is then freed). `len` bytes of `text` are read,
+ * NUL bytes included; the text need not be NUL-terminated. */
+ir_status ir_nrrd_parse(const char *text, size_t len, const char *path, ir_header *h,
+                        char err[IR_ERR_LEN]);
+ir_status ir_meta_parse(const char *text, size_t len, const char *path, ir_header *h,
+                        char err[IR_ERR_LEN]);
+ir_status ir_qvis_parse(const char *text, size_t len, const char *path, ir_header *h,
+                        char err[IR_ERR_LEN]);
+/* NIfTI-1: `bytes` holds at least the 348-byte header (more is ignored). */
+#define IR_NIFTI_HEADER_BYTES 348
+ir_status ir_nifti_parse(const unsigned char *bytes, size_t len, const char *path, ir_header *h,
+                         char err[IR_ERR_LEN]);
+
+/* Format loaders: path is the file, desc the user's options. */
+ir_status ir_load_raw(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+ir_status ir_load_nrrd(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+ir_status ir_load_meta(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+ir_status ir_load_nifti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+ir_status ir_load_qvis(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+ir_status ir_load_builtin(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+
+/* Reads the voxels a header describes into out (dims, type, spacing, voxels, bytes), then
+ * finishes the volume (ir_volume_finish). `header_path` is the header's file. */
+ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
+                                const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+
+/* ---- Helpers (volume.c, io.c) ------------------------------------------------------------ */
+/* "path: reason" into err; always returns IR_ERR_INPUT. */
+ir_status ir_input_error(char err[IR_ERR_LEN], const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Short form of a path for messages: the last two components (e.g. headsq/quarter.nhdr). */
+const char *ir_display_name(const char *path);
+
+/* dims[0]*dims[1]*dims[2]*size in *bytes; false (with a message) on zero dims or overflow. */
+bool ir_volume_byte_count(const size_t dims[3], ir_voxel_type type, size_t *bytes,
+                          const char *path, char err[IR_ERR_LEN]);
+/* Allocates out->voxels for dims/type; IR_ERR_RUNTIME with a message when memory runs out. */
+ir_status ir_volume_allocate(ir_volume *out, const size_t dims[3], ir_voxel_type type,
+                             const char *path, char err[IR_ERR_LEN]);
+/* Sets the name, fills value_min/value_max/nonfinite_count. */
+void ir_volume_finish(ir_volume *v, const char *name);
+/* Swaps every voxel's bytes (16- and 32-bit types). */
+void ir_swap_voxels(void *voxels, size_t count, size_t voxel_size);
+bool ir_host_is_big_endian(void);
+
+/* Checks the path is a readable regular file; a message for missing, directory, unreadable. */
+ir_status ir_check_file(const char *path, size_t *size, char err[IR_ERR_LEN]);
+/* Reads at most max_bytes from the start of path into a new NUL-terminated buffer. */
+ir_status ir_read_prefix(const char *path, size_t max_bytes, char **text, size_t *len,
+                         char err[IR_ERR_LEN]);
+/* `rel` resolved against the folder of `base` (unless absolute), in a new string. */
+char *ir_path_join_dir(const char *base, const char *rel);
+/* Case-insensitive: does `path` end with `suffix`? */
+bool ir_path_has_suffix(const char *path, const char *suffix);
+
+/* Progress on stderr for big volumes; a no-op when disabled. */
+typedef struct ir_progress {
+  bool enabled;
+  const char *name;
+  size_t total, done;
+  int shown_percent;
+} ir_progress;
+void ir_progress_begin(ir_progress *p, bool show, const char *name, size_t total);
+void ir_progress_add(ir_progress *p, size_t bytes);
+void ir_progress_end(ir_progress *p);
+
+/* Reads `bytes` from an open file into dst: plain, or inflating gzip/zlib streams. `what` names
+ * the file in messages. */
+ir_status ir_read_payload(FILE *f, const char *what, ir_encoding encoding, size_t skip_after,
+                          void *dst, size_t bytes, ir_progress *progress, char err[IR_ERR_LEN]);
+
+/* Procedural volumes (builtin.c): the Marschner-Lobb signal on [-1,1]^3, and the number of
+ * noise octaves the fractal uses at size n. */
+double ir_marschner_lobb(double x, double y, double z);
+int ir_fractal_octaves(size_t n);
+
+#endif
