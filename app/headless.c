@@ -1,10 +1,793 @@
-#include <stdio.h>
+/* inkray --headless: renders frames without a window and reports what they cost.
+ *
+ * For every configuration (isovalue x pipeline x compaction method) it renders warm-up frames,
+ * then N timed frames on an orbit of K views around the volume, and prints the mean, median and
+ * 95th percentile frame time and the FPS. Frame times come from ir_frame_stats.frame_ms, which
+ * the renderer measures around the whole frame (CUDA events on the GPU, host work included).
+ *
+ * Per-stage times are taken in a separate diagnostic pass (one frame per view with
+ * ir_frame_desc.stage_timing), because the events between stages perturb the frame they time;
+ * its rows are reported apart from the timed frames, in the summary and in the CSV.
+ *
+ * Checks that cost nothing: every configuration of one isovalue renders the same last view, so
+ * their images must agree pixel for pixel whatever the compaction method or pipeline. --verify
+ * also renders that view on the CPU reference renderer and compares.
+ *
+ * What this file does not do: any timing of its own around frames (the renderer owns that).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
 
 #include "app/app.h"
+#include "render/render.h"
+
+#define HL_MAX_ISOVALUES 16
+#define HL_MAX_CONFIGS (HL_MAX_ISOVALUES * (IR_COMPACT_METHOD_COUNT + 1))
+/* A GPU-rendered image may differ from the CPU reference on silhouette pixels (fused
+ * multiply-adds, float rounding in the ray march); more than this share of pixels is a bug. */
+#define HL_VERIFY_MAX_DIFFERING 0.01
+#define HL_VERIFY_CHANNEL_TOLERANCE 8
+
+typedef struct hl_options {
+  ir_volume_desc volume;
+  ir_device device;
+  int width, height;
+  int frames, warmup, orbit;
+  bool size_given, frames_given, warmup_given, orbit_given;
+  float elevation, distance;
+  bool use_method[IR_COMPACT_METHOD_COUNT];
+  bool use_pipeline[2];
+  int iso_count;
+  double isovalues[HL_MAX_ISOVALUES];
+  int suggested_wanted; /* --iso suggested[:N]: 0 = not asked, -1 = all, N = that many */
+  const char *csv_path;
+  const char *png_path;
+  bool stage_pass;
+  bool verify;
+  bool quiet;
+  int cpu_threads;
+} hl_options;
+
+typedef struct hl_config {
+  double isovalue;
+  ir_pipeline pipeline;
+  ir_compact_method method;
+} hl_config;
+
+/* Means over the diagnostic pass's frames. */
+typedef struct hl_stage_means {
+  double frame_ms, bvh_update_ms, raygen_ms, traverse_ms, intersect_ms, shade_ms, compact_ms;
+  double iterations, rays_generated, rays_hit;
+} hl_stage_means;
+
+typedef struct hl_result {
+  hl_config config;
+  double mean_ms, median_ms, p95_ms, sd_ms, min_ms;
+  bool have_stages;
+  hl_stage_means stages;
+} hl_result;
+
+/* ---- Options ------------------------------------------------------------------------------------ */
+
+static void print_help(FILE *to) {
+  fputs("Usage: inkray --headless [OPTIONS] [VOLUME]\n"
+        "\n"
+        "Renders frames without a window and prints, per configuration (isovalue x pipeline x\n"
+        "method), the mean, median and 95th percentile frame time and FPS. Frame times are taken\n"
+        "by the renderer around the whole frame (CUDA events on the GPU, host work included).\n"
+        "Per-stage times come from a separate diagnostic pass (one frame per view with per-stage\n"
+        "timing), reported apart, because the extra events perturb the frames they time.\n"
+        "\n"
+        "Options:\n"
+        "  --device gpu|cpu      renderer (default gpu; cpu is the multithreaded reference)\n"
+        "  --frames N            timed frames per configuration (default 20; cpu: 4)\n"
+        "  --warmup N            untimed frames first, per configuration (default 3; cpu: 1)\n"
+        "  --size WxH            image size (default 512x512; cpu: 256x256)\n"
+        "  --orbit K             views on a circle around the volume; frame i uses view i mod K\n"
+        "                        (default 8; cpu: 4)\n"
+        "  --elevation DEG       camera elevation of the orbit (default 20)\n"
+        "  --distance D          camera distance, 1 fits the volume in view (default 1)\n"
+        "  --iso V[,V...]        isovalues in data units\n"
+        "  --iso suggested[:N]   the volume's suggested isovalues (all, or N spread over them);\n"
+        "                        default: the first suggested isovalue\n"
+        "  --method NAME[,NAME...]|all   compaction method(s) of the multi-kernel pipeline\n"
+        "                        (default ink-compact); NAME is one of:\n",
+        to);
+  const ir_compact_method_info *methods = ir_compact_methods();
+  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
+    fprintf(to, "                          %-13s %s\n", methods[m].name, methods[m].description);
+  fputs("  --pipeline multi|single|both  the multi-kernel pipeline, the single-kernel baseline\n"
+        "                        or both (default multi); the single-kernel pipeline runs once\n"
+        "                        per isovalue, whatever --method says\n"
+        "  --csv FILE            one row per frame: timed frames (pass=timed) and the per-stage\n"
+        "                        diagnostic frames (pass=stages) with stage times, iterations\n"
+        "                        and ray counts per round\n"
+        "  --png FILE            the last timed frame of the last configuration as a PNG\n"
+        "  --no-stages           skip the per-stage diagnostic pass\n"
+        "  --verify              also render the last view on the CPU reference renderer and\n"
+        "                        compare (GPU only); exit 1 if they disagree\n"
+        "  --threads N           CPU renderer threads (default: all cores)\n"
+        "  --quiet               no progress on stderr\n"
+        "  --help                this text\n"
+        "\n"
+        "With no options at all: 20 frames at 512x512 of the default volume on the GPU, the\n"
+        "last frame written to inkray.png.\n"
+        "Example: inkray --headless --frames 100 --size 1024x1024 --method all --pipeline both\n"
+        "         --orbit 8 --csv frames.csv --png last.png builtin:sphere:256\n"
+        "\n",
+        to);
+  cli_print_volume_options(to);
+}
+
+static int bad_option(const char *fmt, const char *a, const char *b) {
+  fputs("inkray: ", stderr);
+  fprintf(stderr, fmt, a, b);
+  fputs(" (see inkray --headless --help)\n", stderr);
+  return 2;
+}
+
+static void list_methods(char *buf, size_t cap) {
+  const ir_compact_method_info *methods = ir_compact_methods();
+  buf[0] = '\0';
+  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
+    strncat(buf, methods[m].name, cap - strlen(buf) - 1);
+    strncat(buf, ", ", cap - strlen(buf) - 1);
+  }
+  strncat(buf, "all", cap - strlen(buf) - 1);
+}
+
+static int parse_methods(const char *text, hl_options *o) {
+  memset(o->use_method, 0, sizeof o->use_method);
+  if (strcmp(text, "all") == 0) {
+    for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) o->use_method[m] = true;
+    return 0;
+  }
+  char buf[256];
+  if (!*text || strlen(text) >= sizeof buf) return bad_option("--method '%s': expected a method name%s", text, "");
+  strcpy(buf, text);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    ir_compact_method m;
+    if (!ir_compact_method_parse(tok, &m)) {
+      char valid[256];
+      list_methods(valid, sizeof valid);
+      return bad_option("--method: unknown method '%s'; valid: %s", tok, valid);
+    }
+    o->use_method[m] = true;
+  }
+  return 0;
+}
+
+static int parse_pipelines(const char *text, hl_options *o) {
+  ir_pipeline p;
+  o->use_pipeline[0] = o->use_pipeline[1] = false;
+  if (strcmp(text, "both") == 0) {
+    o->use_pipeline[IR_PIPELINE_MULTI] = o->use_pipeline[IR_PIPELINE_SINGLE] = true;
+  } else if (ir_pipeline_parse(text, &p)) {
+    o->use_pipeline[p] = true;
+  } else {
+    return bad_option("--pipeline '%s': use multi, single or both%s", text, "");
+  }
+  return 0;
+}
+
+static int parse_isovalues(const char *text, hl_options *o) {
+  o->iso_count = 0;
+  o->suggested_wanted = 0;
+  if (strcmp(text, "suggested") == 0) {
+    o->suggested_wanted = -1;
+    return 0;
+  }
+  if (strncmp(text, "suggested:", 10) == 0) {
+    long n = 0;
+    if (!cli_parse_int(text + 10, 1, HL_MAX_ISOVALUES, &n))
+      return bad_option("--iso '%s': expected suggested:N with N from 1 to 16%s", text, "");
+    o->suggested_wanted = (int)n;
+    return 0;
+  }
+  char buf[512];
+  if (!*text || strlen(text) >= sizeof buf)
+    return bad_option("--iso '%s': expected numbers V[,V...] or suggested[:N]%s", text, "");
+  strcpy(buf, text);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (o->iso_count == HL_MAX_ISOVALUES) return bad_option("--iso '%s': at most 16 isovalues%s", text, "");
+    if (!cli_parse_float(tok, &o->isovalues[o->iso_count]))
+      return bad_option("--iso: '%s' is not a number; expected V[,V...] or suggested[:N]%s", tok, "");
+    o->iso_count++;
+  }
+  return 0;
+}
+
+static int parse_count(const char *opt, const char *value, long min, long max, int *out) {
+  long n = 0;
+  if (!cli_parse_int(value, min, max, &n)) {
+    fprintf(stderr, "inkray: %s '%s': expected a whole number from %ld to %ld (see inkray --headless --help)\n",
+            opt, value, min, max);
+    return 2;
+  }
+  *out = (int)n;
+  return 0;
+}
+
+static int parse_real(const char *opt, const char *value, double min, double max, float *out) {
+  double x = 0;
+  if (!cli_parse_float(value, &x) || x < min || x > max) {
+    fprintf(stderr, "inkray: %s '%s': expected a number from %g to %g (see inkray --headless --help)\n",
+            opt, value, min, max);
+    return 2;
+  }
+  *out = (float)x;
+  return 0;
+}
+
+/* Returns -1 to go on, else the exit status (0 after --help). */
+static int parse_options(int argc, char **argv, hl_options *o) {
+  memset(o, 0, sizeof *o);
+  o->device = IR_DEVICE_GPU;
+  o->use_method[IR_COMPACT_INK_COMPACT] = true;
+  o->use_pipeline[IR_PIPELINE_MULTI] = true;
+  o->elevation = 20.0f;
+  o->distance = 1.0f;
+  o->stage_pass = true;
+  int given = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *opt = argv[i];
+    if (strcmp(opt, "--headless") == 0) continue;
+    given++;
+    char err[IR_ERR_LEN] = {0};
+    int used = cli_parse_volume_option(argc, argv, &i, &o->volume, err);
+    if (used < 0) {
+      fprintf(stderr, "inkray: %s\n", err);
+      return 2;
+    }
+    if (used > 0) continue;
+    if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+      print_help(stdout);
+      return 0;
+    }
+    if (opt[0] != '-' || opt[1] == '\0') {
+      if (o->volume.source)
+        return bad_option("two volumes given ('%s' and '%s'); give one", o->volume.source, opt);
+      o->volume.source = opt;
+      continue;
+    }
+    /* Flags without a value. */
+    if (strcmp(opt, "--no-stages") == 0) { o->stage_pass = false; continue; }
+    if (strcmp(opt, "--verify") == 0) { o->verify = true; continue; }
+    if (strcmp(opt, "--quiet") == 0) { o->quiet = true; continue; }
+    static const char *const with_value[] = {"--device", "--frames", "--warmup", "--size",
+                                             "--orbit", "--elevation", "--distance", "--iso",
+                                             "--method", "--pipeline", "--csv", "--png",
+                                             "--threads", NULL};
+    bool known = false;
+    for (int k = 0; with_value[k]; k++) known = known || strcmp(opt, with_value[k]) == 0;
+    if (!known) return bad_option("unknown option '%s'%s", opt, "");
+    if (i + 1 >= argc) return bad_option("%s needs a value%s", opt, "");
+    const char *value = argv[++i];
+    int rc = 0;
+    if (strcmp(opt, "--device") == 0) {
+      if (!ir_device_parse(value, &o->device)) rc = bad_option("--device '%s': use gpu or cpu%s", value, "");
+    } else if (strcmp(opt, "--frames") == 0) {
+      rc = parse_count(opt, value, 1, 1000000, &o->frames);
+      o->frames_given = true;
+    } else if (strcmp(opt, "--warmup") == 0) {
+      rc = parse_count(opt, value, 0, 100000, &o->warmup);
+      o->warmup_given = true;
+    } else if (strcmp(opt, "--orbit") == 0) {
+      rc = parse_count(opt, value, 1, 3600, &o->orbit);
+      o->orbit_given = true;
+    } else if (strcmp(opt, "--threads") == 0) {
+      rc = parse_count(opt, value, 1, 4096, &o->cpu_threads);
+    } else if (strcmp(opt, "--size") == 0) {
+      if (!cli_parse_size2(value, &o->width, &o->height))
+        rc = bad_option("--size '%s': expected WxH with each from 1 to 16384, e.g. 1024x1024%s", value, "");
+      o->size_given = true;
+    } else if (strcmp(opt, "--elevation") == 0) {
+      rc = parse_real(opt, value, -89.0, 89.0, &o->elevation);
+    } else if (strcmp(opt, "--distance") == 0) {
+      rc = parse_real(opt, value, 0.05, 100.0, &o->distance);
+    } else if (strcmp(opt, "--iso") == 0) {
+      rc = parse_isovalues(value, o);
+    } else if (strcmp(opt, "--method") == 0) {
+      rc = parse_methods(value, o);
+    } else if (strcmp(opt, "--pipeline") == 0) {
+      rc = parse_pipelines(value, o);
+    } else if (strcmp(opt, "--csv") == 0) {
+      o->csv_path = value;
+    } else {
+      o->png_path = value;
+    }
+    if (rc) return rc;
+  }
+  /* The CPU reference renderer is tens of times slower: its defaults finish in seconds. */
+  bool cpu = o->device == IR_DEVICE_CPU;
+  if (!o->size_given) o->width = o->height = cpu ? 256 : 512;
+  if (!o->frames_given) o->frames = cpu ? 4 : 20;
+  if (!o->warmup_given) o->warmup = cpu ? 1 : 3;
+  if (!o->orbit_given) o->orbit = cpu ? 4 : 8;
+  if (given == 0) o->png_path = "inkray.png";
+  if (o->verify && cpu) return bad_option("--verify compares the GPU with the CPU renderer; it needs --device gpu%s%s", "", "");
+  return -1;
+}
+
+/* ---- Statistics ------------------------------------------------------------------------------- */
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorts `ms` in place. p95 is the nearest-rank percentile. */
+static void summarise(double *ms, int n, hl_result *r) {
+  qsort(ms, (size_t)n, sizeof *ms, compare_double);
+  double sum = 0;
+  for (int k = 0; k < n; k++) sum += ms[k];
+  r->mean_ms = sum / n;
+  r->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  int rank = (int)ceil(0.95 * n);
+  r->p95_ms = ms[rank > 0 ? rank - 1 : 0];
+  r->min_ms = ms[0];
+  double ss = 0;
+  for (int k = 0; k < n; k++) ss += (ms[k] - r->mean_ms) * (ms[k] - r->mean_ms);
+  r->sd_ms = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+}
+
+/* ---- CSV -------------------------------------------------------------------------------------- */
+
+static const char csv_header[] =
+    "config,device,volume,width,height,isovalue,pipeline,method,pass,frame,view,azimuth,"
+    "elevation,frame_ms,bvh_update_ms,raygen_ms,traverse_ms,intersect_ms,shade_ms,compact_ms,"
+    "iterations,rays_generated,rays_hit,traverse_rays,intersect_rays,traverse_iter_ms,"
+    "intersect_iter_ms\n";
+
+/* Quotes a field only when it needs it (RFC 4180). */
+static void csv_text(FILE *f, const char *s) {
+  if (!strpbrk(s, ",\"\n\r")) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+static const char *method_label(const hl_config *c) {
+  /* The single-kernel pipeline uses no stream compaction between stages. */
+  return c->pipeline == IR_PIPELINE_SINGLE ? "none" : ir_compact_method_get(c->method)->name;
+}
+
+/* Per-round lists go in one field each, joined with ';', so that every row has the same columns. */
+static void csv_u32_list(FILE *f, const uint32_t *v, int n) {
+  for (int k = 0; k < n; k++) fprintf(f, "%s%u", k ? ";" : "", v[k]);
+  fputc(',', f);
+}
+
+static void csv_ms_list(FILE *f, const double *v, int n, bool last) {
+  for (int k = 0; k < n; k++) fprintf(f, "%s%.4f", k ? ";" : "", v[k]);
+  fputc(last ? '\n' : ',', f);
+}
+
+static void csv_row(FILE *f, int config_index, const hl_options *o, const ir_volume *v,
+                    const hl_config *c, const char *pass, int frame, int view, float azimuth,
+                    const ir_frame_stats *s) {
+  int rounds = s->iterations < 0 ? 0 : s->iterations > IR_MAX_ITERATIONS ? IR_MAX_ITERATIONS : s->iterations;
+  fprintf(f, "%d,%s,", config_index, ir_device_name(o->device));
+  csv_text(f, v->name);
+  fprintf(f, ",%d,%d,%.9g,%s,%s,%s,%d,%d,%.3f,%.3f,", o->width, o->height, c->isovalue,
+          ir_pipeline_name(c->pipeline), method_label(c), pass, frame, view, azimuth, o->elevation);
+  fprintf(f, "%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%u,%u,", s->frame_ms, s->bvh_update_ms,
+          s->raygen_ms, s->traverse_ms, s->intersect_ms, s->shade_ms, s->compact_ms, s->iterations,
+          s->rays_generated, s->rays_hit);
+  csv_u32_list(f, s->traverse_rays, rounds);
+  csv_u32_list(f, s->intersect_rays, rounds);
+  csv_ms_list(f, s->traverse_iter_ms, rounds, false);
+  csv_ms_list(f, s->intersect_iter_ms, rounds, true);
+}
+
+/* ---- Rendering -------------------------------------------------------------------------------- */
+
+typedef struct hl_run {
+  const hl_options *o;
+  const ir_volume *volume;
+  ir_renderer *renderer;
+  FILE *csv;
+  double *frame_ms; /* o->frames */
+  bool progress;
+} hl_run;
+
+static float view_azimuth(const hl_options *o, int view) { return 360.0f * (float)view / (float)o->orbit; }
+
+static ir_frame_desc frame_for(const hl_run *run, const hl_config *c, int view, bool stage_timing) {
+  const hl_options *o = run->o;
+  return (ir_frame_desc){
+      .width = o->width,
+      .height = o->height,
+      .isovalue = (float)c->isovalue,
+      .camera = ir_camera_orbit(run->volume, view_azimuth(o, view), o->elevation, o->distance),
+      .method = c->method,
+      .pipeline = c->pipeline,
+      .stage_timing = stage_timing,
+  };
+}
+
+static void show_progress(const hl_run *run, int index, int count, const hl_config *c, const char *what,
+                          int done, int total) {
+  if (!run->progress) return;
+  fprintf(stderr, "\r[%d/%d] iso %-8.4g %-6s %-13s %s %d/%d   ", index + 1, count, c->isovalue,
+          ir_pipeline_name(c->pipeline), method_label(c), what, done, total);
+  fflush(stderr);
+}
+
+static int render_one(hl_run *run, const hl_config *c, int view, bool stage_timing, ir_frame_stats *s) {
+  char err[IR_ERR_LEN] = {0};
+  memset(s, 0, sizeof *s);
+  ir_frame_desc frame = frame_for(run, c, view, stage_timing);
+  ir_status status = ir_render_frame(run->renderer, &frame, s, err);
+  if (status != IR_OK) {
+    if (run->progress) fputc('\n', stderr);
+    fprintf(stderr, "inkray: rendering failed (iso %g, %s pipeline, %s): %s\n", c->isovalue,
+            ir_pipeline_name(c->pipeline), method_label(c), err);
+    return status == IR_ERR_INPUT ? 2 : 1;
+  }
+  return 0;
+}
+
+/* Warm-up, timed frames, then the diagnostic pass. Leaves the last timed frame's image in `image`. */
+static int run_config(hl_run *run, int index, int count, const hl_config *c, uint8_t *image, hl_result *r) {
+  const hl_options *o = run->o;
+  ir_frame_stats s;
+  int rc = 0;
+  memset(r, 0, sizeof *r);
+  r->config = *c;
+  for (int f = 0; f < o->warmup && !rc; f++) {
+    show_progress(run, index, count, c, "warm-up", f + 1, o->warmup);
+    rc = render_one(run, c, f % o->orbit, false, &s);
+  }
+  for (int f = 0; f < o->frames && !rc; f++) {
+    if (f % 8 == 0 || f + 1 == o->frames) show_progress(run, index, count, c, "frame", f + 1, o->frames);
+    int view = f % o->orbit;
+    rc = render_one(run, c, view, false, &s);
+    if (rc) break;
+    run->frame_ms[f] = s.frame_ms;
+    if (run->csv) csv_row(run->csv, index, o, run->volume, c, "timed", f, view, view_azimuth(o, view), &s);
+  }
+  if (rc) return rc;
+  char err[IR_ERR_LEN] = {0};
+  if (ir_render_read_image(run->renderer, image, err) != IR_OK) {
+    fprintf(stderr, "inkray: reading the image back failed: %s\n", err);
+    return 1;
+  }
+  summarise(run->frame_ms, o->frames, r);
+  if (!o->stage_pass) return 0;
+
+  hl_stage_means *m = &r->stages;
+  for (int view = 0; view < o->orbit; view++) {
+    show_progress(run, index, count, c, "stages", view + 1, o->orbit);
+    rc = render_one(run, c, view, true, &s);
+    if (rc) return rc;
+    if (run->csv) csv_row(run->csv, index, o, run->volume, c, "stages", view, view, view_azimuth(o, view), &s);
+    m->frame_ms += s.frame_ms;
+    m->bvh_update_ms += s.bvh_update_ms;
+    m->raygen_ms += s.raygen_ms;
+    m->traverse_ms += s.traverse_ms;
+    m->intersect_ms += s.intersect_ms;
+    m->shade_ms += s.shade_ms;
+    m->compact_ms += s.compact_ms;
+    m->iterations += s.iterations;
+    m->rays_generated += s.rays_generated;
+    m->rays_hit += s.rays_hit;
+  }
+  double *fields[] = {&m->frame_ms, &m->bvh_update_ms, &m->raygen_ms, &m->traverse_ms, &m->intersect_ms,
+                      &m->shade_ms, &m->compact_ms, &m->iterations, &m->rays_generated, &m->rays_hit};
+  for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) *fields[k] /= o->orbit;
+  r->have_stages = true;
+  return 0;
+}
+
+/* Pixels whose channels differ by more than `tolerance`, and the largest channel difference. */
+static size_t count_differing(const uint8_t *a, const uint8_t *b, size_t pixels, int tolerance, int *max_diff) {
+  size_t differing = 0;
+  *max_diff = 0;
+  for (size_t p = 0; p < pixels; p++) {
+    int worst = 0;
+    for (int ch = 0; ch < 4; ch++) {
+      int d = abs((int)a[4 * p + ch] - (int)b[4 * p + ch]);
+      if (d > worst) worst = d;
+    }
+    if (worst > *max_diff) *max_diff = worst;
+    if (worst > tolerance) differing++;
+  }
+  return differing;
+}
+
+/* ---- Set-up ----------------------------------------------------------------------------------- */
+
+/* Names the GPU for the summary header; returns 1 with a message when there is none. */
+static int describe_gpu(char *line, size_t cap) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    fprintf(stderr, "inkray: no CUDA device available (%s); use --device cpu to render on the CPU\n",
+            e != cudaSuccess ? cudaGetErrorString(e) : "no device found");
+    return 1;
+  }
+  int dev = 0, driver = 0, runtime = 0;
+  struct cudaDeviceProp prop;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    fprintf(stderr, "inkray: cannot query the CUDA device; use --device cpu to render on the CPU\n");
+    return 1;
+  }
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  snprintf(line, cap, "GPU %s (sm_%d%d, %.0f GiB; CUDA driver API %d.%d, runtime %d.%d)", prop.name,
+           prop.major, prop.minor, (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0),
+           driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
+  return 0;
+}
+
+/* Picks n values spread evenly over the suggested list (all of them when n is -1 or larger). */
+static void pick_suggested(const ir_volume_stats *st, int wanted, hl_options *o) {
+  int have = st->suggested_count;
+  int n = wanted < 0 || wanted > have ? have : wanted;
+  o->iso_count = 0;
+  for (int k = 0; k < n && o->iso_count < HL_MAX_ISOVALUES; k++) {
+    int at = n == 1 ? 0 : (int)lround((double)k * (have - 1) / (n - 1));
+    o->isovalues[o->iso_count++] = st->suggested_isovalues[at];
+  }
+}
+
+static int resolve_isovalues(const ir_volume *v, hl_options *o) {
+  if (o->iso_count == 0) {
+    ir_volume_stats st;
+    ir_volume_compute_stats(v, &st);
+    pick_suggested(&st, o->suggested_wanted ? o->suggested_wanted : 1, o);
+    if (o->iso_count == 0) {
+      /* A constant volume suggests nothing; its midpoint at least names the choice. */
+      o->isovalues[o->iso_count++] = 0.5 * (st.min + st.max);
+    }
+  }
+  for (int k = 0; k < o->iso_count; k++) {
+    if (o->isovalues[k] < v->value_min || o->isovalues[k] > v->value_max)
+      fprintf(stderr, "inkray: warning: isovalue %g is outside %s's values [%g, %g]; nothing will be drawn\n",
+              o->isovalues[k], v->name, v->value_min, v->value_max);
+  }
+  return 0;
+}
+
+static int build_configs(const hl_options *o, hl_config *configs) {
+  int n = 0;
+  for (int k = 0; k < o->iso_count; k++) {
+    if (o->use_pipeline[IR_PIPELINE_MULTI])
+      for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
+        if (o->use_method[m]) configs[n++] = (hl_config){o->isovalues[k], IR_PIPELINE_MULTI, (ir_compact_method)m};
+    if (o->use_pipeline[IR_PIPELINE_SINGLE]) {
+      /* The single-kernel pipeline ignores the method; pass the first chosen one all the same. */
+      ir_compact_method first = IR_COMPACT_INK_COMPACT;
+      for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
+        if (o->use_method[m]) first = (ir_compact_method)m;
+      configs[n++] = (hl_config){o->isovalues[k], IR_PIPELINE_SINGLE, first};
+    }
+  }
+  return n;
+}
+
+/* ---- Report ----------------------------------------------------------------------------------- */
+
+static void print_header(const hl_options *o, const ir_volume *v, const char *device_line, int config_count) {
+  printf("inkray headless: %s\n", device_line);
+  printf("volume %s: %zux%zux%zu %s, values %g..%g\n", v->name, v->dims[0], v->dims[1], v->dims[2],
+         ir_voxel_type_name(v->type), v->value_min, v->value_max);
+  printf("%dx%d, %d configuration%s, each %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg elevation\n",
+         o->width, o->height, config_count, config_count == 1 ? "" : "s", o->frames, o->frames == 1 ? "" : "s",
+         o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation);
+}
+
+static void print_summary(const hl_options *o, const hl_result *results, int n) {
+  printf("\nframe time in ms (%s, whole frame, host work included)\n",
+         o->device == IR_DEVICE_GPU ? "CUDA events" : "host clock");
+  printf("%-10s %-8s %-13s %9s %9s %9s %8s %9s %9s\n", "isovalue", "pipeline", "method", "mean", "median",
+         "p95", "sd", "FPS mean", "FPS med");
+  for (int k = 0; k < n; k++) {
+    const hl_result *r = &results[k];
+    printf("%-10.5g %-8s %-13s %9.3f %9.3f %9.3f %8.3f %9.1f %9.1f\n", r->config.isovalue,
+           ir_pipeline_name(r->config.pipeline), method_label(&r->config), r->mean_ms, r->median_ms,
+           r->p95_ms, r->sd_ms, 1000.0 / r->mean_ms, 1000.0 / r->median_ms);
+  }
+  if (!o->stage_pass) return;
+  printf("\nper-stage split in ms (separate diagnostic pass with per-stage timing: %d frame%s, one per "
+         "view; means; these frames run slower than the timed ones)\n",
+         o->orbit, o->orbit == 1 ? "" : "s");
+  printf("%-10s %-8s %-13s %8s %8s %8s %8s %9s %8s %8s %6s %9s %9s\n", "isovalue", "pipeline", "method",
+         "frame", "bvh", "raygen", "traverse", "intersect", "shade", "compact", "rounds", "rays", "hits");
+  for (int k = 0; k < n; k++) {
+    const hl_result *r = &results[k];
+    const hl_stage_means *m = &r->stages;
+    printf("%-10.5g %-8s %-13s %8.3f %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %6.1f %9.0f %9.0f\n",
+           r->config.isovalue, ir_pipeline_name(r->config.pipeline), method_label(&r->config),
+           m->frame_ms, m->bvh_update_ms, m->raygen_ms, m->traverse_ms, m->intersect_ms, m->shade_ms,
+           m->compact_ms, m->iterations, m->rays_generated, m->rays_hit);
+  }
+}
+
+/* ---- Entry point ------------------------------------------------------------------------------ */
+
+typedef struct hl_state {
+  ir_volume volume;
+  ir_renderer *renderer;
+  FILE *csv;
+  double *frame_ms;
+  uint8_t *image;
+  uint8_t *references; /* one image per isovalue: the first configuration's last frame */
+  hl_result *results;
+  hl_config *configs;
+} hl_state;
+
+static void release(hl_state *st) {
+  if (st->renderer) ir_renderer_destroy(st->renderer);
+  if (st->csv) fclose(st->csv);
+  free(st->frame_ms);
+  free(st->image);
+  free(st->references);
+  free(st->results);
+  free(st->configs);
+  ir_volume_free(&st->volume);
+}
+
+static int iso_index(const hl_options *o, double isovalue) {
+  for (int k = 0; k < o->iso_count; k++)
+    if (o->isovalues[k] == isovalue) return k;
+  return 0;
+}
+
+/* Renders the last timed view of each isovalue on the CPU and compares with the GPU's image. */
+static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
+  ir_renderer *cpu = NULL;
+  char err[IR_ERR_LEN] = {0};
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = &st->volume, .cpu_threads = o->cpu_threads};
+  if (ir_renderer_create(&desc, &cpu, err) != IR_OK) {
+    fprintf(stderr, "inkray: --verify: cannot create the CPU renderer: %s\n", err);
+    return 1;
+  }
+  size_t pixels = (size_t)o->width * (size_t)o->height;
+  int rc = 0;
+  printf("\nverify: GPU against the CPU reference renderer, view %d\n", view);
+  for (int k = 0; k < o->iso_count && !rc; k++) {
+    hl_config c = {o->isovalues[k], IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT};
+    hl_run run = {.o = o, .volume = &st->volume, .renderer = cpu};
+    ir_frame_desc frame = frame_for(&run, &c, view, false);
+    if (ir_render_frame(cpu, &frame, NULL, err) != IR_OK || ir_render_read_image(cpu, st->image, err) != IR_OK) {
+      fprintf(stderr, "inkray: --verify: CPU rendering failed: %s\n", err);
+      rc = 1;
+      break;
+    }
+    int max_diff = 0;
+    size_t differing = count_differing(st->image, st->references + (size_t)k * pixels * 4, pixels,
+                                       HL_VERIFY_CHANNEL_TOLERANCE, &max_diff);
+    double share = (double)differing / (double)pixels;
+    bool ok = share <= HL_VERIFY_MAX_DIFFERING;
+    printf("verify: iso %g: %zu of %zu pixels differ by more than %d (%.3f%%, largest difference %d): %s\n",
+           o->isovalues[k], differing, pixels, HL_VERIFY_CHANNEL_TOLERANCE, 100.0 * share, max_diff,
+           ok ? "ok" : "MISMATCH");
+    if (!ok) rc = 1;
+  }
+  ir_renderer_destroy(cpu);
+  if (rc) fprintf(stderr, "inkray: --verify: the GPU image disagrees with the CPU reference renderer\n");
+  return rc;
+}
+
+static int run_all(const hl_options *o, hl_state *st, int count) {
+  size_t pixels = (size_t)o->width * (size_t)o->height;
+  hl_run run = {.o = o, .volume = &st->volume, .renderer = st->renderer, .csv = st->csv,
+                .frame_ms = st->frame_ms, .progress = !o->quiet && isatty(STDERR_FILENO)};
+  int reference_of[HL_MAX_ISOVALUES]; /* configuration whose image is the isovalue's reference */
+  for (int k = 0; k < HL_MAX_ISOVALUES; k++) reference_of[k] = -1;
+  bool images_agree = true;
+  for (int k = 0; k < count; k++) {
+    int rc = run_config(&run, k, count, &st->configs[k], st->image, &st->results[k]);
+    if (rc) return rc;
+    int iso = iso_index(o, st->configs[k].isovalue);
+    uint8_t *ref = st->references + (size_t)iso * pixels * 4;
+    if (reference_of[iso] < 0) {
+      memcpy(ref, st->image, pixels * 4);
+      reference_of[iso] = k;
+      continue;
+    }
+    const hl_config *first = &st->configs[reference_of[iso]];
+    int max_diff = 0;
+    size_t differing = count_differing(ref, st->image, pixels, 0, &max_diff);
+    if (differing) {
+      if (run.progress) fputc('\n', stderr);
+      fprintf(stderr, "inkray: warning: iso %g: %s pipeline with %s renders %zu pixels differently from %s with %s "
+              "(largest difference %d)\n", st->configs[k].isovalue, ir_pipeline_name(st->configs[k].pipeline),
+              method_label(&st->configs[k]), differing, ir_pipeline_name(first->pipeline),
+              method_label(first), max_diff);
+      images_agree = false;
+    }
+  }
+  if (run.progress) fputs("\r\033[K", stderr);
+  if (count > 1 && images_agree)
+    printf("check: every configuration of each isovalue rendered the same last frame\n");
+  return 0;
+}
 
 int app_headless_main(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "inkray: headless is not written yet\n");
-  return 1;
+  hl_options o;
+  int rc = parse_options(argc, argv, &o);
+  if (rc >= 0) return rc;
+
+  char device_line[512] = "CPU reference renderer";
+  if (o.device == IR_DEVICE_GPU && (rc = describe_gpu(device_line, sizeof device_line)) != 0) return rc;
+  if (o.device == IR_DEVICE_CPU) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(device_line, sizeof device_line, "CPU reference renderer, %d thread%s", o.cpu_threads ? o.cpu_threads : (int)cores,
+             (o.cpu_threads ? o.cpu_threads : cores) == 1 ? "" : "s");
+  }
+
+  hl_state st;
+  memset(&st, 0, sizeof st);
+  if ((rc = cli_load_volume(&o.volume, &st.volume)) != 0) return rc;
+  resolve_isovalues(&st.volume, &o);
+
+  size_t pixels = (size_t)o.width * (size_t)o.height;
+  st.configs = calloc(HL_MAX_CONFIGS, sizeof *st.configs);
+  st.results = calloc(HL_MAX_CONFIGS, sizeof *st.results);
+  st.frame_ms = calloc((size_t)o.frames, sizeof *st.frame_ms);
+  st.image = malloc(pixels * 4);
+  st.references = malloc(pixels * 4 * (size_t)o.iso_count);
+  if (!st.configs || !st.results || !st.frame_ms || !st.image || !st.references) {
+    fprintf(stderr, "inkray: out of host memory for %dx%d images; try a smaller --size\n", o.width, o.height);
+    release(&st);
+    return 1;
+  }
+  int count = build_configs(&o, st.configs);
+
+  char err[IR_ERR_LEN] = {0};
+  ir_renderer_desc desc = {.device = o.device, .volume = &st.volume, .cpu_threads = o.cpu_threads};
+  ir_status status = ir_renderer_create(&desc, &st.renderer, err);
+  if (status != IR_OK) {
+    fprintf(stderr, "inkray: cannot create the %s renderer: %s\n", ir_device_name(o.device), err);
+    release(&st);
+    return status == IR_ERR_INPUT ? 2 : 1;
+  }
+  if (o.csv_path) {
+    st.csv = fopen(o.csv_path, "w");
+    if (!st.csv) {
+      fprintf(stderr, "inkray: cannot write --csv '%s': %s\n", o.csv_path, strerror(errno));
+      release(&st);
+      return 2;
+    }
+    fputs(csv_header, st.csv);
+  }
+
+  print_header(&o, &st.volume, device_line, count);
+  fflush(stdout);
+  rc = run_all(&o, &st, count);
+  if (rc == 0) {
+    print_summary(&o, st.results, count);
+    if (o.png_path) {
+      if (!app_write_png(o.png_path, o.width, o.height, st.image, err)) {
+        fprintf(stderr, "inkray: %s\n", err);
+        rc = 1;
+      } else {
+        printf("\nlast frame: %s\n", o.png_path);
+      }
+    }
+  }
+  if (rc == 0 && st.csv && (fflush(st.csv) != 0 || ferror(st.csv))) {
+    fprintf(stderr, "inkray: writing --csv '%s' failed: %s\n", o.csv_path, strerror(errno));
+    rc = 1;
+  }
+  if (rc == 0 && o.csv_path) printf("per-frame CSV: %s\n", o.csv_path);
+  if (rc == 0 && o.verify) rc = verify_with_cpu(&o, &st, (o.frames - 1) % o.orbit);
+  release(&st);
+  return rc;
 }

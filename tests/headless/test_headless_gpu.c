@@ -1,0 +1,88 @@
+/* inkray --headless on the GPU through the built binary: every method in both pipelines renders,
+ * writes a PNG of the asked size and a CSV with a row per frame, all configurations of one
+ * isovalue give the same image, the per-stage pass fills stage times, and --verify finds the
+ * GPU image in agreement with the CPU reference renderer. Skipped where there is no CUDA device. */
+#include <cuda_runtime_api.h>
+
+#include "compaction/compaction.h"
+#include "tests/check.h"
+#include "tests/headless/run_inkray.h"
+
+static run_result result;
+
+static void run_and_check(const char *volume, const char *size, int w, int h) {
+  char dir[64], csv[128], png[128];
+  make_scratch(dir);
+  snprintf(csv, sizeof csv, "%s/frames.csv", dir);
+  snprintf(png, sizeof png, "%s/last.png", dir);
+  const char *args[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "both", "--frames", "6",
+                        "--warmup", "2", "--orbit", "3", "--size", size, "--iso", "suggested:2", "--csv", csv,
+                        "--png", png, "--verify", "--quiet", volume, NULL};
+  run_inkray(dir, args, &result);
+  CHECK_MSG(result.status == 0, "%s: exit %d: %s", volume, result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "inkray headless: GPU ");
+  CHECK_STR_CONTAINS(result.output, "check: every configuration of each isovalue rendered the same last frame");
+  CHECK_STR_CONTAINS(result.output, ": ok");
+
+  int iw = 0, ih = 0, channels = 0;
+  unsigned char *pixels = read_png(png, &iw, &ih, &channels);
+  CHECK_MSG(pixels != NULL, "cannot read %s", png);
+  if (pixels) {
+    CHECK_EQ_INT(iw, w);
+    CHECK_EQ_INT(ih, h);
+    CHECK_EQ_INT(channels, 4);
+    stbi_image_free(pixels);
+  }
+
+  csv_table t;
+  CHECK(csv_read(csv, &t));
+  CHECK(!t.ragged);
+  int configs_per_iso = IR_COMPACT_METHOD_COUNT + 1;
+  int timed = csv_count(&t, "pass", "timed"), stages = csv_count(&t, "pass", "stages");
+  CHECK_MSG(timed > 0 && timed % (6 * configs_per_iso) == 0, "%d timed rows", timed);
+  CHECK_MSG(stages * 6 == timed * 3, "%d per-stage rows for %d timed rows", stages, timed);
+  CHECK_EQ_INT(csv_count(&t, "device", "gpu"), t.rows);
+
+  /* The diagnostic pass times the stages; their sum cannot exceed the frame by much. */
+  int pass = csv_column(&t, "pass"), frame = csv_column(&t, "frame_ms");
+  const char *stage_names[] = {"bvh_update_ms", "raygen_ms", "traverse_ms", "intersect_ms", "shade_ms"};
+  for (int r = 0; r < t.rows; r++) {
+    char field[64];
+    csv_field(t.lines[r], pass, field, sizeof field);
+    if (strcmp(field, "stages") != 0) continue;
+    double sum = 0;
+    for (int s = 0; s < 5; s++) {
+      csv_field(t.lines[r], csv_column(&t, stage_names[s]), field, sizeof field);
+      sum += atof(field);
+    }
+    csv_field(t.lines[r], frame, field, sizeof field);
+    double frame_ms = atof(field);
+    CHECK_MSG(sum > 0.0, "row %d: per-stage pass with no stage times", r);
+    CHECK_MSG(frame_ms > 0.0 && sum <= frame_ms * 1.05 + 0.05, "row %d: stages %.3f ms in a %.3f ms frame", r, sum,
+              frame_ms);
+  }
+  csv_free(&t);
+  remove_scratch(dir);
+}
+
+static void test_builtin_volume_every_method_both_pipelines(void) { run_and_check("builtin:sphere:64", "160x120", 160, 120); }
+
+static void test_real_volume_every_method_both_pipelines(void) {
+  const char *data = getenv("INKRAY_SHARED_DATA");
+  char path[512];
+  snprintf(path, sizeof path, "%s/neghip_66x66x66_uint8.raw", data ? data : "../shared/data");
+  if (!file_exists(path)) {
+    SKIP(test_real_volume_every_method_both_pipelines, "shared data not found");
+    return;
+  }
+  run_and_check(path, "128x128", 128, 128);
+}
+
+int main(void) {
+  int devices = 0;
+  cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) check_skip_all("no CUDA device: the GPU headless tests need one");
+  RUN(test_builtin_volume_every_method_both_pipelines);
+  RUN(test_real_volume_every_method_both_pipelines);
+  return check_summary();
+}
