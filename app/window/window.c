@@ -1,12 +1,664 @@
+/* inkray [OPTIONS] [VOLUME] with a display: the interactive window.
+ *
+ * An SDL2 window with an OpenGL 3.3 core context (GLEW). Every frame: input (a person's, or a
+ * --script's turned into the same SDL events), one ir_render_frame, the image into a texture
+ * (present.c: CUDA-GL interop or a host copy), the texture and the overlay drawn, buffers
+ * swapped. Switching the method, pipeline or isovalue changes only the next frame's
+ * ir_frame_desc: nothing is reloaded. Stage times come from a separate diagnostic frame every
+ * half second, so that the FPS shown is that of plain frames.
+ *
+ * Output: switches and screenshots print one line each on stdout (a screenshot's line carries
+ * the camera and settings of its frame, so that it can be rendered again headless); the exit
+ * prints the frame count and median frame time. Errors go to stderr; exit 2 for bad options,
+ * 1 for failures while running. */
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <SDL.h>
+#include <cuda_runtime_api.h>
 
 #include "app/app.h"
+#include "app/window/window_gl.h"
+
+/* ---- Options ----------------------------------------------------------------------------------- */
+typedef struct win_options {
+  ir_volume_desc volume;
+  ir_device device;
+  bool size_fixed;
+  int width, height;
+  bool vsync;
+  const char *script;
+  ir_compact_method method;
+  ir_pipeline pipeline;
+  bool iso_given;
+  double iso;
+  int threads;
+} win_options;
+
+static void print_help(FILE *to) {
+  fputs("Usage: inkray [OPTIONS] [VOLUME]   (with a display)\n"
+        "\n"
+        "Opens a window showing the volume's isosurface, ray-cast every frame, with an overlay of\n"
+        "frame and stage times.\n"
+        "\n"
+        "Options:\n"
+        "  --device gpu|cpu      renderer (default gpu; without a CUDA device, cpu)\n"
+        "  --size WxH            fixed render resolution (default: follows the window)\n"
+        "  --vsync               wait for the display's refresh (default off)\n"
+        "  --method NAME         compaction method to start with:",
+        to);
+  for (int k = 0; k < IR_COMPACT_METHOD_COUNT; k++) fprintf(to, " %s", ir_compact_methods()[k].name);
+  fputs("\n"
+        "  --pipeline multi|single  multi-kernel pipeline (default) or single-kernel baseline\n"
+        "  --iso V               isovalue in data units (default: the volume's first suggested one)\n"
+        "  --threads N           CPU renderer threads (default: all cores)\n"
+        "  --script FILE         timed key/mouse/resize/screenshot/quit events (docs/window.md)\n"
+        "  --help                this text\n"
+        "\n"
+        "Controls: left-drag orbit, right/middle-drag pan, wheel zoom, 1..5 method, Tab next method,\n"
+        "P multi/single-kernel, Up/Down isovalue (Shift: coarse), R reset view, S or F12 screenshot,\n"
+        "F overlay, H key help, Esc or Q quit.\n"
+        "\n",
+        to);
+  cli_print_volume_options(to);
+}
+
+__attribute__((format(printf, 1, 2))) static int bad_option(const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  fputs("inkray: ", stderr);
+  vfprintf(stderr, format, args);
+  fputs(" (see inkray --help)\n", stderr);
+  va_end(args);
+  return 2;
+}
+
+/* Returns -1 to go on, else the exit status (0 after --help). */
+static int parse_options(int argc, char **argv, win_options *o) {
+  *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_MULTI};
+  for (int i = 1; i < argc; i++) {
+    const char *opt = argv[i];
+    char err[IR_ERR_LEN] = {0};
+    int volume_option = cli_parse_volume_option(argc, argv, &i, &o->volume, err);
+    if (volume_option < 0) return bad_option("%s", err);
+    if (volume_option > 0) continue;
+    if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+      print_help(stdout);
+      return 0;
+    }
+    if (strcmp(opt, "--vsync") == 0) {
+      o->vsync = true;
+      continue;
+    }
+    if (opt[0] != '-' || opt[1] == '\0') {
+      if (o->volume.source) return bad_option("two volumes given ('%s' and '%s'); the window shows one", o->volume.source, opt);
+      o->volume.source = opt;
+      continue;
+    }
+    static const char *const with_value[] = {"--device", "--size", "--script", "--method",
+                                             "--pipeline", "--iso", "--threads", NULL};
+    bool known = false;
+    for (int k = 0; with_value[k]; k++) known |= strcmp(opt, with_value[k]) == 0;
+    if (!known) return bad_option("unknown option '%s'", opt);
+    if (i + 1 >= argc) return bad_option("%s needs a value", opt);
+    const char *value = argv[++i];
+    long number = 0;
+    if (strcmp(opt, "--device") == 0) {
+      if (!ir_device_parse(value, &o->device)) return bad_option("--device '%s': use gpu or cpu", value);
+    } else if (strcmp(opt, "--size") == 0) {
+      if (!cli_parse_size2(value, &o->width, &o->height))
+        return bad_option("--size '%s': expected WxH with each from 1 to 16384, e.g. 1280x720", value);
+      o->size_fixed = true;
+    } else if (strcmp(opt, "--script") == 0) {
+      o->script = value;
+    } else if (strcmp(opt, "--method") == 0) {
+      if (!ir_compact_method_parse(value, &o->method))
+        return bad_option("--method '%s': unknown method; valid: ink-compact, ink-collate, thrust, jumping-jack, redzone", value);
+    } else if (strcmp(opt, "--pipeline") == 0) {
+      if (!ir_pipeline_parse(value, &o->pipeline)) return bad_option("--pipeline '%s': use multi or single", value);
+    } else if (strcmp(opt, "--iso") == 0) {
+      if (!cli_parse_float(value, &o->iso)) return bad_option("--iso '%s': expected a number in data units", value);
+      o->iso_given = true;
+    } else {
+      if (!cli_parse_int(value, 1, 4096, &number)) return bad_option("--threads '%s': expected a whole number from 1 to 4096", value);
+      o->threads = (int)number;
+    }
+  }
+  return -1;
+}
+
+/* ---- State ------------------------------------------------------------------------------------- */
+#define STAGE_SAMPLE_SECONDS 0.5
+#define FRAME_HISTORY 8192
+/* Weight of the newest frame in the smoothed FPS: about the last 20 frames count. */
+#define SMOOTHING 0.05
+
+typedef struct win_state {
+  ir_volume volume;
+  ir_renderer *renderer;
+  ir_device device;
+  char device_note[160];
+  SDL_Window *window;
+  wnd_gl gl;
+  wnd_present present;
+  wnd_mesh overlay_mesh;
+
+  wnd_view view;
+  int method_index; /* row of ir_compact_methods() */
+  ir_pipeline pipeline;
+  double iso, iso_step;
+  bool overlay, help, quit;
+  int drag_button; /* SDL_BUTTON_*, 0 when not dragging */
+  bool screenshot_pending;
+  char screenshot_path[512];
+  int screenshot_count;
+
+  long frames;
+  double smoothed_frame_ms, smoothed_render_ms;
+  double last_stage_time;
+  bool have_stages;
+  ir_frame_stats stages, last;
+  ir_camera camera; /* of the last frame */
+  int render_width, render_height;
+  int overlay_rect[4];
+  float *history; /* frame times in ms, the last FRAME_HISTORY plain frames */
+  long history_count;
+} win_state;
+
+static double now_seconds(void) {
+  return (double)SDL_GetPerformanceCounter() / (double)SDL_GetPerformanceFrequency();
+}
+
+static const char *method_name(const win_state *s) { return ir_compact_methods()[s->method_index].name; }
+
+/* ---- Input ------------------------------------------------------------------------------------- */
+static void request_screenshot(win_state *s, const char *path) {
+  if (path && *path) {
+    snprintf(s->screenshot_path, sizeof s->screenshot_path, "%s", path);
+  } else {
+    char stamp[32];
+    time_t t = time(NULL);
+    struct tm local;
+    localtime_r(&t, &local);
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+    snprintf(s->screenshot_path, sizeof s->screenshot_path, "inkray-%s-%d.png", stamp, s->screenshot_count + 1);
+  }
+  s->screenshot_pending = true;
+}
+
+static void select_method(win_state *s, int index) {
+  s->method_index = (index % IR_COMPACT_METHOD_COUNT + IR_COMPACT_METHOD_COUNT) % IR_COMPACT_METHOD_COUNT;
+  printf("inkray: method %s\n", method_name(s));
+}
+
+static void step_iso(win_state *s, int direction, bool coarse) {
+  double step = s->iso_step * (coarse ? 10.0 : 1.0);
+  double iso = s->iso + direction * step;
+  s->iso = fmax(s->volume.value_min, fmin(s->volume.value_max, iso));
+  printf("inkray: iso %.9g\n", s->iso);
+}
+
+static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
+  bool shift = (mod & KMOD_SHIFT) != 0;
+  if (key >= SDLK_1 && key < SDLK_1 + IR_COMPACT_METHOD_COUNT) {
+    select_method(s, (int)(key - SDLK_1));
+    return;
+  }
+  switch (key) {
+  case SDLK_ESCAPE:
+  case SDLK_q: s->quit = true; break;
+  case SDLK_TAB: select_method(s, s->method_index + (shift ? -1 : 1)); break;
+  case SDLK_p:
+    s->pipeline = s->pipeline == IR_PIPELINE_MULTI ? IR_PIPELINE_SINGLE : IR_PIPELINE_MULTI;
+    printf("inkray: pipeline %s\n", ir_pipeline_name(s->pipeline));
+    break;
+  case SDLK_UP: step_iso(s, 1, shift); break;
+  case SDLK_DOWN: step_iso(s, -1, shift); break;
+  case SDLK_r: s->view = wnd_view_default(); break;
+  case SDLK_s:
+  case SDLK_F12: request_screenshot(s, NULL); break;
+  case SDLK_f: s->overlay = !s->overlay; break;
+  case SDLK_h: s->help = !s->help; break;
+  default: break;
+  }
+  fflush(stdout);
+}
+
+static void on_event(win_state *s, const SDL_Event *e) {
+  switch (e->type) {
+  case SDL_QUIT: s->quit = true; break;
+  case SDL_KEYDOWN: on_key(s, e->key.keysym.sym, e->key.keysym.mod); break;
+  case SDL_MOUSEBUTTONDOWN:
+    if (!s->drag_button) s->drag_button = e->button.button;
+    break;
+  case SDL_MOUSEBUTTONUP:
+    if (s->drag_button == e->button.button) s->drag_button = 0;
+    break;
+  case SDL_MOUSEMOTION: {
+    float dx = (float)e->motion.xrel, dy = (float)e->motion.yrel;
+    if (s->drag_button == SDL_BUTTON_LEFT) {
+      wnd_view_orbit(&s->view, dx, dy);
+    } else if (s->drag_button == SDL_BUTTON_RIGHT || s->drag_button == SDL_BUTTON_MIDDLE) {
+      int w = 0, h = 0;
+      SDL_GetWindowSize(s->window, &w, &h); /* mouse motion is in window units, not pixels */
+      wnd_view_pan(&s->view, &s->volume, dx, dy, h);
+    }
+    break;
+  }
+  case SDL_MOUSEWHEEL: {
+    float steps = e->wheel.preciseY != 0.0f ? e->wheel.preciseY : (float)e->wheel.y;
+    if (e->wheel.direction == SDL_MOUSEWHEEL_FLIPPED) steps = -steps;
+    wnd_view_zoom(&s->view, steps);
+    break;
+  }
+  default: break;
+  }
+}
+
+/* ---- Script ------------------------------------------------------------------------------------ */
+typedef struct win_script {
+  wnd_script script;
+  int next;
+  double start;        /* time of the first frame */
+  long dispatch_frame; /* frame count when the last event went out */
+  bool resizing;       /* waiting for the window to take the size asked for */
+  int want_width, want_height;
+  double resize_deadline;
+} win_script;
+
+/* SDL names keys "Tab", "Up", "F12", "Escape", "1", "Q"...; checked before the window runs. */
+static int check_script_keys(const wnd_script *script, const char *path) {
+  for (int k = 0; k < script->count; k++) {
+    const wnd_event *ev = &script->events[k];
+    if (ev->kind == WND_EVENT_KEY && SDL_GetKeyFromName(ev->key) == SDLK_UNKNOWN) {
+      fprintf(stderr, "inkray: %s:%d: unknown key '%s'; use SDL key names such as Tab, Up, F12, Escape, 1, Q\n",
+              path, ev->line, ev->key);
+      return 2;
+    }
+  }
+  return 0;
+}
+
+static void push_key(const win_state *s, const wnd_event *ev) {
+  SDL_Event e = {0};
+  e.type = SDL_KEYDOWN;
+  e.key.windowID = SDL_GetWindowID(s->window);
+  e.key.state = SDL_PRESSED;
+  e.key.keysym.sym = SDL_GetKeyFromName(ev->key);
+  e.key.keysym.scancode = SDL_GetScancodeFromKey(e.key.keysym.sym);
+  e.key.keysym.mod = ev->shift ? KMOD_LSHIFT : KMOD_NONE;
+  SDL_PushEvent(&e);
+  e.type = SDL_KEYUP;
+  e.key.state = SDL_RELEASED;
+  SDL_PushEvent(&e);
+}
+
+static void push_drag(const win_state *s, const wnd_event *ev) {
+  static const Uint8 buttons[3] = {SDL_BUTTON_LEFT, SDL_BUTTON_RIGHT, SDL_BUTTON_MIDDLE};
+  Uint8 button = buttons[ev->button];
+  Uint32 id = SDL_GetWindowID(s->window);
+  SDL_Event e = {0};
+  e.type = SDL_MOUSEBUTTONDOWN;
+  e.button = (SDL_MouseButtonEvent){.type = SDL_MOUSEBUTTONDOWN, .windowID = id, .button = button,
+                                    .state = SDL_PRESSED, .clicks = 1, .x = ev->x0, .y = ev->y0};
+  SDL_PushEvent(&e);
+  e.motion = (SDL_MouseMotionEvent){.type = SDL_MOUSEMOTION, .windowID = id, .state = SDL_BUTTON(button),
+                                    .x = ev->x1, .y = ev->y1, .xrel = ev->x1 - ev->x0, .yrel = ev->y1 - ev->y0};
+  SDL_PushEvent(&e);
+  e.button = (SDL_MouseButtonEvent){.type = SDL_MOUSEBUTTONUP, .windowID = id, .button = button,
+                                    .state = SDL_RELEASED, .clicks = 1, .x = ev->x1, .y = ev->y1};
+  SDL_PushEvent(&e);
+}
+
+static void push_wheel(const win_state *s, const wnd_event *ev) {
+  SDL_Event e = {0};
+  e.wheel = (SDL_MouseWheelEvent){.type = SDL_MOUSEWHEEL, .windowID = SDL_GetWindowID(s->window),
+                                  .y = (Sint32)lroundf(ev->wheel), .preciseY = ev->wheel,
+                                  .direction = SDL_MOUSEWHEEL_NORMAL};
+  SDL_PushEvent(&e);
+}
+
+/* Sends at most one event per frame, so that every switch is rendered and seen; a resize holds
+ * the events after it until the window has its new size (or 3 s have passed). */
+static void script_step(win_script *run, win_state *s) {
+  if (run->next >= run->script.count || s->frames == 0 || s->frames <= run->dispatch_frame) return;
+  double t = now_seconds();
+  if (run->resizing) {
+    int w = 0, h = 0;
+    SDL_GetWindowSize(s->window, &w, &h);
+    if ((w != run->want_width || h != run->want_height) && t < run->resize_deadline) return;
+    if (w != run->want_width || h != run->want_height)
+      fprintf(stderr, "inkray: script: the window is %dx%d, not the %dx%d asked for; going on\n", w, h,
+              run->want_width, run->want_height);
+    run->resizing = false;
+  }
+  const wnd_event *ev = &run->script.events[run->next];
+  if (t - run->start < ev->time_s) return;
+  run->next++;
+  run->dispatch_frame = s->frames;
+  switch (ev->kind) {
+  case WND_EVENT_KEY: push_key(s, ev); break;
+  case WND_EVENT_DRAG: push_drag(s, ev); break;
+  case WND_EVENT_WHEEL: push_wheel(s, ev); break;
+  case WND_EVENT_RESIZE:
+    SDL_SetWindowSize(s->window, ev->width, ev->height);
+    run->resizing = true;
+    run->want_width = ev->width;
+    run->want_height = ev->height;
+    run->resize_deadline = t + 3.0;
+    break;
+  case WND_EVENT_SCREENSHOT: request_screenshot(s, ev->path); break;
+  case WND_EVENT_QUIT: {
+    SDL_Event e = {.type = SDL_QUIT};
+    SDL_PushEvent(&e);
+    break;
+  }
+  }
+}
+
+/* ---- Frames ------------------------------------------------------------------------------------ */
+static void take_screenshot(win_state *s, int width, int height) {
+  s->screenshot_pending = false;
+  char err[IR_ERR_LEN] = {0};
+  uint8_t *rgba = malloc((size_t)width * (size_t)height * 4);
+  if (!rgba) {
+    fprintf(stderr, "inkray: screenshot %s: out of memory for %dx%d\n", s->screenshot_path, width, height);
+    return;
+  }
+  /* A screenshot that fails (a read-only folder, say) is reported; the window keeps running. */
+  if (!wnd_gl_read_pixels(width, height, rgba, err) || !app_write_png(s->screenshot_path, width, height, rgba, err)) {
+    fprintf(stderr, "inkray: screenshot failed: %s\n", err);
+    free(rgba);
+    return;
+  }
+  free(rgba);
+  s->screenshot_count++;
+  const int *r = s->overlay_rect;
+  const ir_camera *c = &s->camera;
+  printf("inkray: screenshot %s size=%dx%d render=%dx%d iso=%.9g method=%s pipeline=%s device=%s "
+         "display=%s overlay=%d,%d,%d,%d fps=%.1f frame_ms=%.3f "
+         "eye=%.9g,%.9g,%.9g target=%.9g,%.9g,%.9g up=%.9g,%.9g,%.9g fov=%.9g\n",
+         s->screenshot_path, width, height, s->render_width, s->render_height, s->iso, method_name(s),
+         ir_pipeline_name(s->pipeline), ir_device_name(s->device), s->present.interop ? "interop" : "host-copy",
+         r[0], r[1], r[2], r[3], s->smoothed_frame_ms > 0 ? 1000.0 / s->smoothed_frame_ms : 0, s->smoothed_frame_ms, c->eye[0], c->eye[1],
+         c->eye[2], c->target[0], c->target[1], c->target[2], c->up[0], c->up[1], c->up[2], c->fov_y_degrees);
+  fflush(stdout);
+}
+
+static void build_overlay(win_state *s, int width, int height) {
+  s->overlay_mesh.count = 0;
+  memset(s->overlay_rect, 0, sizeof s->overlay_rect);
+  if (!s->overlay) return;
+  wnd_overlay_info info = {
+      .window_width = width,
+      .window_height = height,
+      .fps = s->smoothed_frame_ms > 0 ? 1000.0 / s->smoothed_frame_ms : 0,
+      .frame_ms = s->smoothed_frame_ms,
+      .render_ms = s->smoothed_render_ms,
+      .device = ir_device_name(s->device),
+      .device_note = s->device_note[0] ? s->device_note : NULL,
+      .display_path = wnd_present_path_name(&s->present),
+      .method_index = s->method_index,
+      .pipeline = s->pipeline,
+      .isovalue = s->iso,
+      .volume = &s->volume,
+      .render_width = s->render_width,
+      .render_height = s->render_height,
+      .have_stages = s->have_stages,
+      .stages = s->stages,
+      .last = s->last,
+      .show_help = s->help,
+  };
+  wnd_overlay_build(&info, &s->overlay_mesh, s->overlay_rect);
+}
+
+static void record_frame_time(win_state *s, double ms, double render_ms) {
+  if (s->history_count == 0) {
+    s->smoothed_frame_ms = ms;
+    s->smoothed_render_ms = render_ms;
+  }
+  s->smoothed_frame_ms += SMOOTHING * (ms - s->smoothed_frame_ms);
+  s->smoothed_render_ms += SMOOTHING * (render_ms - s->smoothed_render_ms);
+  s->history[s->history_count++ % FRAME_HISTORY] = (float)ms;
+}
+
+/* Renders, presents and draws one frame; returns false after printing an error. */
+static bool frame(win_state *s, int width, int height, int render_width, int render_height) {
+  char err[IR_ERR_LEN] = {0};
+  double t0 = now_seconds();
+  bool stage_frame = t0 - s->last_stage_time >= STAGE_SAMPLE_SECONDS;
+  s->camera = wnd_view_camera(&s->view, &s->volume);
+  s->render_width = render_width;
+  s->render_height = render_height;
+  ir_frame_desc desc = {
+      .width = render_width,
+      .height = render_height,
+      .isovalue = (float)s->iso,
+      .camera = s->camera,
+      .method = ir_compact_methods()[s->method_index].method,
+      .pipeline = s->pipeline,
+      .stage_timing = stage_frame,
+  };
+  ir_frame_stats stats = {0};
+  if (ir_render_frame(s->renderer, &desc, &stats, err) != IR_OK) {
+    fprintf(stderr, "inkray: rendering a %dx%d frame failed: %s\n", render_width, render_height, err);
+    return false;
+  }
+  s->last = stats;
+  if (stage_frame) {
+    s->stages = stats;
+    s->have_stages = true;
+    s->last_stage_time = t0;
+  }
+  if (!wnd_present_frame(&s->present, &s->gl, s->renderer, render_width, render_height, err)) {
+    fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
+    return false;
+  }
+  build_overlay(s, width, height);
+  if (!wnd_gl_draw(&s->gl, width, height, &s->overlay_mesh, err)) {
+    fprintf(stderr, "inkray: %s\n", err);
+    return false;
+  }
+  if (s->screenshot_pending) take_screenshot(s, width, height);
+  SDL_GL_SwapWindow(s->window);
+  if (!wnd_gl_check("swapping buffers", err)) {
+    fprintf(stderr, "inkray: %s\n", err);
+    return false;
+  }
+  double ms = (now_seconds() - t0) * 1000.0;
+  /* Diagnostic frames time each stage separately and would drag the FPS down. */
+  if (!stage_frame || s->history_count == 0) record_frame_time(s, ms, stats.frame_ms);
+  s->frames++;
+  return true;
+}
+
+static int compare_floats(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static void print_summary(const win_state *s) {
+  long n = s->history_count < FRAME_HISTORY ? s->history_count : FRAME_HISTORY;
+  if (n == 0) return;
+  float *sorted = malloc((size_t)n * sizeof *sorted);
+  if (!sorted) return;
+  memcpy(sorted, s->history, (size_t)n * sizeof *sorted);
+  qsort(sorted, (size_t)n, sizeof *sorted, compare_floats);
+  double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  free(sorted);
+  printf("inkray: %ld frames, median frame %.3f ms (%.1f FPS) over the last %ld, renderer %s, display %s\n",
+         s->frames, median, 1000.0 / median, n, ir_device_name(s->device), wnd_present_path_name(&s->present));
+}
+
+/* ---- Setup ------------------------------------------------------------------------------------- */
+static int create_renderer(win_state *s, const win_options *o) {
+  s->device = o->device;
+  if (s->device == IR_DEVICE_GPU) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+      snprintf(s->device_note, sizeof s->device_note, "no CUDA device: CPU renderer");
+      fprintf(stderr, "inkray: no CUDA device (%s); using the CPU reference renderer\n",
+              e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+      s->device = IR_DEVICE_CPU;
+    }
+  }
+  char err[IR_ERR_LEN] = {0};
+  ir_renderer_desc desc = {.device = s->device, .volume = &s->volume, .cpu_threads = o->threads};
+  ir_status status = ir_renderer_create(&desc, &s->renderer, err);
+  if (status != IR_OK) {
+    fprintf(stderr, "inkray: cannot set up the %s renderer: %s\n", ir_device_name(s->device), err);
+    return status == IR_ERR_INPUT ? 2 : 1;
+  }
+  return 0;
+}
+
+static void choose_isovalue(win_state *s, const win_options *o) {
+  double range = s->volume.value_max - s->volume.value_min;
+  s->iso_step = range > 0 ? range / 100.0 : 1.0;
+  if (o->iso_given) {
+    s->iso = o->iso;
+    if (o->iso < s->volume.value_min || o->iso > s->volume.value_max)
+      fprintf(stderr, "inkray: note: --iso %g is outside the volume's values [%g, %g]; nothing will show\n",
+              o->iso, s->volume.value_min, s->volume.value_max);
+    return;
+  }
+  ir_volume_stats stats;
+  ir_volume_compute_stats(&s->volume, &stats);
+  s->iso = stats.suggested_count > 0 ? stats.suggested_isovalues[0] : s->volume.value_min + range / 2;
+}
+
+static int open_window(win_state *s, const win_options *o) {
+  if (SDL_Init(SDL_INIT_VIDEO) != 0) {
+    fprintf(stderr, "inkray: cannot open a window: %s (or run inkray --headless)\n", SDL_GetError());
+    return 1;
+  }
+  SDL_GL_SetAttribute(SDL_GL_CONTEXT_MAJOR_VERSION, 3);
+  SDL_GL_SetAttribute(SDL_GL_CONTEXT_MINOR_VERSION, 3);
+  SDL_GL_SetAttribute(SDL_GL_CONTEXT_PROFILE_MASK, SDL_GL_CONTEXT_PROFILE_CORE);
+  SDL_GL_SetAttribute(SDL_GL_DOUBLEBUFFER, 1);
+  SDL_GL_SetAttribute(SDL_GL_DEPTH_SIZE, 0);
+  int w = o->size_fixed ? o->width : 1280, h = o->size_fixed ? o->height : 720;
+  char title[300];
+  snprintf(title, sizeof title, "inkray - %s", s->volume.name);
+  s->window = SDL_CreateWindow(title, SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, w, h,
+                               SDL_WINDOW_OPENGL | SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
+  if (!s->window) {
+    fprintf(stderr, "inkray: cannot open a %dx%d OpenGL window: %s\n", w, h, SDL_GetError());
+    return 1;
+  }
+  SDL_GLContext context = SDL_GL_CreateContext(s->window);
+  if (!context) {
+    fprintf(stderr, "inkray: no OpenGL 3.3 core context: %s (the window needs OpenGL 3.3; try inkray --headless)\n",
+            SDL_GetError());
+    return 1;
+  }
+  /* GLEW looks core-profile entry points up only when told to; its probe of the old extension
+   * string then leaves a GL_INVALID_ENUM behind, cleared below. */
+  glewExperimental = GL_TRUE;
+  GLenum glew = glewInit();
+  if (glew != GLEW_OK) {
+    fprintf(stderr, "inkray: GLEW cannot load OpenGL: %s (under Wayland, try SDL_VIDEODRIVER=x11)\n",
+            (const char *)glewGetErrorString(glew));
+    return 1;
+  }
+  while (glGetError() != GL_NO_ERROR) {
+  }
+  if (SDL_GL_SetSwapInterval(o->vsync ? 1 : 0) != 0 && o->vsync)
+    fprintf(stderr, "inkray: note: --vsync is not supported here: %s\n", SDL_GetError());
+  char err[IR_ERR_LEN] = {0};
+  if (!wnd_gl_setup(&s->gl, err)) {
+    fprintf(stderr, "inkray: %s\n", err);
+    return 1;
+  }
+  printf("inkray: OpenGL %s on %s (%s)\n", (const char *)glGetString(GL_VERSION),
+         (const char *)glGetString(GL_RENDERER), (const char *)glGetString(GL_VENDOR));
+  wnd_present_setup(&s->present, s->device == IR_DEVICE_GPU);
+  printf("inkray: %s renderer, frames shown through %s\n", ir_device_name(s->device),
+         wnd_present_path_name(&s->present));
+  fflush(stdout);
+  return 0;
+}
+
+static void close_window(win_state *s) {
+  if (s->window && SDL_GL_GetCurrentContext()) {
+    wnd_present_shutdown(&s->present);
+    wnd_gl_shutdown(&s->gl);
+    SDL_GL_DeleteContext(SDL_GL_GetCurrentContext());
+  }
+  if (s->window) SDL_DestroyWindow(s->window);
+  SDL_Quit();
+}
+
+/* ---- Main loop --------------------------------------------------------------------------------- */
+static int run(win_state *s, const win_options *o, win_script *script) {
+  while (!s->quit) {
+    if (script) script_step(script, s);
+    SDL_Event e;
+    while (SDL_PollEvent(&e)) on_event(s, &e);
+    if (s->quit) break;
+    int width = 0, height = 0;
+    SDL_GL_GetDrawableSize(s->window, &width, &height);
+    /* A minimised or zero-sized window has nothing to draw into: wait for it to come back. */
+    if (width <= 0 || height <= 0 || (SDL_GetWindowFlags(s->window) & SDL_WINDOW_MINIMIZED)) {
+      SDL_Delay(20);
+      continue;
+    }
+    int render_width = o->size_fixed ? o->width : width, render_height = o->size_fixed ? o->height : height;
+    if (!frame(s, width, height, render_width, render_height)) return 1;
+    if (script && s->frames == 1) script->start = now_seconds();
+  }
+  return 0;
+}
 
 bool app_window_available(void) { return true; }
 
 int app_window_main(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  fprintf(stderr, "inkray: the window is not written yet\n");
-  return 1;
+  win_options o;
+  int rc = parse_options(argc, argv, &o);
+  if (rc >= 0) return rc;
+  win_script script = {0};
+  if (o.script) {
+    char err[IR_ERR_LEN] = {0};
+    ir_status status = wnd_script_load(o.script, &script.script, err);
+    if (status != IR_OK) {
+      fprintf(stderr, "inkray: %s\n", err);
+      return status == IR_ERR_INPUT ? 2 : 1;
+    }
+    rc = check_script_keys(&script.script, o.script);
+    if (rc) {
+      wnd_script_free(&script.script);
+      return rc;
+    }
+  }
+  win_state s = {.view = wnd_view_default(), .pipeline = o.pipeline, .overlay = true};
+  for (int k = 0; k < IR_COMPACT_METHOD_COUNT; k++)
+    if (ir_compact_methods()[k].method == o.method) s.method_index = k;
+  s.history = malloc(FRAME_HISTORY * sizeof *s.history);
+  if (!s.history) {
+    fprintf(stderr, "inkray: out of memory\n");
+    wnd_script_free(&script.script);
+    return 1;
+  }
+  rc = cli_load_volume(&o.volume, &s.volume);
+  if (rc == 0) {
+    choose_isovalue(&s, &o);
+    rc = create_renderer(&s, &o);
+  }
+  if (rc == 0) rc = open_window(&s, &o);
+  if (rc == 0) {
+    rc = run(&s, &o, o.script ? &script : NULL);
+    print_summary(&s);
+  }
+  close_window(&s);
+  wnd_mesh_free(&s.overlay_mesh);
+  if (s.renderer) ir_renderer_destroy(s.renderer);
+  ir_volume_free(&s.volume);
+  wnd_script_free(&script.script);
+  free(s.history);
+  return rc;
 }

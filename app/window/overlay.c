@@ -1,0 +1,241 @@
+/* The overlay as 2D triangles: a translucent panel with text (stb_easy_font, which builds each
+ * glyph from quads) and a bar chart of the pipeline's stage times; the key help beside it.
+ * Nothing here touches OpenGL: gl_draw.c uploads and draws the mesh. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <stb_easy_font.h>
+
+#include "app/window/window_internal.h"
+
+/* stb_easy_font's glyphs are 7 units tall; 10 leaves a readable gap between lines. */
+#define LINE_UNITS 10
+#define PAD_UNITS 4
+#define BAR_UNITS 90
+#define PANEL_GAP_UNITS 6
+
+static const uint8_t COLOR_PANEL[4] = {12, 14, 20, 190};
+static const uint8_t COLOR_TEXT[4] = {235, 235, 235, 255};
+static const uint8_t COLOR_DIM[4] = {150, 160, 175, 255};
+static const uint8_t COLOR_WARN[4] = {255, 190, 70, 255};
+static const uint8_t COLOR_BAR_BACK[4] = {60, 64, 76, 255};
+
+/* One colour per stage, in the order the pipeline runs them. */
+static const uint8_t COLOR_STAGE[6][4] = {
+    {120, 170, 255, 255}, {110, 220, 200, 255}, {140, 220, 110, 255},
+    {235, 215, 90, 255},  {240, 150, 90, 255},  {230, 100, 150, 255},
+};
+
+void wnd_mesh_free(wnd_mesh *mesh) {
+  free(mesh->vertices);
+  *mesh = (wnd_mesh){0};
+}
+
+static bool mesh_reserve(wnd_mesh *mesh, size_t more) {
+  if (mesh->count + more <= mesh->capacity) return true;
+  size_t capacity = mesh->capacity ? mesh->capacity : 4096;
+  while (capacity < mesh->count + more) capacity *= 2;
+  wnd_vertex *grown = realloc(mesh->vertices, capacity * sizeof *grown);
+  if (!grown) return false;
+  mesh->vertices = grown;
+  mesh->capacity = capacity;
+  return true;
+}
+
+static void mesh_quad(wnd_mesh *mesh, float x0, float y0, float x1, float y1, const uint8_t rgba[4]) {
+  if (!mesh_reserve(mesh, 6)) return;
+  const float corners[6][2] = {{x0, y0}, {x1, y0}, {x1, y1}, {x0, y0}, {x1, y1}, {x0, y1}};
+  for (int k = 0; k < 6; k++) {
+    wnd_vertex *v = &mesh->vertices[mesh->count++];
+    v->x = corners[k][0];
+    v->y = corners[k][1];
+    memcpy(v->rgba, rgba, 4);
+  }
+}
+
+/* Writes the text's glyph quads at (x, y) (top left), `scale` pixels per font unit. */
+static void mesh_text(wnd_mesh *mesh, float x, float y, float scale, const char *text, const uint8_t rgba[4]) {
+  /* stb_easy_font's own estimate is ~270 bytes per character; lines here are short. */
+  static char buffer[64 * 1024];
+  /* Each quad is 4 vertices of x, y, z (floats) and 4 colour bytes. */
+  typedef struct {
+    float x, y, z;
+    uint8_t c[4];
+  } font_vertex;
+  char copy[256];
+  snprintf(copy, sizeof copy, "%s", text);
+  int quads = stb_easy_font_print(0, 0, copy, NULL, buffer, (int)sizeof buffer);
+  const font_vertex *fv = (const font_vertex *)buffer;
+  for (int q = 0; q < quads; q++) {
+    const font_vertex *c = fv + 4 * q;
+    mesh_quad(mesh, x + c[0].x * scale, y + c[0].y * scale, x + c[2].x * scale, y + c[2].y * scale, rgba);
+  }
+}
+
+static int text_units(const char *text) {
+  char copy[256];
+  snprintf(copy, sizeof copy, "%s", text);
+  return stb_easy_font_width(copy);
+}
+
+/* Lines of the main panel; a line starting with '!' is a warning. */
+typedef struct text_lines {
+  char text[16][96];
+  int count;
+} text_lines;
+
+__attribute__((format(printf, 2, 3))) static void add_line(text_lines *lines, const char *format, ...) {
+  if (lines->count == 16) return;
+  va_list args;
+  va_start(args, format);
+  vsnprintf(lines->text[lines->count++], sizeof lines->text[0], format, args);
+  va_end(args);
+}
+
+/* Rays in a short form: 1234, 12.3k, 1.23M. */
+static void short_count(uint32_t n, char out[16]) {
+  if (n < 10000) snprintf(out, 16, "%u", n);
+  else if (n < 1000000) snprintf(out, 16, "%.1fk", n / 1e3);
+  else snprintf(out, 16, "%.2fM", n / 1e6);
+}
+
+static void main_lines(const wnd_overlay_info *info, text_lines *lines) {
+  const ir_compact_method_info *methods = ir_compact_methods();
+  const ir_volume *v = info->volume;
+  add_line(lines, "FPS %.1f   frame %.2f ms", info->fps, info->frame_ms);
+  add_line(lines, "render %.2f ms on %s, %s", info->render_ms, info->device, info->display_path);
+  if (info->device_note) add_line(lines, "!%s", info->device_note);
+  add_line(lines, "method %d/%d %s%s", info->method_index + 1, IR_COMPACT_METHOD_COUNT,
+           methods[info->method_index].name, info->pipeline == IR_PIPELINE_SINGLE ? " (unused)" : "");
+  add_line(lines, "pipeline %s-kernel", info->pipeline == IR_PIPELINE_SINGLE ? "single" : "multi");
+  add_line(lines, "iso %.6g", info->isovalue);
+  add_line(lines, "%.40s", v->name);
+  add_line(lines, "%zux%zux%zu %s", v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type));
+  add_line(lines, "res %dx%d", info->render_width, info->render_height);
+  char generated[16], hit[16];
+  short_count(info->last.rays_generated, generated);
+  short_count(info->last.rays_hit, hit);
+  add_line(lines, "rays %s  hit %s  iter %d", generated, hit, info->last.iterations);
+  /* Traversal rays per round show what compaction is working on: how fast the list shrinks. */
+  char rounds[96] = "trav";
+  int shown = info->last.iterations < 5 ? info->last.iterations : 5;
+  for (int k = 0; k < shown; k++) {
+    char count[16];
+    short_count(info->last.traverse_rays[k], count);
+    size_t used = strlen(rounds);
+    snprintf(rounds + used, sizeof rounds - used, " %s", count);
+  }
+  if (info->last.iterations > shown) strncat(rounds, " ..", sizeof rounds - strlen(rounds) - 1);
+  add_line(lines, "%s", rounds);
+}
+
+/* Key help: keys in one column, what they do in the next (the font is proportional). */
+static const char *const HELP[][2] = {
+    {"left drag", "orbit"},          {"right/mid drag", "pan"},    {"wheel", "zoom"},
+    {"1-5", "compaction method"},    {"Tab", "next method"},       {"P", "multi/single-kernel"},
+    {"Up/Down", "isovalue"},         {"Shift+Up/Down", "coarse"},  {"R", "reset view"},
+    {"S or F12", "screenshot"},      {"F", "overlay on/off"},      {"H", "this help"},
+    {"Esc or Q", "quit"},
+};
+#define HELP_COUNT ((int)(sizeof HELP / sizeof HELP[0]))
+
+/* Size in pixels of a padded panel holding these lines. */
+static void panel_size(const char *const *text, int count, float scale, float *w, float *h) {
+  int widest = 0;
+  for (int k = 0; k < count; k++) {
+    int units = text_units(text[k]);
+    if (units > widest) widest = units;
+  }
+  *w = (float)(widest + 2 * PAD_UNITS) * scale;
+  *h = (float)(count * LINE_UNITS + 2 * PAD_UNITS - 3) * scale;
+}
+
+static const char *const STAGE_NAMES[6] = {"bvh", "raygen", "trav", "isect", "shade", "compact"};
+
+static int stage_label_units(void) {
+  int widest = 0;
+  for (int k = 0; k < 6; k++) {
+    int units = text_units(STAGE_NAMES[k]);
+    if (units > widest) widest = units;
+  }
+  return widest + 4;
+}
+
+static void stage_chart(const wnd_overlay_info *info, wnd_mesh *mesh, float x, float y, float scale) {
+  const ir_frame_stats *s = &info->stages;
+  double ms[6] = {s->bvh_update_ms, s->raygen_ms, s->traverse_ms, s->intersect_ms, s->shade_ms, s->compact_ms};
+  double largest = 1e-6;
+  for (int k = 0; k < 6; k++)
+    if (ms[k] > largest) largest = ms[k];
+  for (int k = 0; k < 6; k++) {
+    float row = y + (float)(k * LINE_UNITS) * scale;
+    mesh_text(mesh, x, row, scale, STAGE_NAMES[k], COLOR_DIM);
+    float bar_x = x + (float)stage_label_units() * scale, bar_w = BAR_UNITS * scale;
+    mesh_quad(mesh, bar_x, row, bar_x + bar_w, row + 7 * scale, COLOR_BAR_BACK);
+    mesh_quad(mesh, bar_x, row, bar_x + bar_w * (float)(ms[k] / largest), row + 7 * scale, COLOR_STAGE[k]);
+    char value[32];
+    snprintf(value, sizeof value, "%.3f ms", ms[k]);
+    mesh_text(mesh, bar_x + bar_w + 4 * scale, row, scale, value, COLOR_TEXT);
+  }
+}
+
+void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4]) {
+  /* Text stays readable on big windows and small on the small ones tests use. */
+  float scale = info->window_height >= 600 ? 2.0f : 1.0f;
+  text_lines lines = {0};
+  main_lines(info, &lines);
+  const char *rows[20];
+  for (int k = 0; k < lines.count; k++) rows[k] = lines.text[k] + (lines.text[k][0] == '!');
+  int row_count = lines.count;
+  const char *stage_title = info->have_stages ? "stage times (sampled every 0.5 s)" : "stage times: not measured yet";
+  rows[row_count++] = stage_title;
+  rows[row_count++] = "H help   F hide overlay";
+  float w, h;
+  panel_size(rows, row_count, scale, &w, &h);
+  float chart_w = (float)(stage_label_units() + BAR_UNITS + 4 + text_units("00.000 ms") + 2 * PAD_UNITS) * scale;
+  if (chart_w > w) w = chart_w;
+  float chart_h = info->have_stages ? (float)(6 * LINE_UNITS) * scale : 0;
+  h += chart_h;
+
+  float x = PAD_UNITS * scale, y = PAD_UNITS * scale;
+  mesh_quad(mesh, x, y, x + w, y + h, COLOR_PANEL);
+  float tx = x + PAD_UNITS * scale, ty = y + PAD_UNITS * scale;
+  for (int k = 0; k < lines.count; k++, ty += LINE_UNITS * scale)
+    mesh_text(mesh, tx, ty, scale, rows[k], lines.text[k][0] == '!' ? COLOR_WARN : COLOR_TEXT);
+  mesh_text(mesh, tx, ty, scale, stage_title, COLOR_DIM);
+  ty += LINE_UNITS * scale;
+  if (info->have_stages) {
+    stage_chart(info, mesh, tx, ty, scale);
+    ty += chart_h;
+  }
+  mesh_text(mesh, tx, ty, scale, "H help   F hide overlay", COLOR_DIM);
+
+  float right = x + w, bottom = y + h;
+  if (info->show_help) {
+    const char *keys[HELP_COUNT], *what[HELP_COUNT];
+    for (int k = 0; k < HELP_COUNT; k++) {
+      keys[k] = HELP[k][0];
+      what[k] = HELP[k][1];
+    }
+    float key_w, what_w, hh;
+    panel_size(keys, HELP_COUNT, scale, &key_w, &hh);
+    panel_size(what, HELP_COUNT, scale, &what_w, &hh);
+    key_w += (float)PAD_UNITS * scale; /* a gap between the columns */
+    float hw = key_w + what_w - (float)PAD_UNITS * scale;
+    float hx = x + w + PANEL_GAP_UNITS * scale, hy = y;
+    mesh_quad(mesh, hx, hy, hx + hw, hy + hh, COLOR_PANEL);
+    for (int k = 0; k < HELP_COUNT; k++) {
+      float row = hy + (float)(PAD_UNITS + k * LINE_UNITS) * scale;
+      mesh_text(mesh, hx + PAD_UNITS * scale, row, scale, keys[k], COLOR_DIM);
+      mesh_text(mesh, hx + key_w, row, scale, what[k], COLOR_TEXT);
+    }
+    right = hx + hw;
+    if (hy + hh > bottom) bottom = hy + hh;
+  }
+  rect[0] = 0;
+  rect[1] = 0;
+  rect[2] = (int)(right + 1.0f);
+  rect[3] = (int)(bottom + 1.0f);
+}
