@@ -93,7 +93,7 @@ static void print_help(FILE *to) {
         "  --elevation DEG       camera elevation of the orbit (default 20)\n"
         "  --distance D          camera distance, 1 fits the volume in view (default 1)\n"
         "  --iso V[,V...]        isovalues in data units\n"
-        "  --iso suggested[:N]   the volume's suggested isovalues (all, or N spread over them);\n"
+        "  --iso suggested[:N]   the isovalues the volume's histogram suggests (all, or the N best);\n"
         "                        default: the first suggested isovalue\n"
         "  --method NAME[,NAME...]|all   compaction method(s) of the multi-kernel pipeline\n"
         "                        (default ink-compact); NAME is one of:\n",
@@ -534,15 +534,13 @@ static int describe_gpu(char *line, size_t cap) {
   return 0;
 }
 
-/* Picks n values spread evenly over the suggested list (all of them when n is -1 or larger). */
+/* The n best-scored suggestions (the list comes best first), in ascending order for a sweep. */
 static void pick_suggested(const ir_volume_stats *st, int wanted, hl_options *o) {
   int have = st->suggested_count;
   int n = wanted < 0 || wanted > have ? have : wanted;
   o->iso_count = 0;
-  for (int k = 0; k < n && o->iso_count < HL_MAX_ISOVALUES; k++) {
-    int at = n == 1 ? 0 : (int)lround((double)k * (have - 1) / (n - 1));
-    o->isovalues[o->iso_count++] = st->suggested_isovalues[at];
-  }
+  for (int k = 0; k < n && o->iso_count < HL_MAX_ISOVALUES; k++) o->isovalues[o->iso_count++] = st->suggested_isovalues[k];
+  qsort(o->isovalues, (size_t)o->iso_count, sizeof o->isovalues[0], compare_double);
 }
 
 static int resolve_isovalues(const ir_volume *v, hl_options *o) {

@@ -74,8 +74,8 @@ static void test_all_methods_and_both_pipelines_give_a_row_per_frame_and_configu
   make_scratch(dir);
   join(csv, sizeof csv, dir, "all.csv");
   const char *args[] = {"--headless", "--device", "cpu", "--method", "all", "--pipeline", "both", "--frames", "2",
-                        "--warmup", "0", "--orbit", "3", "--size", "24x24", "--iso", "60,140", "--csv", csv,
-                        "builtin:sphere:24", NULL};
+                        "--warmup", "0", "--orbit", "3", "--size", "24x24", "--iso", "100,150", "--csv", csv,
+                        "builtin:fractal:24", NULL};
   run_inkray(dir, args, &result);
   CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
   csv_table t;
@@ -89,8 +89,8 @@ static void test_all_methods_and_both_pipelines_give_a_row_per_frame_and_configu
     CHECK_MSG(csv_count(&t, "method", methods[m].name) == 2 * per_config, "method %s", methods[m].name);
   CHECK_EQ_INT(csv_count(&t, "pipeline", "single"), 2 * per_config);
   CHECK_EQ_INT(csv_count(&t, "pipeline", "multi"), 2 * IR_COMPACT_METHOD_COUNT * per_config);
-  CHECK_EQ_INT(csv_count(&t, "isovalue", "60"), (IR_COMPACT_METHOD_COUNT + 1) * per_config);
-  CHECK_EQ_INT(csv_count(&t, "isovalue", "140"), (IR_COMPACT_METHOD_COUNT + 1) * per_config);
+  CHECK_EQ_INT(csv_count(&t, "isovalue", "100"), (IR_COMPACT_METHOD_COUNT + 1) * per_config);
+  CHECK_EQ_INT(csv_count(&t, "isovalue", "150"), (IR_COMPACT_METHOD_COUNT + 1) * per_config);
   csv_free(&t);
   /* One summary line per configuration. */
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) CHECK_STR_CONTAINS(result.output, methods[m].name);

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# The experiment suite: reproduces the seeds' measurements on the GPU at hand and writes CSV,
+# plots and a Markdown report (the source of docs/PERFORMANCE.md).
+#
+#   1. Ray-casting (InK Table 1 / Figs. 6-7): every dataset found (the real volumes in
+#      ../shared/data and builtin volumes at 256^3, 512^3 and 1024^3), a sweep of isovalues
+#      suggested by each volume's histogram, an orbit of 8 views, 1024x1024, every compaction
+#      method in the multi-kernel pipeline and the single-kernel pipeline (inkray --headless).
+#      Each run also does the per-stage diagnostic pass.
+#   2. Compaction sweeps (Redzone Fig. 4, Jumping Jack Fig. 11): size x kept fraction x pattern
+#      for every method and CUB (inkray compact-bench).
+#   3. Report: scripts/bench_report.py turns the CSVs into tables, claim verdicts and plots.
+#
+# Usage: scripts/bench-suite.sh [--quick | --smoke] [--out DIR] [--pack DIR] [--data DIR]
+#   --quick     fewer datasets, isovalues and frames (under 2 minutes on an H100)
+#   --smoke     tiny sizes on the CPU renderer: checks the suite itself on a machine with no GPU
+#   --out DIR   where results go (default ./bench-out)
+#   --pack DIR  afterwards, put report.md, the figures and a tar.gz of everything into DIR
+#               (at most 8 files: for copying results off a machine)
+#   --data DIR  the real datasets (default ../shared/data beside the repository)
+# Environment: INKRAY_BUILD_DIR (default ./build): built there (inkray target only) if missing.
+# Needs: bash, cmake + a CUDA toolkit to build, python3 for the report (matplotlib for plots).
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${INKRAY_BUILD_DIR:-$root/build}
+mode=full
+out=$root/bench-out
+pack=
+data=$(cd "$root/.." && pwd)/shared/data
+
+usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+while (($#)); do
+  case $1 in
+    --quick) mode=quick ;;
+    --smoke) mode=smoke ;;
+    --out) out=${2:?--out needs a folder}; shift ;;
+    --pack) pack=${2:?--pack needs a folder}; shift ;;
+    --data) data=${2:?--data needs a folder}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "bench-suite: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# ---- What each mode runs ------------------------------------------------------------------------
+# The Table 1 protocol: 1024x1024, 8 views, every method in both pipelines. Frames per view and
+# the number of isovalues are what the time limits allow.
+device=gpu size=1024x1024 orbit=8
+case $mode in
+  full)  frames=16 warmup=3 isos=suggested:5 bench_args=() ;;
+  quick) frames=8  warmup=2 isos=suggested:3 bench_args=(--quick) ;;
+  smoke) frames=2  warmup=0 isos=suggested:2 bench_args=(--quick) device=cpu size=48x48 orbit=2 ;;
+esac
+
+# tag|volume|modes: the real volumes (README of the data folder), then the builtin ones.
+datasets=(
+  "neghip|$data/neghip_66x66x66_uint8.raw|full quick smoke"
+  "bolt|$data/bolt_70x123x66_uint8.raw|full"
+  "headsq|$data/headsq_64x64x93_int16.raw|full quick"
+  "headmr|$data/HeadMRVolume.mhd|full"
+  "avg152t1|$data/avg152T1_RL_nifti.nii.gz|full"
+  "carotid|$data/carotid_76x49x45_float32.raw|full"
+  "frog|$data/frog/frogtissue.mhd|full quick"
+  "fractal-256|builtin:fractal:256|full quick"
+  "fractal-512|builtin:fractal:512|full quick"
+  "fractal-1024|builtin:fractal:1024|full"
+  "marschner-lobb-256|builtin:marschner-lobb:256|full"
+  "sphere-512|builtin:sphere:512|full"
+  "fractal-32|builtin:fractal:32|smoke"
+)
+
+# ---- Progress ---------------------------------------------------------------------------------------
+t_start=$(date +%s)
+step=0
+steps=0
+progress() { # progress LABEL: one step done, LABEL is the next
+  local width=30 filled elapsed
+  filled=$((steps ? step * width / steps : width))
+  elapsed=$(($(date +%s) - t_start))
+  local bar
+  bar=$(printf '%*s' "$filled" '' | tr ' ' '#')$(printf '%*s' $((width - filled)) '' | tr ' ' '.')
+  if [[ -t 2 ]]; then
+    printf '\r\033[K[%s] %d/%d %3d s  %s' "$bar" "$step" "$steps" "$elapsed" "$1" >&2
+    ((step == steps)) && printf '\n' >&2
+  else
+    printf '[%s] %d/%d %3d s  %s\n' "$bar" "$step" "$steps" "$elapsed" "$1" >&2
+  fi
+}
+
+# ---- Build ----------------------------------------------------------------------------------------
+inkray=$build/inkray
+if [[ ! -x $inkray ]]; then
+  echo "bench-suite: building inkray in $build" >&2
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINKRAY_WINDOW=OFF \
+    ${INKRAY_CUDA_ARCH:+-DCMAKE_CUDA_ARCHITECTURES=$INKRAY_CUDA_ARCH} >/dev/null &&
+    cmake --build "$build" -j "$(nproc)" --target inkray >/dev/null || {
+    echo "bench-suite: building inkray failed; run cmake --build $build --target inkray to see why" >&2
+    exit 1
+  }
+fi
+
+mkdir -p "$out/logs" "$out/render" "$out/images"
+rm -f "$out"/render/*.csv "$out"/images/*.png "$out"/compact*.csv
+
+# ---- Environment: what the numbers were measured on -----------------------------------------------
+{
+  echo "mode=$mode"
+  echo "date=$(date -u +%Y-%m-%d)"
+  echo "time_utc=$(date -u +%H:%M:%S)"
+  echo "commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  if [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+    echo "worktree=modified"
+  else
+    echo "worktree=clean"
+  fi
+  echo "inkray=$("$inkray" --version 2>/dev/null)"
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    echo "gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+    echo "driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+    echo "gpu_memory=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader 2>/dev/null | head -1)"
+  else
+    echo "gpu=none"
+  fi
+  echo "cuda=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  echo "cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo 2>/dev/null | head -1) ($(nproc) cores)"
+  printf '%s\n' "device=$device" "size=$size" "orbit=$orbit" "frames=$frames" "warmup=$warmup" "isovalues=$isos"
+} >"$out/env.txt"
+
+# ---- The runs ---------------------------------------------------------------------------------------
+selected=()
+for entry in "${datasets[@]}"; do
+  IFS='|' read -r tag volume modes <<<"$entry"
+  [[ " $modes " == *" $mode "* ]] || continue
+  if [[ $volume != builtin:* && ! -e $volume ]]; then
+    echo "bench-suite: $tag: $volume not found; skipped" >&2
+    continue
+  fi
+  selected+=("$tag|$volume")
+done
+steps=$((${#selected[@]} + 2))
+: >"$out/skipped.txt"
+
+for entry in "${selected[@]}"; do
+  IFS='|' read -r tag volume <<<"$entry"
+  progress "render $tag"
+  "$inkray" --headless --device "$device" --size "$size" --frames "$frames" --warmup "$warmup" \
+    --orbit "$orbit" --method all --pipeline both --iso "$isos" --quiet \
+    --csv "$out/render/$tag.csv" --png "$out/images/$tag.png" "$volume" >"$out/logs/render-$tag.txt" 2>&1
+  rc=$?
+  if ((rc != 0)); then
+    echo "$tag: exit $rc: $(grep -m1 '^inkray:' "$out/logs/render-$tag.txt")" >>"$out/skipped.txt"
+    rm -f "$out/render/$tag.csv"
+    ((rc == 2)) || echo "bench-suite: $tag failed (exit $rc), see $out/logs/render-$tag.txt" >&2
+  fi
+  step=$((step + 1))
+done
+
+progress "compaction sweeps"
+if [[ $device == gpu ]]; then
+  "$inkray" compact-bench "${bench_args[@]}" --csv "$out/compact.csv" >"$out/logs/compact-bench.txt" 2>&1 ||
+    echo "compact-bench: exit $?: $(grep -m1 'inkray:' "$out/logs/compact-bench.txt")" >>"$out/skipped.txt"
+else
+  echo "compact-bench: not run on the CPU (smoke mode)" >>"$out/skipped.txt"
+fi
+step=$((step + 1))
+
+progress "report"
+python3 "$root/scripts/bench_report.py" "$out" >"$out/logs/report.txt" 2>&1 || {
+  cat "$out/logs/report.txt" >&2
+  echo "bench-suite: the report failed" >&2
+  exit 1
+}
+step=$((step + 1))
+progress "done"
+cat "$out/logs/report.txt"
+[[ -s $out/skipped.txt ]] && { echo "not measured:"; sed 's/^/  /' "$out/skipped.txt"; }
+echo "results: $out/report.md ($(($(date +%s) - t_start)) s)"
+
+if [[ -n $pack ]]; then
+  mkdir -p "$pack"
+  tar czf "$pack/bench-results.tar.gz" -C "$out" .
+  cp "$out/report.md" "$pack/"
+  # The figures, at most 6 so that with the two files above at most 8 leave the machine.
+  if [[ -d $out/plots ]]; then
+    find "$out/plots" -maxdepth 1 -name '*.png' | sort | head -6 | xargs -r cp -t "$pack/"
+  fi
+fi
+exit 0
