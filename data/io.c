@@ -309,14 +309,17 @@ static ir_status read_one_file(const ir_header *h, const char *path, const char 
     }
     offset += after_lines;
   }
+  offset += h->file_skip;
   if (h->encoding == IR_ENCODING_RAW) {
-    status = seek_plain(f, what, h, file_size, offset + h->byte_skip, bytes, err);
+    status = seek_plain(f, what, h, file_size, offset, bytes, err);
     if (status == IR_OK) status = ir_read_payload(f, what, IR_ENCODING_RAW, 0, dst, bytes, progress, err);
+  } else if (offset > file_size) {
+    status = ir_input_error(err, what, "%zu bytes, shorter than the %zu bytes to skip", file_size,
+                            offset);
+  } else if (fseeko(f, (off_t)offset, SEEK_SET) != 0) {
+    status = ir_input_error(err, what, "cannot seek to byte %zu", offset);
   } else {
-    if (fseeko(f, (off_t)offset, SEEK_SET) != 0)
-      status = ir_input_error(err, what, "cannot seek to byte %zu", offset);
-    else
-      status = ir_read_payload(f, what, h->encoding, h->byte_skip, dst, bytes, progress, err);
+    status = ir_read_payload(f, what, h->encoding, h->inflated_skip, dst, bytes, progress, err);
   }
   fclose(f);
   return status;
@@ -348,6 +351,105 @@ static ir_status apply_scaling(const ir_header *h, ir_volume *out, const char *w
   out->type = IR_VOXEL_FLOAT32;
   out->bytes = n * sizeof(float);
   return IR_OK;
+}
+
+/* Byte order, scaling, spacing, value range: the common end of every loader. */
+static ir_status finish_read(const ir_header *h, const char *path, const ir_volume_desc *desc,
+                             ir_volume *out, char err[IR_ERR_LEN]) {
+  size_t size = ir_voxel_type_size(h->type);
+  if (size > 1 && (h->endian == IR_ENDIAN_BIG) != ir_host_is_big_endian())
+    ir_swap_voxels(out->voxels, ir_volume_voxel_count(out), size);
+  if (h->scaled) {
+    ir_status status = apply_scaling(h, out, path, err);
+    if (status != IR_OK) {
+      ir_volume_free(out);
+      return status;
+    }
+  }
+  memcpy(out->spacing, desc->spacing_given ? desc->spacing : h->spacing, sizeof out->spacing);
+  ir_volume_finish(out, ir_display_name(path));
+  return IR_OK;
+}
+
+#define GZ_CHUNK ((unsigned)1 << 24)
+
+/* gzread into dst until `bytes` are in; a message for corrupt or short data. */
+static ir_status gz_read_exact(gzFile gz, const char *path, void *dst, size_t bytes,
+                               ir_progress *progress, char err[IR_ERR_LEN]) {
+  unsigned char *out = dst;
+  size_t done = 0;
+  while (done < bytes) {
+    size_t left = bytes - done;
+    unsigned want = left < GZ_CHUNK ? (unsigned)left : GZ_CHUNK;
+    int got = gzread(gz, out + done, want);
+    if (got < 0) {
+      int code = 0;
+      const char *msg = gzerror(gz, &code);
+      if (code == Z_MEM_ERROR) {
+        snprintf(err, IR_ERR_LEN, "%s: out of host memory while decompressing", path);
+        return IR_ERR_RUNTIME;
+      }
+      return ir_input_error(err, path, "corrupt gzip data after %zu decompressed bytes (%s)",
+                            done, msg);
+    }
+    done += (size_t)got;
+    ir_progress_add(progress, (size_t)got);
+    if ((unsigned)got < want) {
+      int code = 0;
+      const char *msg = gzerror(gz, &code);
+      return ir_input_error(err, path, "truncated gzip data: %zu of %zu bytes%s%s%s", done, bytes,
+                            code ? " (" : "", code ? msg : "", code ? ")" : "");
+    }
+  }
+  return IR_OK;
+}
+
+ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
+                            const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  ir_status status = ir_check_file(path, NULL, err);
+  if (status != IR_OK) return status;
+  FILE *probe = fopen(path, "rb");
+  unsigned char magic[2] = {0, 0};
+  size_t got_magic = probe ? fread(magic, 1, 2, probe) : 0;
+  if (probe) fclose(probe);
+  /* gzread passes non-gzip files through unchanged; a .gz name on plain data is a mistake. */
+  if (got_magic < 2 || magic[0] != 0x1f || magic[1] != 0x8b)
+    return ir_input_error(err, path, "not a gzip file (no gzip signature)");
+  status = ir_volume_allocate(out, h->dims, h->type, path, err);
+  if (status != IR_OK) return status;
+  gzFile gz = gzopen(path, "rb");
+  if (!gz) {
+    ir_volume_free(out);
+    return ir_input_error(err, path, "cannot open: %s", strerror(errno));
+  }
+  gzbuffer(gz, 1u << 18);
+  if (offset > 0 && gzseek(gz, (z_off_t)offset, SEEK_SET) != (z_off_t)offset) {
+    int code = 0;
+    status = ir_input_error(err, path, "gzip data end before byte %zu, where the voxels begin (%s)",
+                            offset, gzerror(gz, &code));
+  }
+  ir_progress progress;
+  ir_progress_begin(&progress, desc->show_progress, ir_display_name(path), out->bytes);
+  if (status == IR_OK) status = gz_read_exact(gz, path, out->voxels, out->bytes, &progress, err);
+  ir_progress_end(&progress);
+  if (status == IR_OK) {
+    unsigned char extra;
+    int more = gzread(gz, &extra, 1);
+    int code = 0;
+    if (more > 0)
+      status = ir_input_error(err, path,
+                              "decompresses to more than %zu bytes, the size of %zux%zux%zu %s",
+                              out->bytes, h->dims[0], h->dims[1], h->dims[2],
+                              ir_voxel_type_name(h->type));
+    else if (more < 0)
+      status = ir_input_error(err, path, "corrupt gzip data at the end (%s)", gzerror(gz, &code));
+  }
+  gzclose(gz);
+  if (status != IR_OK) {
+    ir_volume_free(out);
+    return status;
+  }
+  return finish_read(h, path, desc, out, err);
 }
 
 ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
@@ -394,18 +496,9 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
   }
   for (size_t i = 0; i < files; i++) free(paths[i]);
   free(paths);
-  if (status == IR_OK) {
-    size_t size = ir_voxel_type_size(h->type);
-    bool file_big = h->endian == IR_ENDIAN_BIG;
-    if (size > 1 && file_big != ir_host_is_big_endian())
-      ir_swap_voxels(out->voxels, ir_volume_voxel_count(out), size);
-    if (h->scaled) status = apply_scaling(h, out, header_path, err);
-  }
   if (status != IR_OK) {
     ir_volume_free(out);
     return status;
   }
-  memcpy(out->spacing, desc->spacing_given ? desc->spacing : h->spacing, sizeof out->spacing);
-  ir_volume_finish(out, ir_display_name(header_path));
-  return IR_OK;
+  return finish_read(h, header_path, desc, out, err);
 }

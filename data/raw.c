@@ -3,14 +3,10 @@
  * the form name_XxYxZ_type.raw (e.g. bonsai_256x256x256_uint8.raw); options override the name.
  * Byte order is little-endian unless --endian big. */
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "data/volume_internal.h"
-
-#define GZ_CHUNK ((unsigned)1 << 24)
 
 /* Dims and type from a name_XxYxZ_type.ext file name: *has_dims / *has_type say which parts
  * the name gives; `bad_type` receives the type word when it is not a known type. */
@@ -54,83 +50,6 @@ static void parse_name(const char *path, size_t dims[3], bool *has_dims, ir_voxe
 
 static bool is_gzip_name(const char *path) { return ir_path_has_suffix(path, ".gz"); }
 
-/* .raw.gz through gzopen/gzread: reads exactly h->dims of h->type and checks nothing follows. */
-static ir_status read_gz(const char *path, const ir_header *h, const ir_volume_desc *desc,
-                         ir_volume *out, char err[IR_ERR_LEN]) {
-  size_t file_size = 0;
-  ir_status status = ir_check_file(path, &file_size, err);
-  if (status != IR_OK) return status;
-  FILE *probe = fopen(path, "rb");
-  unsigned char magic[2] = {0, 0};
-  size_t got_magic = probe ? fread(magic, 1, 2, probe) : 0;
-  if (probe) fclose(probe);
-  /* gzread passes non-gzip files through unchanged; a .gz name with plain data is a mistake. */
-  if (got_magic < 2 || magic[0] != 0x1f || magic[1] != 0x8b)
-    return ir_input_error(err, path, "not a gzip file (no gzip signature)");
-  status = ir_volume_allocate(out, h->dims, h->type, path, err);
-  if (status != IR_OK) return status;
-  gzFile gz = gzopen(path, "rb");
-  if (!gz) {
-    ir_volume_free(out);
-    return ir_input_error(err, path, "cannot open: %s", strerror(errno));
-  }
-  gzbuffer(gz, 1u << 18);
-  ir_progress progress;
-  ir_progress_begin(&progress, desc->show_progress, ir_display_name(path), out->bytes);
-  unsigned char *dst = out->voxels;
-  size_t done = 0;
-  while (status == IR_OK && done < out->bytes) {
-    size_t left = out->bytes - done;
-    unsigned want = left < GZ_CHUNK ? (unsigned)left : GZ_CHUNK;
-    int got = gzread(gz, dst + done, want);
-    if (got < 0) {
-      int code = 0;
-      const char *msg = gzerror(gz, &code);
-      if (code == Z_MEM_ERROR) {
-        snprintf(err, IR_ERR_LEN, "%s: out of host memory while decompressing", path);
-        status = IR_ERR_RUNTIME;
-      } else {
-        status = ir_input_error(err, path, "corrupt gzip data after %zu decompressed bytes (%s)",
-                                done, msg);
-      }
-      break;
-    }
-    done += (size_t)got;
-    ir_progress_add(&progress, (size_t)got);
-    if ((unsigned)got < want) {
-      status = ir_input_error(err, path,
-                              "gzip data ends after %zu bytes, expected %zu for %zux%zux%zu %s",
-                              done, out->bytes, h->dims[0], h->dims[1], h->dims[2],
-                              ir_voxel_type_name(h->type));
-    }
-  }
-  ir_progress_end(&progress);
-  if (status == IR_OK) {
-    unsigned char extra;
-    int more = gzread(gz, &extra, 1);
-    if (more > 0)
-      status = ir_input_error(err, path,
-                              "decompresses to more than %zu bytes, the size of %zux%zux%zu %s",
-                              out->bytes, h->dims[0], h->dims[1], h->dims[2],
-                              ir_voxel_type_name(h->type));
-    else if (more < 0) {
-      int code = 0;
-      status = ir_input_error(err, path, "corrupt gzip data at the end (%s)", gzerror(gz, &code));
-    }
-  }
-  gzclose(gz);
-  if (status != IR_OK) {
-    ir_volume_free(out);
-    return status;
-  }
-  size_t size = ir_voxel_type_size(h->type);
-  if (size > 1 && (h->endian == IR_ENDIAN_BIG) != ir_host_is_big_endian())
-    ir_swap_voxels(out->voxels, ir_volume_voxel_count(out), size);
-  memcpy(out->spacing, h->spacing, sizeof out->spacing);
-  ir_volume_finish(out, ir_display_name(path));
-  return IR_OK;
-}
-
 ir_status ir_load_raw(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
   const char *path = desc->source;
   /* A missing file is the most likely mistake; say so before talking about dims. */
@@ -160,7 +79,6 @@ ir_status ir_load_raw(const ir_volume_desc *desc, ir_volume *out, char err[IR_ER
     return ir_input_error(err, path,
                           "raw file with no voxel type: give --type uint8|uint16|int16|float32");
   h.endian = desc->endian_given ? desc->endian : IR_ENDIAN_LITTLE;
-  if (desc->spacing_given) memcpy(h.spacing, desc->spacing, sizeof h.spacing);
-  if (is_gzip_name(path)) return read_gz(path, &h, desc, out, err);
+  if (is_gzip_name(path)) return ir_gz_read_voxels(&h, path, 0, desc, out, err);
   return ir_header_read_voxels(&h, path, desc, out, err);
 }

@@ -39,9 +39,11 @@ typedef struct ir_header {
   char **files;
   size_t file_count;
   size_t data_offset;   /* attached data: where the voxels begin in the header's file */
-  size_t line_skip;     /* NRRD: lines to skip at the start of each data file */
-  size_t byte_skip;     /* bytes to skip in each data file (after decompression if compressed) */
-  bool skip_to_end;     /* NRRD "byte skip: -1", MetaImage "HeaderSize = -1": data are the last bytes */
+  size_t line_skip;     /* NRRD "line skip": lines to skip at the start of each data file */
+  size_t file_skip;     /* bytes to skip at the start of each data file (after line_skip) */
+  size_t inflated_skip; /* compressed data: decompressed bytes to drop before the voxels */
+  bool skip_to_end;     /* raw data are the last bytes of each file ("byte skip: -1",
+                           "HeaderSize = -1") */
   bool scaled;          /* NIfTI scl_slope/scl_inter: values become slope*v + inter, in float32 */
   float scale_slope, scale_inter;
 } ir_header;
@@ -77,6 +79,39 @@ ir_status ir_load_builtin(const ir_volume_desc *desc, ir_volume *out, char err[I
  * finishes the volume (ir_volume_finish). `header_path` is the header's file. */
 ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
                                 const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+
+/* Reads a gzip file holding a header-less voxel block at `offset` (decompressed bytes) with
+ * zlib's gz* API (.raw.gz, .nii.gz), then finishes the volume as ir_header_read_voxels does. */
+ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
+                            const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+
+/* ---- Header text (header_text.c) ---------------------------------------------------------- */
+typedef struct ir_text_line {
+  const char *start; /* not NUL-terminated */
+  size_t len;        /* without the line end */
+  size_t number;     /* 1-based */
+  size_t next;       /* offset of the following line */
+} ir_text_line;
+/* Next line of text[0, len) starting at *pos (\n or \r\n ends a line); false at the end. */
+bool ir_text_next_line(const char *text, size_t len, size_t *pos, size_t *number,
+                       ir_text_line *line);
+/* Splits "key<sep>value" (sep ':' or '='), both trimmed, into NUL-terminated copies; false
+ * when there is no separator or a part is too long. */
+bool ir_text_split(const ir_text_line *line, char sep, char *key, size_t key_size, char *value,
+                   size_t value_size);
+bool ir_text_equal_nocase(const char *a, const char *b);
+/* Whole-string numbers: "3", "3.2". Reads up to `count` numbers separated by spaces (and, for
+ * parse_floats_loose, commas or parentheses); returns how many were read, -1 on junk. */
+int ir_text_parse_sizes(const char *text, size_t *out, int count);
+int ir_text_parse_floats(const char *text, double *out, int count);
+bool ir_text_parse_long(const char *text, long *out);
+/* A data file pattern "fmt first last step" (fmt with one %d-style conversion): appends the
+ * names to h->files. False with a message naming the line on a bad pattern. */
+bool ir_text_expand_pattern(ir_header *h, const char *fmt, long first, long last, long step,
+                            const char *path, size_t line, char err[IR_ERR_LEN]);
+/* Does the value look like a pattern (first word holds a %, followed by three integers)? */
+bool ir_text_is_pattern(const char *value, char *fmt, size_t fmt_size, long *first, long *last,
+                        long *step);
 
 /* ---- Helpers (volume.c, io.c) ------------------------------------------------------------ */
 /* "path: reason" into err; always returns IR_ERR_INPUT. */
