@@ -1,0 +1,92 @@
+/* The perspective camera: orbits around a volume and the per-frame basis every ray is built
+ * from. The basis is computed here, on the host, once per frame and handed unchanged to the
+ * CPU threads and the GPU kernels, so both devices start from the same bits. */
+#include <math.h>
+#include <string.h>
+
+#include "render/render_internal.h"
+
+#define IR_PI 3.14159265358979323846
+
+static double fov_or_default(float fov_y_degrees) {
+  double f = fov_y_degrees > 0.0f && isfinite(fov_y_degrees) ? fov_y_degrees : 45.0;
+  return f < 1.0 ? 1.0 : (f > 170.0 ? 170.0 : f);
+}
+
+ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float elevation_degrees, float distance) {
+  double size[3] = {1, 1, 1};
+  if (v)
+    for (int k = 0; k < 3; k++) size[k] = (double)v->dims[k] * v->spacing[k];
+  double centre[3] = {size[0] / 2, size[1] / 2, size[2] / 2};
+  double radius = 0.5 * sqrt(size[0] * size[0] + size[1] * size[1] + size[2] * size[2]);
+  double half_fov = 0.5 * fov_or_default(0.0f) * IR_PI / 180.0;
+  /* At distance 1 the bounding sphere just fits the vertical field of view. */
+  double d = (distance > 0.0f ? distance : 1.0) * radius / sin(half_fov);
+  double az = azimuth_degrees * IR_PI / 180.0, el = elevation_degrees * IR_PI / 180.0;
+  ir_camera c;
+  memset(&c, 0, sizeof c);
+  c.eye[0] = (float)(centre[0] + d * cos(el) * cos(az));
+  c.eye[1] = (float)(centre[1] + d * cos(el) * sin(az));
+  c.eye[2] = (float)(centre[2] + d * sin(el));
+  for (int k = 0; k < 3; k++) c.target[k] = (float)centre[k];
+  c.up[2] = 1.0f; /* z up: the slice axis of most scanned volumes */
+  c.fov_y_degrees = 45.0f;
+  return c;
+}
+
+static void normalize3(double v[3]) {
+  double len = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+  if (len > 0)
+    for (int k = 0; k < 3; k++) v[k] /= len;
+}
+
+static void cross3(const double a[3], const double b[3], double out[3]) {
+  out[0] = a[1] * b[2] - a[2] * b[1];
+  out[1] = a[2] * b[0] - a[0] * b[2];
+  out[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int height, ir_cam_basis *out) {
+  double f[3], up[3], right[3], u[3];
+  for (int k = 0; k < 3; k++) {
+    f[k] = (double)cam->target[k] - cam->eye[k];
+    up[k] = cam->up[k];
+  }
+  normalize3(f);
+  if (f[0] == 0 && f[1] == 0 && f[2] == 0) f[1] = 1; /* eye == target: look along +y */
+  cross3(f, up, right);
+  double rl = sqrt(right[0] * right[0] + right[1] * right[1] + right[2] * right[2]);
+  if (!(rl > 1e-6)) {
+    /* Up parallel to the view (looking straight down an axis): any perpendicular will do. */
+    double alt[3] = {fabs(f[2]) < 0.9 ? 0 : 1, 0, fabs(f[2]) < 0.9 ? 1 : 0};
+    cross3(f, alt, right);
+  }
+  normalize3(right);
+  cross3(right, f, u);
+  normalize3(u);
+  double tan_half = tan(0.5 * fov_or_default(cam->fov_y_degrees) * IR_PI / 180.0);
+  double aspect = (double)width / (double)height;
+  out->forward = ir_v3((float)f[0], (float)f[1], (float)f[2]);
+  out->right = ir_v3((float)(right[0] * tan_half * aspect), (float)(right[1] * tan_half * aspect),
+                     (float)(right[2] * tan_half * aspect));
+  out->up = ir_v3((float)(u[0] * tan_half), (float)(u[1] * tan_half), (float)(u[2] * tan_half));
+  out->inv_spacing = ir_v3(1.0f / v->spacing[0], 1.0f / v->spacing[1], 1.0f / v->spacing[2]);
+  out->eye_voxel = ir_v3((float)((double)cam->eye[0] / v->spacing[0]), (float)((double)cam->eye[1] / v->spacing[1]),
+                         (float)((double)cam->eye[2] / v->spacing[2]));
+  out->two_over_w = (float)(2.0 / width);
+  out->two_over_h = (float)(2.0 / height);
+  out->width = width;
+  out->height = height;
+}
+
+void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p) {
+  ir_camera_prepare(&f->camera, r->volume, f->width, f->height, &p->cam);
+  p->vol = r->view;
+  p->nodes = NULL;
+  for (int k = 0; k < 3; k++) {
+    p->box_lo[k] = 0.0f;
+    p->box_hi[k] = (float)r->volume->dims[k];
+  }
+  p->iso = f->isovalue;
+  p->root = IR_BVH_NONE;
+}

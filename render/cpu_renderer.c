@@ -1,0 +1,122 @@
+/* The CPU reference renderer: the per-frame BVH update on the host, then every pixel through
+ * ir_trace_pixel (trace.cuh, the same per-ray code the GPU runs) on all cores.
+ *
+ * It exists to check the GPU images and to let inkray run without a GPU; it is not tuned.
+ * Threads take bands of rows from a shared counter; each counts rays per round locally and
+ * adds them up at the end, giving the same ray statistics the GPU pipeline reports.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/render_internal.h"
+
+_Static_assert(IR_MAX_ITERATIONS == 64, "ir_round_counts in trace.cuh holds 64 rounds");
+
+enum { ROWS_PER_TASK = 4 };
+
+typedef struct frame_job {
+  const ir_trace_params *p;
+  uint32_t *pixels;
+  int width, height;
+  atomic_int next_row;
+  pthread_mutex_t lock;
+  ir_round_counts total;
+} frame_job;
+
+static void add_counts(ir_round_counts *to, const ir_round_counts *from) {
+  for (int i = 0; i < 64; i++) {
+    to->traverse[i] += from->traverse[i];
+    to->intersect[i] += from->intersect[i];
+  }
+  if (from->rounds > to->rounds) to->rounds = from->rounds;
+  to->generated += from->generated;
+  to->hit += from->hit;
+}
+
+static void *frame_worker(void *arg) {
+  frame_job *job = arg;
+  ir_round_counts counts;
+  memset(&counts, 0, sizeof counts);
+  uint32_t stack[IR_BVH_MAX_LEVELS];
+  for (;;) {
+    int row0 = atomic_fetch_add(&job->next_row, ROWS_PER_TASK);
+    if (row0 >= job->height) break;
+    int row1 = row0 + ROWS_PER_TASK < job->height ? row0 + ROWS_PER_TASK : job->height;
+    for (int y = row0; y < row1; y++)
+      for (int x = 0; x < job->width; x++) {
+        uint32_t pixel = (uint32_t)y * (uint32_t)job->width + (uint32_t)x;
+        job->pixels[pixel] = ir_trace_pixel(job->p, pixel, stack, &counts);
+      }
+  }
+  pthread_mutex_lock(&job->lock);
+  add_counts(&job->total, &counts);
+  pthread_mutex_unlock(&job->lock);
+  return NULL;
+}
+
+static ir_status ensure_buffers(ir_renderer *r, size_t image_bytes, char err[IR_ERR_LEN]) {
+  if (!r->nodes) {
+    r->nodes = malloc((size_t)r->layout.node_count * sizeof *r->nodes);
+    if (!r->nodes) {
+      snprintf(err, IR_ERR_LEN, "out of host memory for %u BVH nodes", r->layout.node_count);
+      return IR_ERR_RUNTIME;
+    }
+  }
+  if (image_bytes > r->image_capacity) {
+    uint8_t *grown = realloc(r->image, image_bytes);
+    if (!grown) {
+      snprintf(err, IR_ERR_LEN, "out of host memory for a %zu-byte image", image_bytes);
+      return IR_ERR_RUNTIME;
+    }
+    r->image = grown;
+    r->image_capacity = image_bytes;
+  }
+  return IR_OK;
+}
+
+ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]) {
+  double t0 = ir_now_ms();
+  size_t image_bytes = (size_t)f->width * (size_t)f->height * 4;
+  ir_status st = ensure_buffers(r, image_bytes, err);
+  if (st != IR_OK) return st;
+
+  ir_bvh_update_host(&r->layout, r->ranges, f->isovalue, r->nodes);
+  double t1 = ir_now_ms();
+
+  ir_trace_params p;
+  ir_trace_params_fill(r, f, &p);
+  p.nodes = r->nodes;
+  p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
+
+  frame_job job = {.p = &p, .pixels = (uint32_t *)(void *)r->image, .width = f->width, .height = f->height};
+  atomic_init(&job.next_row, 0);
+  pthread_mutex_init(&job.lock, NULL);
+  int threads = ir_cpu_thread_count(r->threads);
+  pthread_t tids[256];
+  int started = 0;
+  for (; started < threads - 1; started++)
+    if (pthread_create(&tids[started], NULL, frame_worker, &job) != 0) break;
+  frame_worker(&job);
+  for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
+  pthread_mutex_destroy(&job.lock);
+  r->width = f->width;
+  r->height = f->height;
+
+  if (stats) {
+    memset(stats, 0, sizeof *stats);
+    stats->frame_ms = ir_now_ms() - t0;
+    /* The CPU traces each pixel start to finish, so only the BVH update is a separate stage. */
+    if (f->stage_timing) stats->bvh_update_ms = t1 - t0;
+    stats->iterations = job.total.rounds;
+    stats->rays_generated = job.total.generated;
+    stats->rays_hit = job.total.hit;
+    for (int i = 0; i < IR_MAX_ITERATIONS; i++) {
+      stats->traverse_rays[i] = job.total.traverse[i];
+      stats->intersect_rays[i] = job.total.intersect[i];
+    }
+  }
+  return IR_OK;
+}

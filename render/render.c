@@ -1,0 +1,141 @@
+/* The public renderer API: argument checks, then the CPU (cpu_renderer.c) or the GPU
+ * (gpu_renderer.cu). Every check here gives IR_ERR_INPUT with a message naming the value. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/render_internal.h"
+
+/* Volumes up to 2^20 voxels per axis (the CLI's limit); images up to 16384^2 pixels. */
+#define IR_MAX_AXIS ((size_t)1 << 20)
+#define IR_MAX_IMAGE_SIDE 16384
+
+static ir_status check_volume(const ir_volume *v, char err[IR_ERR_LEN]) {
+  if (!v) {
+    snprintf(err, IR_ERR_LEN, "no volume given to the renderer (ir_renderer_desc.volume is NULL)");
+    return IR_ERR_INPUT;
+  }
+  for (int k = 0; k < 3; k++) {
+    if (v->dims[k] == 0 || v->dims[k] > IR_MAX_AXIS) {
+      snprintf(err, IR_ERR_LEN, "volume '%s': %zux%zux%zu voxels; each axis must have 1 to %zu", v->name,
+               v->dims[0], v->dims[1], v->dims[2], IR_MAX_AXIS);
+      return IR_ERR_INPUT;
+    }
+    if (!(v->spacing[k] > 0.0f) || !isfinite(v->spacing[k])) {
+      snprintf(err, IR_ERR_LEN, "volume '%s': spacing %g,%g,%g; each must be a positive number", v->name,
+               (double)v->spacing[0], (double)v->spacing[1], (double)v->spacing[2]);
+      return IR_ERR_INPUT;
+    }
+  }
+  if ((unsigned)v->type >= IR_VOXEL_TYPE_COUNT) {
+    snprintf(err, IR_ERR_LEN, "volume '%s': unknown voxel type %d", v->name, (int)v->type);
+    return IR_ERR_INPUT;
+  }
+  size_t need = v->dims[0] * v->dims[1] * v->dims[2] * ir_voxel_type_size(v->type);
+  if (!v->voxels || v->bytes < need) {
+    snprintf(err, IR_ERR_LEN, "volume '%s': %zu bytes of voxels, expected %zu for %zux%zux%zu %s", v->name,
+             v->voxels ? v->bytes : 0, need, v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type));
+    return IR_ERR_INPUT;
+  }
+  return IR_OK;
+}
+
+ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, char err[IR_ERR_LEN]) {
+  if (out) *out = NULL;
+  if (!desc || !out) {
+    snprintf(err, IR_ERR_LEN, "ir_renderer_create: desc and out must not be NULL");
+    return IR_ERR_INPUT;
+  }
+  if (desc->device != IR_DEVICE_GPU && desc->device != IR_DEVICE_CPU) {
+    snprintf(err, IR_ERR_LEN, "unknown render device %d; use gpu or cpu", (int)desc->device);
+    return IR_ERR_INPUT;
+  }
+  if (desc->cpu_threads < 0) {
+    snprintf(err, IR_ERR_LEN, "cpu_threads %d: use 0 for all cores or a positive count", desc->cpu_threads);
+    return IR_ERR_INPUT;
+  }
+  ir_status st = check_volume(desc->volume, err);
+  if (st != IR_OK) return st;
+  ir_renderer *r = calloc(1, sizeof *r);
+  if (!r) {
+    snprintf(err, IR_ERR_LEN, "out of host memory creating the renderer");
+    return IR_ERR_RUNTIME;
+  }
+  r->device = desc->device;
+  r->volume = desc->volume;
+  r->threads = desc->cpu_threads;
+  st = ir_bvh_setup(r, err);
+  if (st == IR_OK && r->device == IR_DEVICE_GPU) st = ir_gpu_create(r, err);
+  if (st != IR_OK) {
+    ir_renderer_destroy(r);
+    return st;
+  }
+  *out = r;
+  return IR_OK;
+}
+
+void ir_renderer_destroy(ir_renderer *r) {
+  if (!r) return;
+  if (r->gpu) ir_gpu_destroy(r);
+  free(r->ranges);
+  free(r->nodes);
+  free(r->image);
+  free(r->voxels_clean);
+  free(r);
+}
+
+static ir_status check_frame(const ir_frame_desc *f, char err[IR_ERR_LEN]) {
+  if (f->width < 1 || f->height < 1 || f->width > IR_MAX_IMAGE_SIDE || f->height > IR_MAX_IMAGE_SIDE) {
+    snprintf(err, IR_ERR_LEN, "image size %dx%d: width and height must be between 1 and %d", f->width,
+             f->height, IR_MAX_IMAGE_SIDE);
+    return IR_ERR_INPUT;
+  }
+  if (!isfinite(f->isovalue)) {
+    snprintf(err, IR_ERR_LEN, "isovalue %g: must be a finite number", (double)f->isovalue);
+    return IR_ERR_INPUT;
+  }
+  for (int k = 0; k < 3; k++)
+    if (!isfinite(f->camera.eye[k]) || !isfinite(f->camera.target[k]) || !isfinite(f->camera.up[k])) {
+      snprintf(err, IR_ERR_LEN, "camera: eye, target and up must be finite numbers");
+      return IR_ERR_INPUT;
+    }
+  if ((unsigned)f->method >= IR_COMPACT_METHOD_COUNT) {
+    snprintf(err, IR_ERR_LEN, "unknown compaction method %d", (int)f->method);
+    return IR_ERR_INPUT;
+  }
+  if (f->pipeline != IR_PIPELINE_MULTI && f->pipeline != IR_PIPELINE_SINGLE) {
+    snprintf(err, IR_ERR_LEN, "unknown pipeline %d; use multi or single", (int)f->pipeline);
+    return IR_ERR_INPUT;
+  }
+  return IR_OK;
+}
+
+ir_status ir_render_frame(ir_renderer *r, const ir_frame_desc *frame, ir_frame_stats *stats, char err[IR_ERR_LEN]) {
+  if (!r || !frame) {
+    snprintf(err, IR_ERR_LEN, "ir_render_frame: renderer and frame must not be NULL");
+    return IR_ERR_INPUT;
+  }
+  ir_status st = check_frame(frame, err);
+  if (st != IR_OK) return st;
+  return r->device == IR_DEVICE_CPU ? ir_cpu_render_frame(r, frame, stats, err)
+                                    : ir_gpu_render_frame(r, frame, stats, err);
+}
+
+ir_status ir_render_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]) {
+  if (!r || !rgba) {
+    snprintf(err, IR_ERR_LEN, "ir_render_read_image: renderer and rgba must not be NULL");
+    return IR_ERR_INPUT;
+  }
+  if (r->width == 0) {
+    snprintf(err, IR_ERR_LEN, "no frame rendered yet: call ir_render_frame first");
+    return IR_ERR_INPUT;
+  }
+  if (r->device == IR_DEVICE_GPU) return ir_gpu_read_image(r, rgba, err);
+  memcpy(rgba, r->image, (size_t)r->width * (size_t)r->height * 4);
+  return IR_OK;
+}
+
+const void *ir_render_device_image(const ir_renderer *r) {
+  return r && r->device == IR_DEVICE_GPU ? ir_gpu_device_image(r) : NULL;
+}

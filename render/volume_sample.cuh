@@ -1,0 +1,101 @@
+/* Sampling the volume: trilinear reads and gradient normals, shared by the CPU and the GPU.
+ *
+ * On the GPU a sample is one hardware-filtered tex3D read of a texture of the native voxel
+ * type (8/16-bit textures read as normalized floats, scaled back to data units by `scale`).
+ * On the host the same filter is emulated: the texture unit quantizes each interpolation
+ * weight to 8 fractional bits (CUDA Programming Guide, "Linear Filtering"), and so does
+ * ir_sample below, so CPU and GPU samples agree up to the filter's internal rounding (which
+ * NVIDIA does not specify). docs/render.md states the resulting image tolerance.
+ *
+ * Coordinates are voxel (texture) coordinates: voxel i has its centre at i + 0.5, and reads
+ * outside [0.5, dims - 0.5] clamp to the edge voxels, as the texture's clamp address mode does.
+ * NaN voxels make every sample that touches them NaN, and a NaN sample never counts as a
+ * crossing (trace.cuh); the renderer turns +-Inf into NaN when it copies a volume.
+ */
+#ifndef INKRAY_RENDER_VOLUME_SAMPLE_CUH
+#define INKRAY_RENDER_VOLUME_SAMPLE_CUH
+
+#include <stddef.h>
+
+#include "data/volume.h"
+#include "render/ray_math.cuh"
+
+typedef struct ir_volume_view {
+  unsigned long long tex; /* cudaTextureObject_t (GPU) */
+  const void *voxels;     /* native voxels, x fastest (CPU) */
+  int type;               /* ir_voxel_type */
+  int dims[3];
+  float scale;            /* GPU: normalized texture value -> data units */
+} ir_volume_view;
+
+/* The factor a normalized-float texture read of this type must be multiplied by. */
+static inline IR_HD float ir_texture_scale(int type) {
+  switch (type) {
+  case IR_VOXEL_UINT8: return 255.0f;
+  case IR_VOXEL_UINT16: return 65535.0f;
+  case IR_VOXEL_INT16: return 32767.0f;
+  default: return 1.0f;
+  }
+}
+
+/* One voxel in data units, as the texture unit reads it (signed 16-bit normalizes to
+ * max(v / 32767, -1), so -32768 reads as -32767). */
+static inline IR_HD float ir_voxel_value(const ir_volume_view *v, size_t i) {
+  switch (v->type) {
+  case IR_VOXEL_UINT8: return (float)((const uint8_t *)v->voxels)[i];
+  case IR_VOXEL_UINT16: return (float)((const uint16_t *)v->voxels)[i];
+  case IR_VOXEL_INT16: {
+    int16_t s = ((const int16_t *)v->voxels)[i];
+    return (float)(s < -32767 ? -32767 : s);
+  }
+  default: return ((const float *)v->voxels)[i];
+  }
+}
+
+/* 8-bit fixed-point interpolation weight, as the texture unit uses. */
+static inline IR_HD float ir_filter_weight(float frac) { return floorf(frac * 256.0f + 0.5f) * (1.0f / 256.0f); }
+
+static inline IR_HD int ir_clampi(int i, int lo, int hi) { return i < lo ? lo : (i > hi ? hi : i); }
+
+static inline IR_HD float ir_lerp(float a, float b, float w) { return (1.0f - w) * a + w * b; }
+
+/* Host emulation of a linear-filtered, clamp-addressed tex3D read. */
+static inline IR_HD float ir_sample_emulated(const ir_volume_view *v, float x, float y, float z) {
+  float xb = fminf(fmaxf(x - 0.5f, -1.0f), (float)v->dims[0]);
+  float yb = fminf(fmaxf(y - 0.5f, -1.0f), (float)v->dims[1]);
+  float zb = fminf(fmaxf(z - 0.5f, -1.0f), (float)v->dims[2]);
+  float fx = floorf(xb), fy = floorf(yb), fz = floorf(zb);
+  float ax = ir_filter_weight(xb - fx), ay = ir_filter_weight(yb - fy), az = ir_filter_weight(zb - fz);
+  int ix = (int)fx, iy = (int)fy, iz = (int)fz;
+  size_t x0 = (size_t)ir_clampi(ix, 0, v->dims[0] - 1), x1 = (size_t)ir_clampi(ix + 1, 0, v->dims[0] - 1);
+  size_t y0 = (size_t)ir_clampi(iy, 0, v->dims[1] - 1), y1 = (size_t)ir_clampi(iy + 1, 0, v->dims[1] - 1);
+  size_t z0 = (size_t)ir_clampi(iz, 0, v->dims[2] - 1), z1 = (size_t)ir_clampi(iz + 1, 0, v->dims[2] - 1);
+  size_t sy = (size_t)v->dims[0], sz = (size_t)v->dims[0] * (size_t)v->dims[1];
+  float c000 = ir_voxel_value(v, x0 + y0 * sy + z0 * sz), c100 = ir_voxel_value(v, x1 + y0 * sy + z0 * sz);
+  float c010 = ir_voxel_value(v, x0 + y1 * sy + z0 * sz), c110 = ir_voxel_value(v, x1 + y1 * sy + z0 * sz);
+  float c001 = ir_voxel_value(v, x0 + y0 * sy + z1 * sz), c101 = ir_voxel_value(v, x1 + y0 * sy + z1 * sz);
+  float c011 = ir_voxel_value(v, x0 + y1 * sy + z1 * sz), c111 = ir_voxel_value(v, x1 + y1 * sy + z1 * sz);
+  float c00 = ir_lerp(c000, c100, ax), c10 = ir_lerp(c010, c110, ax);
+  float c01 = ir_lerp(c001, c101, ax), c11 = ir_lerp(c011, c111, ax);
+  return ir_lerp(ir_lerp(c00, c10, ay), ir_lerp(c01, c11, ay), az);
+}
+
+/* The field at a point, in data units. */
+static inline IR_HD float ir_sample(const ir_volume_view *v, ir_vec3 p) {
+#ifdef __CUDA_ARCH__
+  return tex3D<float>((cudaTextureObject_t)v->tex, p.x, p.y, p.z) * v->scale;
+#else
+  return ir_sample_emulated(v, p.x, p.y, p.z);
+#endif
+}
+
+/* Unit world-space normal from central differences one voxel apart (pointing towards larger
+ * values); the gradient is taken in voxel space and divided by the spacing. */
+static inline IR_HD ir_vec3 ir_gradient_normal(const ir_volume_view *v, ir_vec3 p, ir_vec3 inv_spacing) {
+  float gx = ir_sample(v, ir_v3(p.x + 1.0f, p.y, p.z)) - ir_sample(v, ir_v3(p.x - 1.0f, p.y, p.z));
+  float gy = ir_sample(v, ir_v3(p.x, p.y + 1.0f, p.z)) - ir_sample(v, ir_v3(p.x, p.y - 1.0f, p.z));
+  float gz = ir_sample(v, ir_v3(p.x, p.y, p.z + 1.0f)) - ir_sample(v, ir_v3(p.x, p.y, p.z - 1.0f));
+  return ir_normalize(ir_mul(ir_v3(gx, gy, gz), inv_spacing));
+}
+
+#endif

@@ -1,0 +1,391 @@
+/* CPU reference renderer and BVH: geometry, real datasets, edge cases, bad input. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/render_internal.h"
+#include "tests/check.h"
+#include "tests/render/render_test_util.h"
+
+static uint8_t *render_cpu(const ir_volume *v, const ir_frame_desc *f, ir_frame_stats *stats, int threads) {
+  char err[IR_ERR_LEN] = "";
+  ir_renderer *r = NULL;
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = v, .cpu_threads = threads};
+  if (ir_renderer_create(&desc, &r, err) != IR_OK) {
+    fprintf(stderr, "create: %s\n", err);
+    return NULL;
+  }
+  uint8_t *img = malloc((size_t)f->width * f->height * 4);
+  ir_status st = ir_render_frame(r, f, stats, err);
+  if (st == IR_OK) st = ir_render_read_image(r, img, err);
+  if (st != IR_OK) {
+    fprintf(stderr, "render: %s\n", err);
+    free(img);
+    img = NULL;
+  }
+  ir_renderer_destroy(r);
+  return img;
+}
+
+static ir_frame_desc frame_of(const ir_volume *v, int w, int h, float iso, float az, float el) {
+  ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .camera = ir_camera_orbit(v, az, el, 1.0f)};
+  return f;
+}
+
+/* ---- BVH ---------------------------------------------------------------------------------- */
+static void collect_leaves(const ir_bvh_node *nodes, uint32_t id, int depth, char *seen, int *bad) {
+  ir_bvh_node n = nodes[id];
+  if (!ir_bvh_valid(&n) || depth > IR_BVH_MAX_LEVELS) {
+    (*bad)++;
+    return;
+  }
+  if (ir_bvh_is_leaf(&n)) {
+    seen[n.a]++;
+    return;
+  }
+  for (int c = 0; c < 2; c++) {
+    ir_bvh_node ch = nodes[c ? n.b : n.a];
+    for (int k = 0; k < 3; k++)
+      if (!(ch.lo[k] >= n.lo[k] && ch.hi[k] <= n.hi[k])) (*bad)++;
+    collect_leaves(nodes, c ? n.b : n.a, depth + 1, seen, bad);
+  }
+}
+
+static void test_bvh_brick_ranges_include_the_shared_border(void) {
+  ir_volume v;
+  if (!util_load("builtin:marschner-lobb:41", &v)) {
+    CHECK(0);
+    return;
+  }
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = &v};
+  ir_renderer *r = NULL;
+  char err[IR_ERR_LEN];
+  CHECK(ir_renderer_create(&desc, &r, err) == IR_OK);
+  const ir_bvh_layout *L = &r->layout;
+  /* 40 cells per axis -> 3 bricks per axis, the last one 8 cells wide. */
+  CHECK_EQ_INT(L->dims[0][0], 3);
+  CHECK_EQ_INT(L->dims[0][2], 3);
+  const float *vox = v.voxels;
+  for (uint32_t b = 0; b < 27; b++) {
+    uint32_t bx = b % 3, by = b / 3 % 3, bz = b / 9;
+    float mn = INFINITY, mx = -INFINITY;
+    for (size_t z = bz * 16; z <= bz * 16 + 16 && z < 41; z++)
+      for (size_t y = by * 16; y <= by * 16 + 16 && y < 41; y++)
+        for (size_t x = bx * 16; x <= bx * 16 + 16 && x < 41; x++) {
+          float s = vox[(z * 41 + y) * 41 + x];
+          mn = fminf(mn, s);
+          mx = fmaxf(mx, s);
+        }
+    CHECK(r->ranges[b].min == mn && r->ranges[b].max == mx);
+  }
+  ir_renderer_destroy(r);
+  ir_volume_free(&v);
+}
+
+static void test_bvh_update_reaches_exactly_the_valid_leaves(void) {
+  ir_volume v;
+  if (!util_load("builtin:fractal:100", &v)) {
+    CHECK(0);
+    return;
+  }
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = &v};
+  ir_renderer *r = NULL;
+  char err[IR_ERR_LEN];
+  CHECK(ir_renderer_create(&desc, &r, err) == IR_OK);
+  const ir_bvh_layout *L = &r->layout;
+  uint32_t bricks = L->dims[0][0] * L->dims[0][1] * L->dims[0][2];
+  ir_bvh_node *nodes = malloc(L->node_count * sizeof *nodes);
+  char *seen = malloc(bricks);
+  float isos[] = {-1.0f, 40.0f, 127.5f, 200.0f, 254.0f, 300.0f};
+  for (int i = 0; i < 6; i++) {
+    ir_bvh_update_host(L, r->ranges, isos[i], nodes);
+    memset(seen, 0, bricks);
+    int bad = 0, expected = 0;
+    ir_bvh_node root = nodes[ir_bvh_root(L)];
+    for (uint32_t b = 0; b < bricks; b++) expected += r->ranges[b].min <= isos[i] && isos[i] <= r->ranges[b].max;
+    if (ir_bvh_valid(&root)) collect_leaves(nodes, ir_bvh_root(L), 0, seen, &bad);
+    CHECK_EQ_INT(bad, 0);
+    int found = 0;
+    for (uint32_t b = 0; b < bricks; b++) {
+      int valid = r->ranges[b].min <= isos[i] && isos[i] <= r->ranges[b].max;
+      CHECK(seen[b] == valid);
+      found += seen[b];
+    }
+    CHECK_EQ_INT(found, expected);
+    CHECK(ir_bvh_valid(&root) == (expected > 0));
+  }
+  free(seen);
+  free(nodes);
+  ir_renderer_destroy(r);
+  ir_volume_free(&v);
+}
+
+/* ---- Images ----------------------------------------------------------------------------------- */
+static void test_sphere_silhouette_matches_geometry(void) {
+  ir_volume v;
+  if (!util_load("builtin:sphere:64", &v)) {
+    CHECK(0);
+    return;
+  }
+  float views[][2] = {{0, 0}, {37, 20}, {120, -45}, {250, 80}};
+  for (int i = 0; i < 4; i++) {
+    ir_frame_desc f = frame_of(&v, 160, 120, 0.0f, views[i][0], views[i][1]);
+    ir_frame_stats s;
+    uint8_t *img = render_cpu(&v, &f, &s, 0);
+    CHECK(img != NULL);
+    if (!img) continue;
+    /* One voxel of slack: the surface of the trilinear field of a sampled distance function
+     * lies within a fraction of a voxel of the true sphere. */
+    CHECK_EQ_INT(util_sphere_violations(&v, &f.camera, f.width, f.height, img, 1.0), 0);
+    CHECK(util_coverage(img, f.width, f.height) > 1000);
+    CHECK_EQ_INT(s.rays_hit, util_coverage(img, f.width, f.height));
+    CHECK_EQ_INT(s.traverse_rays[0], s.rays_generated);
+    CHECK(s.rays_hit <= s.rays_generated && s.iterations >= 1);
+    free(img);
+  }
+  ir_volume_free(&v);
+}
+
+static void test_isovalue_outside_the_data_range_gives_an_empty_image(void) {
+  ir_volume v;
+  if (!util_load("builtin:sphere:48", &v)) {
+    CHECK(0);
+    return;
+  }
+  float isos[] = {(float)v.value_min - 1.0f, (float)v.value_max + 1.0f};
+  for (int i = 0; i < 2; i++) {
+    ir_frame_desc f = frame_of(&v, 64, 48, isos[i], 30, 30);
+    ir_frame_stats s;
+    uint8_t *img = render_cpu(&v, &f, &s, 0);
+    CHECK(img != NULL);
+    if (!img) continue;
+    CHECK_EQ_INT(util_coverage(img, 64, 48), 0);
+    CHECK_EQ_INT(s.rays_hit, 0);
+    uint32_t px;
+    memcpy(&px, img, 4);
+    CHECK_EQ_INT(px, IR_BACKGROUND_RGBA);
+    free(img);
+  }
+  ir_volume_free(&v);
+}
+
+static void test_isovalue_crossing_a_single_brick(void) {
+  ir_volume v;
+  util_blob_volume(&v, 64, 22, 26, 200); /* inside brick (1,1,1): voxels 16..32 */
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = &v};
+  ir_renderer *r = NULL;
+  char err[IR_ERR_LEN];
+  CHECK(ir_renderer_create(&desc, &r, err) == IR_OK);
+  if (!r) return;
+  ir_frame_desc f = frame_of(&v, 200, 200, 100.0f, 30, 25);
+  CHECK(ir_render_frame(r, &f, NULL, err) == IR_OK);
+  /* After condensation the root is the one valid leaf. */
+  ir_bvh_node root = r->nodes[ir_bvh_root(&r->layout)];
+  CHECK(ir_bvh_is_leaf(&root));
+  CHECK_EQ_INT(root.a, ir_bvh_index(&r->layout, 0, 1, 1, 1));
+  uint8_t *img = malloc(200 * 200 * 4);
+  CHECK(ir_render_read_image(r, img, err) == IR_OK);
+  /* Hits only where rays pass the blob (a cube of 22..26 voxel centres, +-1 voxel). */
+  double c[3] = {24.5, 24.5, 24.5};
+  size_t hits = 0, outside = 0;
+  for (int py = 0; py < 200; py++)
+    for (int px = 0; px < 200; px++) {
+      if (img[4 * (py * 200 + px) + 3] != 255) continue;
+      hits++;
+      double o[3], d[3];
+      util_pixel_ray(&f.camera, 200, 200, px, py, o, d);
+      if (util_ray_point_distance(o, d, c) > 3.5 * sqrt(3.0)) outside++;
+    }
+  CHECK(hits > 20);
+  CHECK_EQ_INT(outside, 0);
+  free(img);
+  ir_renderer_destroy(r);
+  ir_volume_free(&v);
+}
+
+static void test_camera_inside_the_volume(void) {
+  ir_volume v;
+  if (!util_load("builtin:sphere:64", &v)) {
+    CHECK(0);
+    return;
+  }
+  /* At the centre, inside the sphere: every ray meets the surface from inside. */
+  ir_frame_desc f = frame_of(&v, 64, 64, 0.0f, 0, 0);
+  for (int k = 0; k < 3; k++) f.camera.eye[k] = 31.0f;
+  f.camera.target[0] = 64.0f;
+  uint8_t *img = render_cpu(&v, &f, NULL, 0);
+  CHECK(img && util_coverage(img, 64, 64) == 64 * 64);
+  free(img);
+  /* In a corner of the volume, outside the sphere, looking at it: the silhouette holds. */
+  ir_frame_desc g = frame_of(&v, 96, 96, 0.0f, 0, 0);
+  for (int k = 0; k < 3; k++) {
+    g.camera.eye[k] = 3.0f;
+    g.camera.target[k] = 32.0f;
+  }
+  g.camera.fov_y_degrees = 90.0f;
+  img = render_cpu(&v, &g, NULL, 0);
+  CHECK(img != NULL);
+  if (img) {
+    CHECK_EQ_INT(util_sphere_violations(&v, &g.camera, 96, 96, img, 1.0), 0);
+    CHECK(util_coverage(img, 96, 96) > 500);
+  }
+  free(img);
+  ir_volume_free(&v);
+}
+
+static void test_tiny_odd_and_large_image_sizes(void) {
+  ir_volume v;
+  if (!util_load("builtin:sphere:48", &v)) {
+    CHECK(0);
+    return;
+  }
+  int sizes[][2] = {{1, 1}, {7, 5}, {5, 7}, {1920, 1080}};
+  for (int i = 0; i < 4; i++) {
+    int w = sizes[i][0], h = sizes[i][1];
+    ir_frame_desc f = frame_of(&v, w, h, 0.0f, 45, 30);
+    uint8_t *img = render_cpu(&v, &f, NULL, 0);
+    CHECK(img != NULL);
+    if (!img) continue;
+    CHECK_EQ_INT(util_sphere_violations(&v, &f.camera, w, h, img, 1.0), 0);
+    if (w * h == 1) CHECK_EQ_INT(util_coverage(img, 1, 1), 1);
+    free(img);
+  }
+  ir_volume_free(&v);
+}
+
+static void test_thread_count_does_not_change_the_image(void) {
+  ir_volume v;
+  if (!util_load("builtin:fractal:64", &v)) {
+    CHECK(0);
+    return;
+  }
+  ir_frame_desc f = frame_of(&v, 90, 70, 127.5f, 10, 35);
+  ir_frame_stats s1, s3;
+  uint8_t *a = render_cpu(&v, &f, &s1, 1), *b = render_cpu(&v, &f, &s3, 3);
+  CHECK(a && b && memcmp(a, b, 90 * 70 * 4) == 0);
+  CHECK(s1.rays_hit == s3.rays_hit && s1.iterations == s3.iterations);
+  CHECK(memcmp(s1.traverse_rays, s3.traverse_rays, sizeof s1.traverse_rays) == 0);
+  CHECK(a && util_coverage(a, 90, 70) > 90 * 70 / 4);
+  free(a);
+  free(b);
+  ir_volume_free(&v);
+}
+
+/* Real datasets beside the project: non-empty images with plausible coverage. */
+static void test_real_datasets_render(void) {
+  const char *root = getenv("INKRAY_SHARED_DATA");
+  if (!root || !*root) {
+    printf("  (INKRAY_SHARED_DATA not set: datasets skipped)\n");
+    return;
+  }
+  struct {
+    const char *file;
+    float iso;
+    double min_cover, max_cover;
+  } sets[] = {
+      {"neghip_66x66x66_uint8.raw", 100.0f, 0.03, 0.9},
+      {"bolt_70x123x66_uint8.raw", 100.0f, 0.03, 0.9},
+      {"headsq_64x64x93_int16.raw", 500.0f, 0.05, 0.9},
+      {"HeadMRVolume.mhd", 60.0f, 0.05, 0.9},
+      {"carotid_76x49x45_float32.raw", 200.0f, 0.005, 0.9},
+      {"frog/frogtissue.mhd", 0.5f, 0.05, 0.95},
+  };
+  for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", root, sets[i].file);
+    ir_volume v;
+    if (!util_load(path, &v)) {
+      CHECK_MSG(0, "%s did not load", path);
+      continue;
+    }
+    ir_frame_desc f = frame_of(&v, 128, 128, sets[i].iso, 30, 20);
+    uint8_t *img = render_cpu(&v, &f, NULL, 0);
+    CHECK(img != NULL);
+    if (img) {
+      double cover = (double)util_coverage(img, 128, 128) / (128.0 * 128.0);
+      CHECK_MSG(cover >= sets[i].min_cover && cover <= sets[i].max_cover, "%s: coverage %.3f", sets[i].file, cover);
+      printf("  %s iso %g: coverage %.3f\n", sets[i].file, (double)sets[i].iso, cover);
+    }
+    free(img);
+    ir_volume_free(&v);
+  }
+}
+
+static void test_bad_arguments_are_input_errors(void) {
+  char err[IR_ERR_LEN] = "";
+  ir_renderer *r = (ir_renderer *)1;
+  ir_renderer_desc none = {.device = IR_DEVICE_CPU, .volume = NULL};
+  CHECK(ir_renderer_create(&none, &r, err) == IR_ERR_INPUT);
+  CHECK(r == NULL);
+  CHECK_STR_CONTAINS(err, "volume");
+  CHECK(ir_renderer_create(NULL, &r, err) == IR_ERR_INPUT);
+
+  ir_volume v;
+  if (!util_load("builtin:sphere:16", &v)) {
+    CHECK(0);
+    return;
+  }
+  ir_volume broken = v;
+  broken.dims[1] = 0;
+  ir_renderer_desc bad = {.device = IR_DEVICE_CPU, .volume = &broken};
+  CHECK(ir_renderer_create(&bad, &r, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "16x0x16");
+
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = &v};
+  CHECK(ir_renderer_create(&desc, &r, err) == IR_OK);
+  uint8_t px[4];
+  CHECK(ir_render_read_image(r, px, err) == IR_ERR_INPUT); /* nothing rendered yet */
+  ir_frame_desc f = frame_of(&v, 0, 10, 0.0f, 0, 0);
+  CHECK(ir_render_frame(r, &f, NULL, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "0x10");
+  f.width = 10;
+  f.isovalue = NAN;
+  CHECK(ir_render_frame(r, &f, NULL, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "isovalue");
+  f.isovalue = 0.0f;
+  f.method = IR_COMPACT_METHOD_COUNT;
+  CHECK(ir_render_frame(r, &f, NULL, err) == IR_ERR_INPUT);
+  f.method = IR_COMPACT_INK_COMPACT;
+  CHECK(ir_render_frame(r, &f, NULL, err) == IR_OK);
+  CHECK(ir_render_device_image(r) == NULL);
+  ir_renderer_destroy(r);
+  ir_volume_free(&v);
+}
+
+static void test_nonfinite_voxels_count_as_empty(void) {
+  ir_volume v;
+  if (!util_load("builtin:sphere:40", &v)) {
+    CHECK(0);
+    return;
+  }
+  float *p = v.voxels;
+  /* Poison one octant with NaN and Inf: the sphere there disappears, no error, no NaN colour. */
+  for (size_t z = 20; z < 40; z++)
+    for (size_t y = 20; y < 40; y++)
+      for (size_t x = 20; x < 40; x++) p[(z * 40 + y) * 40 + x] = (x + y) % 2 ? NAN : INFINITY;
+  ir_frame_desc f = frame_of(&v, 80, 80, 0.0f, 45, 35);
+  uint8_t *img = render_cpu(&v, &f, NULL, 0);
+  CHECK(img != NULL);
+  if (img) {
+    size_t cover = util_coverage(img, 80, 80);
+    CHECK(cover > 200);
+    for (size_t i = 0; i < 80 * 80; i++) CHECK(img[4 * i + 3] == 0 || img[4 * i + 3] == 255);
+  }
+  free(img);
+  ir_volume_free(&v);
+}
+
+int main(void) {
+  RUN(test_bvh_brick_ranges_include_the_shared_border);
+  RUN(test_bvh_update_reaches_exactly_the_valid_leaves);
+  RUN(test_sphere_silhouette_matches_geometry);
+  RUN(test_isovalue_outside_the_data_range_gives_an_empty_image);
+  RUN(test_isovalue_crossing_a_single_brick);
+  RUN(test_camera_inside_the_volume);
+  RUN(test_tiny_odd_and_large_image_sizes);
+  RUN(test_thread_count_does_not_change_the_image);
+  RUN(test_real_datasets_render);
+  RUN(test_bad_arguments_are_input_errors);
+  RUN(test_nonfinite_voxels_count_as_empty);
+  return check_summary();
+}
