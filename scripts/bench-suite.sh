@@ -14,7 +14,7 @@
 # Usage: scripts/bench-suite.sh [--quick | --smoke] [--out DIR] [--pack DIR] [--data DIR]
 #   --quick     fewer datasets, isovalues and frames (under 2 minutes on an H100)
 #   --smoke     tiny sizes on the CPU renderer: checks the suite itself on a machine with no GPU
-#   --out DIR   where results go (default ./bench-out)
+#   --out DIR   where results go (default ./out/bench)
 #   --pack DIR  afterwards, put report.md, the figures and a tar.gz of everything into DIR
 #               (at most 8 files: for copying results off a machine)
 #   --data DIR  the real datasets (default ../shared/data beside the repository)
@@ -24,7 +24,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${INKRAY_BUILD_DIR:-$root/build}
 mode=full
-out=$root/bench-out
+out=$root/out/bench
 pack=
 data=$(cd "$root/.." && pwd)/shared/data
 

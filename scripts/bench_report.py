@@ -205,7 +205,7 @@ def plots(out, datasets, series):
     made = []
 
     # Fig. 6: FPS against isovalue, one panel per dataset.
-    cols = 4
+    cols = max(1, min(4, len(datasets)))
     rows_n = max(1, math.ceil(len(datasets) / cols))
     fig, axes = plt.subplots(rows_n, cols, figsize=(4.2 * cols, 3.2 * rows_n), squeeze=False)
     for ax, d in zip(axes.flat, datasets):
@@ -222,7 +222,7 @@ def plots(out, datasets, series):
     for ax in list(axes.flat)[len(datasets):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
-    fig.suptitle("FPS against isovalue, 1 frame = whole frame incl. host work (InK Fig. 6 protocol)", fontsize=10)
+    fig.suptitle("FPS against isovalue, mean over the views (InK Fig. 6 protocol; frame time includes host work)", fontsize=10)
     fig.tight_layout()
     fig.savefig(os.path.join(folder, "fig6_fps_vs_isovalue.png"), dpi=90)
     plt.close(fig)
