@@ -63,8 +63,8 @@ static void marschner_lobb_rows(void *ctx, size_t begin, size_t end, int worker)
 /* ---- fractal ----------------------------------------------------------------------------------- */
 #define FRACTAL_BASE_FREQ 4.0  /* noise cells across the volume at the coarsest octave */
 #define FRACTAL_SEED 0x1b873593u
-#define FRACTAL_MARGIN 0.06    /* fraction of the box near each face where the solid fades out */
-#define FRACTAL_GAIN 150.0     /* noise units to uint8 steps: fBm spans about +-0.8 */
+#define FRACTAL_MARGIN 0.04    /* fraction of the box near each face where the walls fade out */
+#define FRACTAL_WALL 0.12      /* fBm half-width of a wall; the fBm spans about +-0.8 */
 
 static uint32_t hash3(int32_t x, int32_t y, int32_t z, uint32_t seed) {
   uint32_t h = seed ^ ((uint32_t)x * 0x8da6b343u) ^ ((uint32_t)y * 0xd8163841u) ^
@@ -94,45 +94,52 @@ int ir_fractal_octaves(size_t n) {
 /* Adds amp * noise over one x row (fixed y, z in noise units) to acc. */
 static void noise_row(float *acc, size_t n, float freq, float ny, float nz, float amp,
                       uint32_t seed) {
-  int32_t iy = (int32_t)floorf(ny), iz = (int32_t)floorf(nz);
+  /* Noise coordinates are never negative, so truncation is floor (and no libm call). */
+  int32_t iy = (int32_t)ny, iz = (int32_t)nz;
   float fy = ny - (float)iy, fz = nz - (float)iz;
   float v = fade(fy), w = fade(fz);
   float wyz[4] = {(1 - v) * (1 - w), v * (1 - w), (1 - v) * w, v * w};
-  int32_t cell = INT32_MIN;
-  float a0 = 0, b0 = 0, a1 = 0, b1 = 0;
   float step = freq / (float)n;
-  for (size_t i = 0; i < n; i++) {
-    float nx = ((float)i + 0.5f) * step;
-    int32_t ix = (int32_t)floorf(nx);
-    float fx = nx - (float)ix;
-    if (ix != cell) {
-      /* Corner (dx,dy,dz) contributes g.(fx-dx, fy-dy, fz-dz) = gx*fx + (const); summed with
-       * the fixed y/z fade weights, the cell is A0*fx+B0 at the x=0 side, A1*fx+B1 at x=1. */
-      cell = ix;
-      a0 = b0 = a1 = b1 = 0;
-      for (int c = 0; c < 4; c++) {
-        int dy = c & 1, dz = c >> 1;
-        const float *g0 = gradients[hash3(ix, iy + dy, iz + dz, seed) & 15];
-        const float *g1 = gradients[hash3(ix + 1, iy + dy, iz + dz, seed) & 15];
-        float yz0 = g0[1] * (fy - (float)dy) + g0[2] * (fz - (float)dz);
-        float yz1 = g1[1] * (fy - (float)dy) + g1[2] * (fz - (float)dz);
-        a0 += wyz[c] * g0[0];
-        b0 += wyz[c] * yz0;
-        a1 += wyz[c] * g1[0];
-        b1 += wyz[c] * (yz1 - g1[0]);
-      }
+  size_t i = 0;
+  while (i < n) {
+    int32_t ix = (int32_t)(((float)i + 0.5f) * step);
+    /* The voxels up to i_end share this noise cell. */
+    float last = (float)(ix + 1) / step - 0.5f;
+    size_t i_end = (size_t)last;
+    if ((float)i_end < last) i_end++;
+    if (i_end <= i) i_end = i + 1;
+    if (i_end > n) i_end = n;
+    /* Corner (dx,dy,dz) contributes g.(fx-dx, fy-dy, fz-dz) = gx*fx + (const); summed with the
+     * fixed y/z fade weights, the cell is A0*fx+B0 at the x=0 side, A1*fx+B1 at x=1. */
+    float a0 = 0, b0 = 0, a1 = 0, b1 = 0;
+    for (int c = 0; c < 4; c++) {
+      int dy = c & 1, dz = c >> 1;
+      const float *g0 = gradients[hash3(ix, iy + dy, iz + dz, seed) & 15];
+      const float *g1 = gradients[hash3(ix + 1, iy + dy, iz + dz, seed) & 15];
+      float yz0 = g0[1] * (fy - (float)dy) + g0[2] * (fz - (float)dz);
+      float yz1 = g1[1] * (fy - (float)dy) + g1[2] * (fz - (float)dz);
+      a0 += wyz[c] * g0[0];
+      b0 += wyz[c] * yz0;
+      a1 += wyz[c] * g1[0];
+      b1 += wyz[c] * (yz1 - g1[0]);
     }
-    float u = fade(fx);
-    acc[i] += amp * ((1 - u) * (a0 * fx + b0) + u * (a1 * fx + b1));
+    /* Straight-line code over the cell: the compiler vectorizes it. */
+    for (size_t j = i; j < i_end; j++) {
+      float fx = ((float)j + 0.5f) * step - (float)ix;
+      float u = fade(fx);
+      acc[j] += amp * ((1 - u) * (a0 * fx + b0) + u * (a1 * fx + b1));
+    }
+    i = i_end;
   }
 }
 
-/* Pushes values below the iso level near the faces so the surface closes inside the box. */
-static float margin_falloff(float t) {
+/* 1 inside the box, falling to 0 over the outer FRACTAL_MARGIN at each face, so the walls
+ * close inside the volume instead of being cut by its faces. */
+static float margin_weight(float t) {
   float d = t < 1.0f - t ? t : 1.0f - t;
-  if (d >= FRACTAL_MARGIN) return 0.0f;
-  float s = 1.0f - d / FRACTAL_MARGIN;
-  return 1.2f * s * s;
+  if (d >= FRACTAL_MARGIN) return 1.0f;
+  float s = d / FRACTAL_MARGIN;
+  return s * s * (3.0f - 2.0f * s);
 }
 
 typedef struct fractal_job {
@@ -149,8 +156,7 @@ static void fractal_rows(void *ctx, size_t begin, size_t end, int worker) {
   float inv_n = 1.0f / (float)n;
   for (size_t row = begin; row < end; row++) {
     float y = ((float)(row % n) + 0.5f) * inv_n, z = ((float)(row / n) + 0.5f) * inv_n;
-    float yz_fade = margin_falloff(y) + margin_falloff(z);
-    for (size_t i = 0; i < n; i++) acc[i] = -yz_fade - margin_falloff(((float)i + 0.5f) * inv_n);
+    for (size_t i = 0; i < n; i++) acc[i] = 0.0f;
     float freq = (float)FRACTAL_BASE_FREQ, amp = 1.0f;
     for (int o = 0; o < job->octaves; o++) {
       /* A different seed per octave keeps octaves from lining up on shared lattice points. */
@@ -158,10 +164,14 @@ static void fractal_rows(void *ctx, size_t begin, size_t end, int worker) {
       freq *= 2.0f;
       amp *= 0.5f;
     }
+    float yz_weight = 255.0f * margin_weight(y) * margin_weight(z);
     uint8_t *dst = out + row * n;
     for (size_t i = 0; i < n; i++) {
-      float value = 127.5f + (float)FRACTAL_GAIN * acc[i];
-      dst[i] = (uint8_t)(value <= 0.0f ? 0 : value >= 255.0f ? 255 : (int)(value + 0.5f));
+      /* A ridge on the zero set of the fBm: 255 on it, 127.5 at |fBm| = 0.64 FRACTAL_WALL. */
+      float r = acc[i] * (1.0f / (float)FRACTAL_WALL);
+      float q = 1.0f + r * r;
+      float value = yz_weight * margin_weight(((float)i + 0.5f) * inv_n) / (q * q);
+      dst[i] = (uint8_t)(value + 0.5f);
     }
   }
 }

@@ -22,6 +22,15 @@
 #define MAX_LABELS 32
 #define MAX_SUGGESTED 8
 
+static inline double value_of(const ir_volume *v, size_t i) {
+  switch (v->type) {
+  case IR_VOXEL_UINT8: return ((const uint8_t *)v->voxels)[i];
+  case IR_VOXEL_UINT16: return ((const uint16_t *)v->voxels)[i];
+  case IR_VOXEL_INT16: return ((const int16_t *)v->voxels)[i];
+  default: return ((const float *)v->voxels)[i];
+  }
+}
+
 /* ---- Pass 1: range, mean, non-finite --------------------------------------------------------- */
 typedef struct pass1 {
   const ir_volume *v;
@@ -34,7 +43,7 @@ static void pass1_range(void *ctx, size_t begin, size_t end, int worker) {
   double lo = INFINITY, hi = -INFINITY, sum = 0;
   size_t finite = 0;
   for (size_t i = begin; i < end; i++) {
-    double value = ir_volume_value_at(p->v, i, 0, 0);
+    double value = value_of(p->v, i);
     if (!isfinite(value)) continue;
     lo = value < lo ? value : lo;
     hi = value > hi ? value : hi;
@@ -59,6 +68,7 @@ typedef struct pass2_worker {
 typedef struct pass2 {
   const ir_volume *v;
   double lo, hi;
+  size_t grad_stride;
   pass2_worker *workers;
 } pass2;
 
@@ -77,13 +87,12 @@ static size_t integer_key(const ir_volume *v, size_t i) {
   }
 }
 
-/* Central-difference gradient length at voxel i, or NAN at the border or near non-finite data. */
-static double gradient_length(const ir_volume *v, size_t x, size_t y, size_t z) {
-  const size_t *d = v->dims;
-  if (x == 0 || y == 0 || z == 0 || x + 1 >= d[0] || y + 1 >= d[1] || z + 1 >= d[2]) return NAN;
-  double gx = ir_volume_value_at(v, x + 1, y, z) - ir_volume_value_at(v, x - 1, y, z);
-  double gy = ir_volume_value_at(v, x, y + 1, z) - ir_volume_value_at(v, x, y - 1, z);
-  double gz = ir_volume_value_at(v, x, y, z + 1) - ir_volume_value_at(v, x, y, z - 1);
+/* Central-difference gradient length at interior voxel i (NaN near non-finite data). */
+static double gradient_length(const ir_volume *v, size_t i) {
+  size_t sy = v->dims[0], sz = v->dims[0] * v->dims[1];
+  double gx = value_of(v, i + 1) - value_of(v, i - 1);
+  double gy = value_of(v, i + sy) - value_of(v, i - sy);
+  double gz = value_of(v, i + sz) - value_of(v, i - sz);
   return 0.5 * sqrt(gx * gx + gy * gy + gz * gz);
 }
 
@@ -91,18 +100,21 @@ static void pass2_rows(void *ctx, size_t begin, size_t end, int worker) {
   pass2 *p = ctx;
   pass2_worker *w = &p->workers[worker];
   const ir_volume *v = p->v;
-  size_t nx = v->dims[0], ny = v->dims[1];
+  size_t nx = v->dims[0], ny = v->dims[1], nz = v->dims[2];
   for (size_t row = begin; row < end; row++) {
     size_t y = row % ny, z = row / ny;
+    /* Gradients on interior rows, every grad_stride-th one: a sample is plenty for means. */
+    bool grad_row = y > 0 && z > 0 && y + 1 < ny && z + 1 < nz && row % p->grad_stride == 0;
     for (size_t x = 0; x < nx; x++) {
       size_t i = x + nx * row;
-      double value = ir_volume_value_at(v, i, 0, 0);
+      double value = value_of(v, i);
       if (!isfinite(value)) continue;
       w->coarse[bin_of(value, p->lo, p->hi, IR_HISTOGRAM_BINS)]++;
       int fine = bin_of(value, p->lo, p->hi, FINE_BINS);
       w->fine[fine]++;
       if (w->integer_counts) w->integer_counts[integer_key(v, i)]++;
-      double g = gradient_length(v, x, y, z);
+      if (!grad_row || x == 0 || x + 1 >= nx) continue;
+      double g = gradient_length(v, i);
       if (isfinite(g)) {
         w->grad_sum[fine] += g;
         w->grad_count[fine]++;
@@ -158,41 +170,87 @@ static void smooth(const double *a, double *out, int r) {
   }
 }
 
+/* Material peaks of the histogram: local maxima of the smoothed log histogram that stand at
+ * least `prominence` (log units) above the lowest point between them and any higher peak, and
+ * hold at least 1% of the voxels within +-4 bins. Returns their bins, ascending. */
+static int material_peaks(const double *logh, const size_t *fine, size_t finite, int *peaks,
+                          int max_peaks) {
+  int n = 0;
+  for (int b = 0; b < FINE_BINS && n < max_peaks; b++) {
+    bool left_ok = b == 0 || logh[b] > logh[b - 1];
+    bool right_ok = b == FINE_BINS - 1 || logh[b] >= logh[b + 1];
+    if (!left_ok || !right_ok) continue;
+    size_t mass = 0;
+    for (int k = b - 4; k <= b + 4; k++)
+      if (k >= 0 && k < FINE_BINS) mass += fine[k];
+    if (mass * 100 < finite) continue;
+    /* Walk each way to a higher point (or the end), keeping the lowest value passed. */
+    double low_left = logh[b], low_right = logh[b];
+    bool higher_left = false, higher_right = false;
+    for (int k = b - 1; k >= 0 && !higher_left; k--) {
+      higher_left = logh[k] > logh[b];
+      low_left = logh[k] < low_left ? logh[k] : low_left;
+    }
+    for (int k = b + 1; k < FINE_BINS && !higher_right; k++) {
+      higher_right = logh[k] > logh[b];
+      low_right = logh[k] < low_right ? logh[k] : low_right;
+    }
+    double base = higher_left && higher_right ? (low_left > low_right ? low_left : low_right)
+                  : higher_left              ? low_left
+                  : higher_right             ? low_right
+                                             : (low_left < low_right ? low_left : low_right);
+    /* The tallest peak has no higher one: its prominence is against the deepest valley. */
+    if (!higher_left && !higher_right) base = low_left < low_right ? low_left : low_right;
+    if (logh[b] - base >= 0.5) peaks[n++] = b;
+  }
+  return n;
+}
+
 static void suggest_boundaries(ir_volume_stats *s, const size_t *fine, const size_t *grad_count,
                                const double *grad_sum, size_t finite) {
   double width = (s->max - s->min) / FINE_BINS;
-  double mean_grad[FINE_BINS], g[FINE_BINS], logh[FINE_BINS], h[FINE_BINS];
+  double mean_grad[FINE_BINS], g[FINE_BINS], logh_raw[FINE_BINS], logh[FINE_BINS];
   /* Bins with few voxels give noisy gradient means; ignore those under 0.02% of the data. */
   size_t min_count = finite / 5000 > 4 ? finite / 5000 : 4;
   for (int b = 0; b < FINE_BINS; b++) {
     mean_grad[b] = grad_count[b] >= min_count ? grad_sum[b] / (double)grad_count[b] : 0.0;
-    logh[b] = log1p((double)fine[b]);
+    logh_raw[b] = log1p((double)fine[b]);
   }
-  smooth(mean_grad, g, 2);
-  smooth(logh, h, 3);
+  smooth(mean_grad, g, 4);
+  /* Smoothing also flattens the comb of empty bins that rescaled integer data show. */
+  smooth(logh_raw, logh, 3);
+
+  candidate c[3 * FINE_BINS];
+  int n = 0;
+  /* 1. Between two materials: the midpoint of their histogram peaks, where partial-volume
+   *    voxels of a boundary between them lie. Best first. */
+  int peaks[FINE_BINS];
+  int peak_count = material_peaks(logh, fine, finite, peaks, FINE_BINS);
+  for (int k = 0; k + 1 < peak_count; k++)
+    c[n++] = (candidate){s->min + (0.5 * (peaks[k] + peaks[k + 1]) + 0.5) * width, 3.0};
+  /* 2. Above the last material: where a long tail (bone above tissue in CT) leaves the peak,
+   *    at the first bin under a tenth of the peak's count. */
+  if (peak_count > 0) {
+    int p = peaks[peak_count - 1], start = p + 1;
+    size_t top = 0;
+    for (int k = p - 1; k <= p + 1; k++)
+      if (k >= 0 && k < FINE_BINS && fine[k] > top) top = fine[k];
+    while (start < FINE_BINS && fine[start] * 10 >= top) start++;
+    size_t tail = 0;
+    for (int k = start; k < FINE_BINS; k++) tail += fine[k];
+    if (start < FINE_BINS - 2 && tail * 200 >= finite)
+      c[n++] = (candidate){s->min + (start + 0.5) * width, 2.0};
+  }
+  /* 3. Values where the mean gradient peaks: boundaries (Kindlmann and Durkin). The end bins
+   *    are the extremes of the data, where an isosurface is degenerate, so they are skipped. */
   double g_max = 0;
   for (int b = 0; b < FINE_BINS; b++) g_max = g[b] > g_max ? g[b] : g_max;
-
-  candidate c[2 * FINE_BINS];
-  int n = 0;
-  /* Peaks of the mean gradient: boundary values. The end bins are the extremes of the data,
-   * where an isosurface is degenerate, so they are skipped. */
   for (int b = 2; b < FINE_BINS - 2 && g_max > 0; b++) {
     bool peak = g[b] >= g[b - 1] && g[b] > g[b + 1] && g[b] >= g[b - 2] && g[b] > g[b + 2];
     if (peak && g[b] >= 0.25 * g_max) c[n++] = (candidate){s->min + (b + 0.5) * width, g[b] / g_max};
   }
-  /* Valleys of the histogram between two clearly higher peaks: material separations. */
-  for (int b = 2; b < FINE_BINS - 2; b++) {
-    if (!(h[b] <= h[b - 1] && h[b] < h[b + 1]) || fine[b] == 0) continue;
-    double left = 0, right = 0;
-    for (int k = 0; k < b; k++) left = h[k] > left ? h[k] : left;
-    for (int k = b + 1; k < FINE_BINS; k++) right = h[k] > right ? h[k] : right;
-    double depth = (left < right ? left : right) - h[b];
-    /* log1p counts: a valley at least e^1 times lower than the smaller peak on either side. */
-    if (depth >= 1.0) c[n++] = (candidate){s->min + (b + 0.5) * width, 0.5 + 0.1 * depth};
-  }
   qsort(c, (size_t)n, sizeof c[0], by_score_desc);
-  for (int k = 0; k < n; k++) add_suggestion(s, c[k].value, 4 * width);
+  for (int k = 0; k < n; k++) add_suggestion(s, c[k].value, 8 * width);
   if (s->suggested_count == 0 && s->max > s->min) add_suggestion(s, 0.5 * (s->min + s->max), 0);
 }
 
@@ -223,7 +281,8 @@ void ir_volume_compute_stats(const ir_volume *v, ir_volume_stats *out) {
   size_t rows = v->dims[1] * v->dims[2];
   size_t grain = rows / 256 > 1 ? rows / 256 : 1;
   int row_workers = ir_parallel_workers(rows, grain);
-  pass2 p2 = {.v = v, .lo = lo, .hi = hi, .workers = calloc((size_t)row_workers, sizeof(pass2_worker))};
+  pass2 p2 = {.v = v, .lo = lo, .hi = hi, .grad_stride = 1 + count / ((size_t)16 << 20),
+              .workers = calloc((size_t)row_workers, sizeof(pass2_worker))};
   if (!p2.workers) return;
   bool integer = v->type != IR_VOXEL_FLOAT32;
   bool ok = true;

@@ -87,12 +87,13 @@ size_t ir_volume_voxel_count(const ir_volume *v);
  *   marschner-lobb  float32  (1 - sin(pi z/2) + a (1 + cos(2 pi fM cos(pi r/2)))) / (2 (1 + a)),
  *                            r = sqrt(x^2 + y^2), a = 0.25, fM = 6, with x = -1 + 2i/(N-1) (the
  *                            same for y, z) on [-1,1]^3. Values in [0,1]; isovalue 0.5.
- *   fractal         uint8    127.5 + 150 (fBm(p) - fade(p)) rounded and clamped to 0..255, where
- *                            p = (i+0.5, j+0.5, k+0.5)/N, fBm is gradient noise summed over
- *                            octaves o = 0.. (frequency 4*2^o cells across the volume, amplitude
- *                            2^-o, finest about 4 voxels a cell) and fade pushes the outer 6% of
- *                            the box below the isovalue. Isovalue 127.5: a dense sponge of thin
- *                            walls and tunnels filling the box. Deterministic (fixed seeds).
+ *   fractal         uint8    round(255 w(p) / (1 + (F(p) / 0.12)^2)^2), p = (i+0.5, j+0.5, k+0.5)/N,
+ *                            F = fBm: gradient noise summed over octaves o = 0 .. O-1 (4*2^o
+ *                            cells across the volume, amplitude 2^-o, O such that the finest
+ *                            cell is about 4 voxels), w = 1 inside the box, fading smoothly to 0
+ *                            over the outer 4% at each face. Thin branching walls along the zero
+ *                            set of F fill the box; isovalue 127.5 (higher values give thinner
+ *                            walls). Deterministic: fixed seeds, the same on any thread count.
  * Names accepted after builtin:, NULL-terminated. */
 const char *const *ir_builtin_names(void);
 /* The isovalue a builtin source is made for (0 for sphere, 0.5 for marschner-lobb, 127.5 for
@@ -108,7 +109,7 @@ typedef struct ir_volume_stats {
   size_t nonfinite_count;
   size_t histogram[IR_HISTOGRAM_BINS]; /* finite values, bins over [min, max] */
   int suggested_count;
-  double suggested_isovalues[8];       /* isovalues likely to show structure */
+  double suggested_isovalues[8];       /* isovalues likely to show structure, best first */
 } ir_volume_stats;
 void ir_volume_compute_stats(const ir_volume *v, ir_volume_stats *out);
 
