@@ -28,8 +28,10 @@
 typedef struct win_options {
   ir_volume_desc volume;
   ir_device device;
-  bool size_fixed;
+  bool size_fixed; /* --size: the render resolution stays width x height */
   int width, height;
+  bool window_given;
+  int window_width, window_height; /* --window */
   bool vsync;
   const char *script;
   ir_compact_method method;
@@ -48,6 +50,7 @@ static void print_help(FILE *to) {
         "Options:\n"
         "  --device gpu|cpu      renderer (default gpu; without a CUDA device, cpu)\n"
         "  --size WxH            fixed render resolution (default: follows the window)\n"
+        "  --window WxH          initial window size (default 1280x720, or --size)\n"
         "  --vsync               wait for the display's refresh (default off)\n"
         "  --method NAME         compaction method to start with:",
         to);
@@ -99,7 +102,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
       o->volume.source = opt;
       continue;
     }
-    static const char *const with_value[] = {"--device", "--size", "--script", "--method",
+    static const char *const with_value[] = {"--device", "--size", "--window", "--script", "--method",
                                              "--pipeline", "--iso", "--threads", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known |= strcmp(opt, with_value[k]) == 0;
@@ -113,6 +116,10 @@ static int parse_options(int argc, char **argv, win_options *o) {
       if (!cli_parse_size2(value, &o->width, &o->height))
         return bad_option("--size '%s': expected WxH with each from 1 to 16384, e.g. 1280x720", value);
       o->size_fixed = true;
+    } else if (strcmp(opt, "--window") == 0) {
+      if (!cli_parse_size2(value, &o->window_width, &o->window_height))
+        return bad_option("--window '%s': expected WxH with each from 1 to 16384, e.g. 1280x720", value);
+      o->window_given = true;
     } else if (strcmp(opt, "--script") == 0) {
       o->script = value;
     } else if (strcmp(opt, "--method") == 0) {
@@ -160,6 +167,7 @@ typedef struct win_state {
   long frames;
   double smoothed_frame_ms, smoothed_render_ms;
   double last_stage_time;
+  long plain_since_stages; /* plain frames since the last diagnostic one */
   bool have_stages;
   ir_frame_stats stages, last;
   ir_camera camera; /* of the last frame */
@@ -430,7 +438,10 @@ static void record_frame_time(win_state *s, double ms, double render_ms) {
 static bool frame(win_state *s, int width, int height, int render_width, int render_height) {
   char err[IR_ERR_LEN] = {0};
   double t0 = now_seconds();
-  bool stage_frame = t0 - s->last_stage_time >= STAGE_SAMPLE_SECONDS;
+  /* The first diagnostic frame comes second, so that the FPS starts from a plain one; after that
+   * every half second, but never more than one frame in five on a slow renderer. */
+  bool stage_frame = s->have_stages ? t0 - s->last_stage_time >= STAGE_SAMPLE_SECONDS && s->plain_since_stages >= 4
+                                    : s->frames >= 1;
   s->camera = wnd_view_camera(&s->view, &s->volume);
   s->render_width = render_width;
   s->render_height = render_height;
@@ -453,6 +464,9 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
     s->stages = stats;
     s->have_stages = true;
     s->last_stage_time = t0;
+    s->plain_since_stages = 0;
+  } else {
+    s->plain_since_stages++;
   }
   if (!wnd_present_frame(&s->present, &s->gl, s->renderer, render_width, render_height, err)) {
     fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
@@ -471,7 +485,7 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   }
   double ms = (now_seconds() - t0) * 1000.0;
   /* Diagnostic frames time each stage separately and would drag the FPS down. */
-  if (!stage_frame || s->history_count == 0) record_frame_time(s, ms, stats.frame_ms);
+  if (!stage_frame) record_frame_time(s, ms, stats.frame_ms);
   s->frames++;
   return true;
 }
@@ -542,7 +556,8 @@ static int open_window(win_state *s, const win_options *o) {
   SDL_GL_SetAttribute(SDL_GL_CONTEXT_PROFILE_MASK, SDL_GL_CONTEXT_PROFILE_CORE);
   SDL_GL_SetAttribute(SDL_GL_DOUBLEBUFFER, 1);
   SDL_GL_SetAttribute(SDL_GL_DEPTH_SIZE, 0);
-  int w = o->size_fixed ? o->width : 1280, h = o->size_fixed ? o->height : 720;
+  int w = o->window_given ? o->window_width : o->size_fixed ? o->width : 1280;
+  int h = o->window_given ? o->window_height : o->size_fixed ? o->height : 720;
   char title[300];
   snprintf(title, sizeof title, "inkray - %s", s->volume.name);
   s->window = SDL_CreateWindow(title, SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, w, h,

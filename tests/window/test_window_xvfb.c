@@ -1,0 +1,354 @@
+/* The window as a person would use it, driven by a --script under a display (Xvfb with Mesa on
+ * the CI machine) with the CPU renderer: every compaction method, both pipelines, isovalue
+ * steps, orbit, pan, zoom, resizes, overlay and help toggles, screenshots, quit.
+ *
+ * Each screenshot is checked against what it should show: the size asked for, a picture (not a
+ * blank), overlay text where the window says the overlay is, and outside the overlay exactly
+ * the frame that the CPU renderer gives for the same camera, isovalue and size (rendered here,
+ * through render.h). Without a display the test is skipped (exit 77). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+/* stb_image is third-party code; its warnings are not ours. */
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wpedantic"
+#pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#pragma GCC diagnostic ignored "-Wdouble-promotion"
+#endif
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_PNG
+#include <stb/stb_image.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+#include "app/window/window_internal.h"
+#include "render/render.h"
+#include "tests/check.h"
+
+#define VOLUME "builtin:fractal:48"
+#define MAX_SHOTS 16
+
+static const char *binary;
+static char dir[64];
+
+/* What the window printed about one screenshot. */
+typedef struct shot {
+  char path[256];
+  int width, height, render_width, render_height;
+  double iso;
+  char method[32], pipeline[16], device[8];
+  int overlay[4];
+  ir_camera camera;
+} shot;
+
+static bool parse_shot(const char *line, shot *s) {
+  *s = (shot){0};
+  char *copy = strdup(line);
+  if (!copy) return false;
+  int fields = 0;
+  char *save = NULL;
+  for (char *w = strtok_r(copy, " \n", &save); w; w = strtok_r(NULL, " \n", &save)) {
+    ir_camera *c = &s->camera;
+    if (fields == 0 && strchr(w, '.') && !strchr(w, '=')) fields += sscanf(w, "%255s", s->path);
+    else if (strncmp(w, "size=", 5) == 0) fields += sscanf(w, "size=%dx%d", &s->width, &s->height) == 2;
+    else if (strncmp(w, "render=", 7) == 0) fields += sscanf(w, "render=%dx%d", &s->render_width, &s->render_height) == 2;
+    else if (strncmp(w, "iso=", 4) == 0) fields += sscanf(w, "iso=%lf", &s->iso);
+    else if (strncmp(w, "method=", 7) == 0) fields += sscanf(w, "method=%31s", s->method);
+    else if (strncmp(w, "pipeline=", 9) == 0) fields += sscanf(w, "pipeline=%15s", s->pipeline);
+    else if (strncmp(w, "device=", 7) == 0) fields += sscanf(w, "device=%7s", s->device);
+    else if (strncmp(w, "overlay=", 8) == 0)
+      fields += sscanf(w, "overlay=%d,%d,%d,%d", &s->overlay[0], &s->overlay[1], &s->overlay[2], &s->overlay[3]) == 4;
+    else if (strncmp(w, "eye=", 4) == 0) fields += sscanf(w, "eye=%f,%f,%f", &c->eye[0], &c->eye[1], &c->eye[2]) == 3;
+    else if (strncmp(w, "target=", 7) == 0)
+      fields += sscanf(w, "target=%f,%f,%f", &c->target[0], &c->target[1], &c->target[2]) == 3;
+    else if (strncmp(w, "up=", 3) == 0) fields += sscanf(w, "up=%f,%f,%f", &c->up[0], &c->up[1], &c->up[2]) == 3;
+    else if (strncmp(w, "fov=", 4) == 0) fields += sscanf(w, "fov=%f", &c->fov_y_degrees);
+  }
+  free(copy);
+  return fields == 12;
+}
+
+/* Runs inkray in the test's folder; returns the exit status and the output (stdout+stderr). */
+static int run_inkray(const char *args, char *output, size_t size) {
+  char command[2048];
+  snprintf(command, sizeof command, "cd '%s' && '%s' %s 2>&1", dir, binary, args);
+  FILE *p = popen(command, "r");
+  if (!p) return -1;
+  size_t used = fread(output, 1, size - 1, p);
+  output[used] = '\0';
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void write_file(const char *name, const char *text) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  if (!f) return;
+  fputs(text, f);
+  fclose(f);
+}
+
+static int collect_shots(const char *output, shot *shots, int max) {
+  int count = 0;
+  for (const char *p = strstr(output, "inkray: screenshot "); p && count < max;
+       p = strstr(p + 1, "inkray: screenshot ")) {
+    const char *end = strchr(p, '\n');
+    char line[1024];
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n >= sizeof line) n = sizeof line - 1;
+    memcpy(line, p + 19, n - 19);
+    line[n - 19] = '\0';
+    CHECK_MSG(parse_shot(line, &shots[count]), "cannot read the screenshot line '%s'", line);
+    count++;
+  }
+  return count;
+}
+
+static bool inside(const int r[4], int x, int y) { return x >= r[0] && y >= r[1] && x < r[0] + r[2] && y < r[1] + r[3]; }
+
+/* The checks every screenshot gets. */
+static void check_shot(const shot *s, ir_renderer *reference) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, s->path);
+  int w = 0, h = 0, channels = 0;
+  uint8_t *png = stbi_load(path, &w, &h, &channels, 4);
+  CHECK_MSG(png != NULL, "%s: cannot read the PNG", s->path);
+  if (!png) return;
+  CHECK_MSG(w == s->width && h == s->height, "%s is %dx%d, expected %dx%d", s->path, w, h, s->width, s->height);
+
+  /* Not a blank: many colours (surface shading) in the picture. */
+  size_t varied = 0;
+  for (int k = 1; k < w * h; k++) varied += memcmp(png + 4 * k, png + 4 * (k - 1), 3) != 0;
+  CHECK_MSG(varied > (size_t)(w * h) / 20, "%s looks blank: only %zu colour changes", s->path, varied);
+
+  if (reference && s->render_width == w && s->render_height == h) {
+    char err[IR_ERR_LEN] = {0};
+    ir_frame_desc desc = {.width = w, .height = h, .isovalue = (float)s->iso, .camera = s->camera};
+    ir_compact_method_parse(s->method, &desc.method);
+    ir_pipeline_parse(s->pipeline, &desc.pipeline);
+    uint8_t *want = malloc((size_t)w * h * 4);
+    CHECK(want != NULL);
+    CHECK_MSG(ir_render_frame(reference, &desc, NULL, err) == IR_OK, "%s", err);
+    CHECK_MSG(ir_render_read_image(reference, want, err) == IR_OK, "%s", err);
+    size_t outside = 0, outside_differ = 0, overlay = 0, overlay_text = 0;
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++) {
+        const uint8_t *a = png + 4 * ((size_t)y * w + x), *b = want + 4 * ((size_t)y * w + x);
+        int diff = 0;
+        for (int c = 0; c < 3; c++) diff = abs(a[c] - b[c]) > diff ? abs(a[c] - b[c]) : diff;
+        if (inside(s->overlay, x, y)) {
+          overlay++;
+          /* Overlay text is light grey or coloured, drawn over a dark translucent panel. */
+          overlay_text += diff > 60 && a[0] + a[1] + a[2] > 3 * 140;
+        } else {
+          outside++;
+          outside_differ += diff > 1;
+        }
+      }
+    CHECK_MSG(outside_differ == 0, "%s: %zu of %zu pixels outside the overlay differ from the CPU render of the same view",
+              s->path, outside_differ, outside);
+    if (s->overlay[2] > 0) {
+      CHECK_MSG(overlay_text > overlay / 50, "%s: overlay region %dx%d holds only %zu text pixels", s->path,
+                s->overlay[2], s->overlay[3], overlay_text);
+    }
+    free(want);
+  }
+  stbi_image_free(png);
+}
+
+static const shot *find_shot(const shot *shots, int count, const char *name) {
+  for (int k = 0; k < count; k++)
+    if (strcmp(shots[k].path, name) == 0) return &shots[k];
+  return NULL;
+}
+
+static float eye_distance(const ir_camera *a, const ir_camera *b) {
+  float d = 0;
+  for (int k = 0; k < 3; k++) d += (a->eye[k] - b->eye[k]) * (a->eye[k] - b->eye[k]);
+  return sqrtf(d);
+}
+
+static void test_scripted_session_switches_everything(void) {
+  /* One event per frame at least; the times only order them. */
+  write_file("session.txt",
+             "0    screenshot default.png\n"
+             "0    key 2\n"
+             "0    screenshot method2.png\n"
+             "0.05 key 3\n"
+             "0.05 key 4\n"
+             "0.05 key 5\n"
+             "0.05 screenshot method5.png\n"
+             "0.1  key Tab\n"
+             "0.1  key P\n"
+             "0.1  key Up\n"
+             "0.1  key shift+Up\n"
+             "0.1  screenshot iso.png\n"
+             "0.1  drag left 100 100 160 110\n"
+             "0.1  wheel 2\n"
+             "0.1  drag right 200 150 215 140\n"
+             "0.1  screenshot moved.png\n"
+             "0.1  key F\n"
+             "0.1  screenshot plain.png\n"
+             "0.1  resize 240 200\n"
+             "0.1  screenshot resized.png\n"
+             "0.1  key R\n"
+             "0.1  key F\n"
+             "0.1  key H\n"
+             "0.1  key shift+Tab\n"
+             "0.1  screenshot help.png\n"
+             "0.1  key Q\n");
+  static char output[1 << 16];
+  int rc = run_inkray("--device cpu --window 320x240 --script session.txt " VOLUME, output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray exited with %d:\n%s", rc, output);
+  CHECK_STR_CONTAINS(output, "median frame");
+  for (int k = 0; k < IR_COMPACT_METHOD_COUNT; k++) {
+    char line[64];
+    snprintf(line, sizeof line, "inkray: method %s\n", ir_compact_methods()[k].name);
+    CHECK_STR_CONTAINS(output, line);
+  }
+  CHECK_STR_CONTAINS(output, "inkray: pipeline single");
+
+  shot shots[MAX_SHOTS];
+  int count = collect_shots(output, shots, MAX_SHOTS);
+  CHECK_EQ_INT(count, 8);
+
+  ir_volume volume = {0};
+  char err[IR_ERR_LEN] = {0};
+  ir_volume_desc vdesc = {.source = VOLUME};
+  CHECK_MSG(ir_volume_load(&vdesc, &volume, err) == IR_OK, "%s", err);
+  ir_renderer *reference = NULL;
+  ir_renderer_desc rdesc = {.device = IR_DEVICE_CPU, .volume = &volume};
+  CHECK_MSG(ir_renderer_create(&rdesc, &reference, err) == IR_OK, "%s", err);
+  if (!reference) return;
+  for (int k = 0; k < count; k++) {
+    CHECK_STR_CONTAINS(shots[k].device, "cpu");
+    check_shot(&shots[k], reference);
+  }
+
+  const shot *first = find_shot(shots, count, "default.png"), *m2 = find_shot(shots, count, "method2.png"),
+             *m5 = find_shot(shots, count, "method5.png"), *iso = find_shot(shots, count, "iso.png"),
+             *moved = find_shot(shots, count, "moved.png"), *plain = find_shot(shots, count, "plain.png"),
+             *resized = find_shot(shots, count, "resized.png"), *help = find_shot(shots, count, "help.png");
+  CHECK(first && m2 && m5 && iso && moved && plain && resized && help);
+  if (first && m2 && m5 && iso && moved && plain && resized && help) {
+    ir_camera orbit = ir_camera_orbit(&volume, WND_VIEW_AZIMUTH, WND_VIEW_ELEVATION, WND_VIEW_DISTANCE);
+    CHECK_NEAR(eye_distance(&first->camera, &orbit), 0, 1e-3);
+    CHECK(first->width == 320 && first->height == 240 && first->render_width == 320);
+    CHECK_STR_CONTAINS(first->method, ir_compact_methods()[0].name);
+    CHECK_STR_CONTAINS(first->pipeline, "multi");
+    CHECK(first->overlay[2] > 50 && first->overlay[3] > 50);
+    CHECK_STR_CONTAINS(m2->method, ir_compact_methods()[1].name);
+    CHECK_STR_CONTAINS(m5->method, ir_compact_methods()[4].name);
+    CHECK_STR_CONTAINS(iso->method, ir_compact_methods()[0].name); /* Tab wraps around */
+    CHECK_STR_CONTAINS(iso->pipeline, "single");
+    /* Up and Shift+Up: one fine and one coarse step (ten fine ones) of 1/100 of the value range. */
+    double step = (volume.value_max - volume.value_min) / 100.0;
+    CHECK_NEAR(iso->iso - first->iso, 11 * step, step * 1e-3);
+    CHECK(eye_distance(&moved->camera, &first->camera) > 1.0f);
+    CHECK_EQ_INT(plain->overlay[2], 0); /* F hid the overlay: the whole image is the render */
+    CHECK(resized->width == 240 && resized->height == 200);
+    CHECK(resized->render_width == 240 && resized->render_height == 200);
+    CHECK_NEAR(eye_distance(&help->camera, &orbit), 0, 1e-3); /* R reset the view */
+    CHECK(help->overlay[2] > first->overlay[2]);               /* the help panel beside it */
+    CHECK_STR_CONTAINS(help->method, ir_compact_methods()[IR_COMPACT_METHOD_COUNT - 1].name);
+  }
+  ir_renderer_destroy(reference);
+  ir_volume_free(&volume);
+}
+
+/* --size fixes the render resolution: a bigger window shows the same frame scaled up. */
+static void test_fixed_size_keeps_the_render_resolution(void) {
+  write_file("fixed.txt", "0 resize 300 200\n0 screenshot fixed.png\n0 quit\n");
+  static char output[1 << 14];
+  int rc = run_inkray("--device cpu --size 150x100 --script fixed.txt " VOLUME, output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray exited with %d:\n%s", rc, output);
+  shot s;
+  CHECK_EQ_INT(collect_shots(output, &s, 1), 1);
+  CHECK(s.width == 300 && s.height == 200);
+  CHECK(s.render_width == 150 && s.render_height == 100);
+  check_shot(&s, NULL);
+}
+
+/* Without a GPU the default device falls back to the CPU renderer and says so. */
+static void test_gpu_request_without_a_device_falls_back(void) {
+  write_file("quit.txt", "0 quit\n");
+  static char output[1 << 14];
+  int rc = run_inkray("--window 160x120 --script quit.txt " VOLUME, output, sizeof output);
+  CHECK_EQ_INT(rc, 0);
+  if (strstr(output, "gpu renderer")) return; /* a machine with a CUDA device */
+  CHECK_STR_CONTAINS(output, "no CUDA device");
+  CHECK_STR_CONTAINS(output, "cpu renderer, frames shown through host copy");
+}
+
+static void test_bad_input_exits_2_with_a_message(void) {
+  static const struct {
+    const char *args, *expect;
+  } cases[] = {
+      {"--bogus", "unknown option '--bogus'"},
+      {"--size 0x100", "--size '0x100'"},
+      {"--window 100", "--window '100'"},
+      {"--method nope", "--method 'nope'"},
+      {"--pipeline triple", "--pipeline 'triple'"},
+      {"--device tpu", "--device 'tpu'"},
+      {"--iso abc", "--iso 'abc'"},
+      {"--script", "--script needs a value"},
+      {"--script missing.txt", "missing.txt"},
+      {"--script badline.txt", "badline.txt:2:"},
+      {"--script badkey.txt", "badkey.txt:1: unknown key 'Nokey'"},
+      {"a.raw b.raw", "two volumes"},
+      {"--device cpu --script quit.txt /nonexistent/volume.raw", "/nonexistent/volume.raw"},
+  };
+  write_file("badline.txt", "0 key Tab\n0 hop\n");
+  write_file("badkey.txt", "0 key Nokey\n");
+  write_file("quit.txt", "0 quit\n");
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    char output[4096];
+    int rc = run_inkray(cases[k].args, output, sizeof output);
+    CHECK_MSG(rc == 2, "inkray %s exited with %d, expected 2:\n%s", cases[k].args, rc, output);
+    CHECK_STR_CONTAINS(output, cases[k].expect);
+  }
+  char output[8192];
+  /* A bare --help is the program's; with other options it is the window's. */
+  CHECK_EQ_INT(run_inkray("--device cpu --help", output, sizeof output), 0);
+  CHECK_STR_CONTAINS(output, "--script FILE");
+}
+
+int main(void) {
+  const char *display = getenv("DISPLAY");
+  if (!display || !*display) check_skip_all("no display (DISPLAY is not set); scripts/test.sh runs this under Xvfb");
+  binary = getenv("INKRAY_BINARY");
+  if (!binary || !*binary) {
+    fprintf(stderr, "INKRAY_BINARY is not set (CTest sets it to the built inkray)\n");
+    return 1;
+  }
+  snprintf(dir, sizeof dir, "/tmp/inkray-window-XXXXXX");
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  RUN(test_scripted_session_switches_everything);
+  RUN(test_fixed_size_keeps_the_render_resolution);
+  RUN(test_gpu_request_without_a_device_falls_back);
+  RUN(test_bad_input_exits_2_with_a_message);
+  int rc = check_summary();
+  if (rc == 0) {
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    if (system(command) != 0) fprintf(stderr, "note: could not remove %s\n", dir);
+  } else {
+    printf("screenshots and scripts kept in %s\n", dir);
+  }
+  return rc;
+}
