@@ -94,6 +94,40 @@ cudaError_t ir_compact_remove_indices_dn(ir_compact_ctx *ctx, ir_compact_method 
 /* True when the method supports the _dn calls. */
 bool ir_compact_supports_device_n(ir_compact_method method);
 
+/* ---- References and benchmark support ----------------------------------------------------------
+ * What the benchmark (inkray compact-bench) and the tests compare the methods with. Same shape
+ * and rules as ir_compact_flagged (context scratch, stream, count left on the device). */
+typedef enum ir_compact_reference {
+  IR_COMPACT_REF_CUB = 0,          /* cub::DeviceSelect::Flagged: the speed reference */
+  IR_COMPACT_REF_THRUST_BARE,      /* thrust::copy_if, default allocator (allocates per call) */
+  IR_COMPACT_REF_INK_LOOKBACK,     /* InK-Compact with decoupled look-back between sections */
+  IR_COMPACT_REF_COUNT
+} ir_compact_reference;
+const char *ir_compact_reference_name(ir_compact_reference r); /* "cub", "thrust-bare", "ink-compact-lb" */
+cudaError_t ir_compact_reference_flagged(ir_compact_ctx *ctx, ir_compact_reference ref,
+                                         const uint32_t *d_in, const uint8_t *d_flags,
+                                         uint32_t *d_out, uint32_t *d_count, size_t n,
+                                         cudaStream_t stream);
+
+/* A producer kernel for the in-kernel ("fused") benchmark: for each i < n it computes a hashed
+ * predicate of d_in[i] (keeps about keep_threshold / 2^32 of them) and either writes the value
+ * and a flag to a sparse array (IR_PRODUCER_SPARSE: d_out[i], d_flags[i], for an out-of-kernel
+ * compaction afterwards) or emits the survivors from inside the kernel into d_out, *d_count. */
+typedef enum ir_compact_producer {
+  IR_PRODUCER_SPARSE = 0,
+  IR_PRODUCER_INK_COLLATE,
+  IR_PRODUCER_INK_COMPACT,          /* the paper's chained sections */
+  IR_PRODUCER_INK_COMPACT_LOOKBACK, /* sections with decoupled look-back */
+  IR_PRODUCER_COUNT
+} ir_compact_producer;
+const char *ir_compact_producer_name(ir_compact_producer p);
+/* The predicate the producer applies (so tests can build the expected output on the host). */
+bool ir_compact_producer_keeps(uint32_t value, uint32_t keep_threshold);
+cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_producer producer,
+                                    const uint32_t *d_in, uint32_t keep_threshold, uint32_t *d_out,
+                                    uint8_t *d_flags, uint32_t *d_count, size_t n,
+                                    cudaStream_t stream);
+
 /* One readable line for the last error of a call on this context (what failed and why). */
 const char *ir_compact_last_error(const ir_compact_ctx *ctx);
 

@@ -202,19 +202,19 @@ static __device__ __forceinline__ unsigned ir_ink_look_back(unsigned long long *
   return sum;
 }
 
-/* §2.3 stages 2-3 for the section controller (one warp): scans the section's block counts into
- * block_offsets[0..32] (entry blocks_in_sec, and 32, hold the section total), then obtains the section's output offset and publishes its own. Returns the
- * section's output offset in lane 0 (and writes *out_count for the last section). */
+/* §2.3 stages 2-3 for the section controller (one warp): scans the section's block counts (each
+ * below 2^count_bits) into block_offsets[0..32] (entry blocks_in_sec, and 32, hold the section
+ * total), then obtains the section's output offset and publishes its own. Returns the section's
+ * output offset in lane 0 (and writes *out_count for the last section). */
 static __device__ __forceinline__ unsigned ir_ink_section_controller(const ir_ink_sections &s,
                                                                      unsigned sec, unsigned blocks_in_sec,
-                                                                     unsigned *block_offsets,
+                                                                     int count_bits, unsigned *block_offsets,
                                                                      uint32_t *out_count) {
   const unsigned lane = threadIdx.x & 31u;
   const unsigned first = sec * IR_INK_SECTION_BLOCKS;
-  /* counts <= 1024 need 11 bit planes (the paper's log2(w_s * w_n) scans) */
   const unsigned count = lane < blocks_in_sec ? __ldcg(&s.block_counts[first + lane]) : 0u;
   unsigned total;
-  block_offsets[lane] = ir_ink_bitscan(count, 11, &total);
+  block_offsets[lane] = ir_ink_bitscan(count, count_bits, &total);
   unsigned base = 0;
   if (lane == 0) {
     block_offsets[IR_INK_SECTION_BLOCKS] = total;
@@ -229,6 +229,36 @@ static __device__ __forceinline__ unsigned ir_ink_section_controller(const ir_in
     if (first + blocks_in_sec == gridDim.x) *out_count = base + total;
   }
   return base;
+}
+
+/* §2.3 stage 4: the controller block moves the section's staged survivors to out[base...]. The
+ * loop runs over output positions (coalesced writes), each finding its block by a binary search
+ * of the 33 block offsets; four loads in flight per thread hide the L2 latency. */
+static __device__ __forceinline__ void ir_ink_section_move(const uint32_t *__restrict__ staged,
+                                                           size_t block_stride, unsigned first,
+                                                           const unsigned *block_offsets, unsigned base,
+                                                           uint32_t *__restrict__ out) {
+  const unsigned total = block_offsets[IR_INK_SECTION_BLOCKS];
+  enum { UNROLL = 4 };
+  for (unsigned o0 = threadIdx.x; o0 < total; o0 += UNROLL * blockDim.x) {
+    uint32_t v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      const unsigned o = o0 + u * blockDim.x;
+      if (o < total) {
+        unsigned b = 0; /* last block with block_offsets[b] <= o */
+#pragma unroll
+        for (unsigned step = 16; step > 0; step >>= 1)
+          if (block_offsets[b + step] <= o) b += step;
+        v[u] = __ldcg(&staged[(first + b) * block_stride + (o - block_offsets[b])]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      const unsigned o = o0 + u * blockDim.x;
+      if (o < total) out[base + o] = v[u];
+    }
+  }
 }
 
 /* Output order equals input order (thread order within a block, block order within the grid).
@@ -264,18 +294,14 @@ static __device__ __forceinline__ void ir_ink_compact_emit(bool keep, uint32_t v
   if (!is_controller) return;
   __threadfence(); /* acquire side of the pattern above */
 
-  /* Stages 2-3 (one warp), then stage 4: move the section's data to its place. */
+  /* Stages 2-3 (one warp), then stage 4: move the section's data to its place. Block counts are
+   * at most 1024: 11 bit planes (the paper's log2(w_s * w_n) scans). */
   if (threadIdx.x < 32) {
-    const unsigned base = ir_ink_section_controller(s, sec, blocks_in_sec, block_offsets, out_count);
+    const unsigned base = ir_ink_section_controller(s, sec, blocks_in_sec, 11, block_offsets, out_count);
     if (threadIdx.x == 0) section_base = base;
   }
   __syncthreads();
-  for (unsigned b = 0; b < blocks_in_sec; b++) {
-    const unsigned count = block_offsets[b + 1] - block_offsets[b];
-    const uint32_t *src = s.staged + (size_t)(first + b) * blockDim.x;
-    uint32_t *dst = out + section_base + block_offsets[b];
-    for (unsigned i = threadIdx.x; i < count; i += blockDim.x) dst[i] = __ldcg(&src[i]);
-  }
+  ir_ink_section_move(s.staged, blockDim.x, first, block_offsets, section_base, out);
 }
 
 #endif

@@ -1,0 +1,91 @@
+/* The producer kernel of the in-kernel ("fused") benchmark, InK's real claim: a kernel that
+ * computes a predicate per element and either emits the survivors itself (InK-Collate or
+ * InK-Compact called at its end) or writes a sparse array plus flags for an out-of-kernel
+ * compaction afterwards (what the paper's Thrust and Chag::PP pipelines do). All forms run the
+ * same code up to the output: one element per thread, 1024-thread blocks. */
+#include "compaction/compaction_device.cuh"
+#include "compaction/compaction_internal.h"
+
+#define PRODUCER_THREADS 1024
+
+static const char *const producer_names[IR_PRODUCER_COUNT] = {"sparse", "ink-collate", "ink-compact",
+                                                              "ink-compact-lb"};
+
+extern "C" const char *ir_compact_producer_name(ir_compact_producer p) {
+  return (unsigned)p < IR_PRODUCER_COUNT ? producer_names[p] : "?";
+}
+
+extern "C" bool ir_compact_producer_keeps(uint32_t value, uint32_t keep_threshold) {
+  return ir_compact_hash(value) < keep_threshold;
+}
+
+static __device__ __forceinline__ bool produce(const uint32_t *in, uint32_t keep_threshold, size_t n, size_t i,
+                                               uint32_t *value) {
+  *value = i < n ? in[i] : 0u;
+  return i < n && ir_compact_hash(*value) < keep_threshold;
+}
+
+__global__ void __launch_bounds__(PRODUCER_THREADS)
+    producer_sparse(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
+                    uint8_t *__restrict__ flags, size_t n) {
+  const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  uint32_t value;
+  const bool keep = produce(in, keep_threshold, n, i, &value);
+  if (i < n) {
+    out[i] = keep ? value : 0u;
+    flags[i] = keep;
+  }
+}
+
+__global__ void __launch_bounds__(PRODUCER_THREADS)
+    producer_collate(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
+                     uint32_t *count, size_t n) {
+  uint32_t value;
+  const bool keep = produce(in, keep_threshold, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x, &value);
+  ir_ink_collate_emit(keep, value, out, count);
+}
+
+__global__ void __launch_bounds__(PRODUCER_THREADS)
+    producer_compact(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
+                     uint32_t *count, size_t n, ir_ink_sections s) {
+  uint32_t value;
+  const bool keep = produce(in, keep_threshold, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x, &value);
+  ir_ink_compact_emit(keep, value, out, count, s);
+}
+
+extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_producer producer,
+                                               const uint32_t *d_in, uint32_t keep_threshold, uint32_t *d_out,
+                                               uint8_t *d_flags, uint32_t *d_count, size_t n, cudaStream_t stream) {
+  if (!ctx) return cudaErrorInvalidValue;
+  if ((unsigned)producer >= IR_PRODUCER_COUNT)
+    return ir_compact_fail(ctx, cudaErrorInvalidValue, "producer %d is not one of sparse, ink-collate, "
+                           "ink-compact, ink-compact-lb", (int)producer);
+  if (n > ctx->capacity)
+    return ir_compact_fail(ctx, cudaErrorInvalidValue, "n = %zu exceeds the context's capacity of %zu elements",
+                           n, ctx->capacity);
+  if (!d_in || !d_out || (producer == IR_PRODUCER_SPARSE ? !d_flags : !d_count))
+    return ir_compact_fail(ctx, cudaErrorInvalidValue, "producer %s: NULL buffer", producer_names[producer]);
+  if (n == 0) return cudaSuccess;
+  const unsigned blocks = (unsigned)((n + PRODUCER_THREADS - 1) / PRODUCER_THREADS);
+  switch (producer) {
+  case IR_PRODUCER_SPARSE:
+    producer_sparse<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_flags, n);
+    IR_LAUNCH_TRY(ctx, "producer_sparse");
+    break;
+  case IR_PRODUCER_INK_COLLATE:
+    IR_CUDA_TRY(ctx, cudaMemsetAsync(d_count, 0, sizeof *d_count, stream));
+    producer_collate<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n);
+    IR_LAUNCH_TRY(ctx, "producer_collate");
+    break;
+  default: {
+    const ir_ink_sections s =
+        ir_ink_sections_bind_mode(ctx->sections, blocks, PRODUCER_THREADS,
+                                  producer == IR_PRODUCER_INK_COMPACT ? IR_INK_SECTIONS_CHAINED : IR_INK_SECTIONS_LOOKBACK);
+    IR_CUDA_TRY(ctx, ir_ink_sections_reset(&s, stream));
+    producer_compact<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n, s);
+    IR_LAUNCH_TRY(ctx, "producer_compact");
+    break;
+  }
+  }
+  return cudaSuccess;
+}
