@@ -373,6 +373,15 @@ static ir_status finish_read(const ir_header *h, const char *path, const ir_volu
 
 #define GZ_CHUNK ((unsigned)1 << 24)
 
+/* zlib's gzerror text without the "path: " it puts in front (the message names the file). */
+const char *ir_gz_reason(gzFile gz, const char *path) {
+  int code = 0;
+  const char *msg = gzerror(gz, &code);
+  size_t n = strlen(path);
+  if (strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2;
+  return *msg ? msg : "unexpected end of file";
+}
+
 /* gzread into dst until `bytes` are in; a message for corrupt or short data. */
 static ir_status gz_read_exact(gzFile gz, const char *path, void *dst, size_t bytes,
                                ir_progress *progress, char err[IR_ERR_LEN]) {
@@ -384,7 +393,8 @@ static ir_status gz_read_exact(gzFile gz, const char *path, void *dst, size_t by
     int got = gzread(gz, out + done, want);
     if (got < 0) {
       int code = 0;
-      const char *msg = gzerror(gz, &code);
+      gzerror(gz, &code);
+      const char *msg = ir_gz_reason(gz, path);
       if (code == Z_MEM_ERROR) {
         snprintf(err, IR_ERR_LEN, "%s: out of host memory while decompressing", path);
         return IR_ERR_RUNTIME;
@@ -395,10 +405,8 @@ static ir_status gz_read_exact(gzFile gz, const char *path, void *dst, size_t by
     done += (size_t)got;
     ir_progress_add(progress, (size_t)got);
     if ((unsigned)got < want) {
-      int code = 0;
-      const char *msg = gzerror(gz, &code);
-      return ir_input_error(err, path, "truncated gzip data: %zu of %zu bytes%s%s%s", done, bytes,
-                            code ? " (" : "", code ? msg : "", code ? ")" : "");
+      return ir_input_error(err, path, "truncated gzip data: %zu of %zu bytes (%s)", done, bytes,
+                            ir_gz_reason(gz, path));
     }
   }
   return IR_OK;
@@ -424,9 +432,8 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
   }
   gzbuffer(gz, 1u << 18);
   if (offset > 0 && gzseek(gz, (z_off_t)offset, SEEK_SET) != (z_off_t)offset) {
-    int code = 0;
     status = ir_input_error(err, path, "gzip data end before byte %zu, where the voxels begin (%s)",
-                            offset, gzerror(gz, &code));
+                            offset, ir_gz_reason(gz, path));
   }
   ir_progress progress;
   ir_progress_begin(&progress, desc->show_progress, ir_display_name(path), out->bytes);
@@ -435,14 +442,13 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
   if (status == IR_OK) {
     unsigned char extra;
     int more = gzread(gz, &extra, 1);
-    int code = 0;
     if (more > 0)
       status = ir_input_error(err, path,
                               "decompresses to more than %zu bytes, the size of %zux%zux%zu %s",
                               out->bytes, h->dims[0], h->dims[1], h->dims[2],
                               ir_voxel_type_name(h->type));
     else if (more < 0)
-      status = ir_input_error(err, path, "corrupt gzip data at the end (%s)", gzerror(gz, &code));
+      status = ir_input_error(err, path, "corrupt gzip data at the end (%s)", ir_gz_reason(gz, path));
   }
   gzclose(gz);
   if (status != IR_OK) {

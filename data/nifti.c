@@ -151,8 +151,7 @@ static ir_status read_gz_header(const char *path, unsigned char *buf, size_t *le
   gzFile gz = gzopen(path, "rb");
   if (!gz) return ir_input_error(err, path, "cannot open");
   int got = gzread(gz, buf, IR_NIFTI_HEADER_BYTES);
-  int code = 0;
-  const char *msg = got < 0 ? gzerror(gz, &code) : "";
+  const char *msg = got < 0 ? ir_gz_reason(gz, path) : "";
   ir_status status = IR_OK;
   if (got < 0) status = ir_input_error(err, path, "corrupt gzip data in the header (%s)", msg);
   gzclose(gz);

@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <zlib.h>
 
 #include "data/volume.h"
 
@@ -84,6 +85,9 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
  * zlib's gz* API (.raw.gz, .nii.gz), then finishes the volume as ir_header_read_voxels does. */
 ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
                             const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+
+/* gzerror's reason for a gzFile opened from `path`, without the path in front. */
+const char *ir_gz_reason(gzFile gz, const char *path);
 
 /* ---- Header text (header_text.c) ---------------------------------------------------------- */
 typedef struct ir_text_line {

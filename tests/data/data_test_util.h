@@ -1,0 +1,171 @@
+/* Helpers for the data module's tests: the shared dataset folder, a scratch folder, writing
+ * and reading whole files (plain, gzip, zlib), loading with options. Reads files directly,
+ * never through the loader, so expected values are independent of the code under test. */
+#ifndef INKRAY_TESTS_DATA_UTIL_H
+#define INKRAY_TESTS_DATA_UTIL_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "data/volume.h"
+#include "tests/check.h"
+
+/* The real datasets; a test that needs them fails (not skips) when they are missing. */
+static inline const char *shared_data_dir(void) {
+  const char *dir = getenv("INKRAY_SHARED_DATA");
+  struct stat st;
+  if (!dir || !*dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr,
+            "FAIL: INKRAY_SHARED_DATA ('%s') is not a folder: these tests need the real datasets "
+            "(ctest sets it to ../shared/data beside the repository)\n",
+            dir ? dir : "(unset)");
+    exit(1);
+  }
+  return dir;
+}
+
+/* printf into a static ring of buffers: handy for building paths inline. */
+static inline const char *fmt_path(const char *fmt, ...) {
+  static char ring[16][1024];
+  static int next;
+  char *out = ring[next++ % 16];
+  va_list args;
+  va_start(args, fmt);
+  vsnprintf(out, sizeof ring[0], fmt, args);
+  va_end(args);
+  return out;
+}
+
+static inline const char *shared_path(const char *name) {
+  return fmt_path("%s/%s", shared_data_dir(), name);
+}
+
+static char scratch_dir_path[512];
+
+static inline void remove_scratch_dir(void) {
+  if (!scratch_dir_path[0]) return;
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", scratch_dir_path);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", scratch_dir_path);
+}
+
+/* A fresh folder for generated files, removed at exit. */
+static inline const char *scratch_dir(void) {
+  if (scratch_dir_path[0]) return scratch_dir_path;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(scratch_dir_path, sizeof scratch_dir_path, "%s/inkray-data-test-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(scratch_dir_path)) {
+    fprintf(stderr, "FAIL: cannot create a scratch folder %s\n", scratch_dir_path);
+    exit(1);
+  }
+  atexit(remove_scratch_dir);
+  return scratch_dir_path;
+}
+
+static inline const char *scratch_path(const char *name) { return fmt_path("%s/%s", scratch_dir(), name); }
+
+static inline void write_bytes(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(data, 1, n, f) != n) {
+    fprintf(stderr, "FAIL: cannot write %s\n", path);
+    exit(1);
+  }
+  fclose(f);
+}
+
+static inline void append_bytes(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "ab");
+  if (!f || fwrite(data, 1, n, f) != n) {
+    fprintf(stderr, "FAIL: cannot append to %s\n", path);
+    exit(1);
+  }
+  fclose(f);
+}
+
+static inline void write_text(const char *path, const char *text) { write_bytes(path, text, strlen(text)); }
+
+/* The whole file in a new buffer (NULL if unreadable); *n gets its size. */
+static inline unsigned char *read_bytes(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *buf = malloc(size > 0 ? (size_t)size : 1);
+  size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
+  fclose(f);
+  if (!buf || got != (size_t)size) {
+    free(buf);
+    return NULL;
+  }
+  *n = got;
+  return buf;
+}
+
+/* Compresses into a new buffer: gzip (window_bits 31) or zlib (15). */
+static inline unsigned char *deflate_bytes(const void *data, size_t n, int window_bits, size_t *out_n) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (deflateInit2(&z, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) return NULL;
+  size_t cap = deflateBound(&z, (uLong)n) + 64;
+  unsigned char *out = malloc(cap);
+  z.next_in = (Bytef *)(uintptr_t)data;
+  z.avail_in = (uInt)n;
+  z.next_out = out;
+  z.avail_out = (uInt)cap;
+  int rc = deflate(&z, Z_FINISH);
+  *out_n = cap - z.avail_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+/* Loads with options; returns the status, err holds the message. */
+static inline ir_status load_with(const char *source, const ir_volume_desc *options, ir_volume *v,
+                           char err[IR_ERR_LEN]) {
+  ir_volume_desc desc = options ? *options : (ir_volume_desc){0};
+  desc.source = source;
+  err[0] = '\0';
+  return ir_volume_load(&desc, v, err);
+}
+
+static inline ir_status load(const char *source, ir_volume *v, char err[IR_ERR_LEN]) {
+  return load_with(source, NULL, v, err);
+}
+
+/* Big-endian stores for writing test files on any host. */
+static inline void put_be16(unsigned char *p, uint16_t v) {
+  p[0] = (unsigned char)(v >> 8);
+  p[1] = (unsigned char)v;
+}
+
+static inline void put_be32(unsigned char *p, uint32_t v) {
+  for (int k = 0; k < 4; k++) p[k] = (unsigned char)(v >> (24 - 8 * k));
+}
+
+static inline void put_le16(unsigned char *p, uint16_t v) {
+  p[0] = (unsigned char)v;
+  p[1] = (unsigned char)(v >> 8);
+}
+
+static inline void put_le32(unsigned char *p, uint32_t v) {
+  for (int k = 0; k < 4; k++) p[k] = (unsigned char)(v >> (8 * k));
+}
+
+static inline uint32_t float_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+
+#endif

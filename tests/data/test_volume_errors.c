@@ -1,0 +1,260 @@
+/* Bad input: every failure is IR_ERR_INPUT (IR_ERR_RUNTIME for memory) with one line that
+ * names the file and the reason, and leaves the volume empty. */
+#include "tests/data/data_test_util.h"
+
+/* Loads `source` with `opt`, expects `status` and a one-line message holding every reason. */
+static void expect_failure_with(const char *source, const ir_volume_desc *opt, ir_status status,
+                                const char *name_part, const char *reason,
+                                const char *reason2) {
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  ir_status got = load_with(source, opt, &v, err);
+  if (getenv("INKRAY_TEST_VERBOSE")) printf("  %s\n", err);
+  CHECK_MSG(got == status, "%s: status %d, expected %d (%s)", source, (int)got, (int)status, err);
+  CHECK_STR_CONTAINS(err, name_part);
+  CHECK_STR_CONTAINS(err, reason);
+  if (reason2) CHECK_STR_CONTAINS(err, reason2);
+  CHECK_MSG(strchr(err, '\n') == NULL, "message is more than one line: %s", err);
+  CHECK(v.voxels == NULL && v.bytes == 0);
+  if (got == IR_OK) ir_volume_free(&v);
+}
+
+static void expect_input_error(const char *source, const char *name_part, const char *reason,
+                               const char *reason2) {
+  expect_failure_with(source, NULL, IR_ERR_INPUT, name_part, reason, reason2);
+}
+
+/* A small valid uint8 payload for headers to point at. */
+static void write_u8(const char *name, size_t n) {
+  unsigned char buf[256] = {0};
+  write_bytes(scratch_path(name), buf, n);
+}
+
+static void test_missing_directory_and_unreadable_files(void) {
+  expect_input_error(scratch_path("missing_4x4x4_uint8.raw"), "missing_4x4x4_uint8.raw",
+                     "no such file", NULL);
+  expect_input_error(scratch_dir(), scratch_dir(), "is a directory", NULL);
+  write_u8("locked_4x4x4_uint8.raw", 64);
+  chmod(scratch_path("locked_4x4x4_uint8.raw"), 0);
+  FILE *f = fopen(scratch_path("locked_4x4x4_uint8.raw"), "rb");
+  if (f) {
+    fclose(f); /* running as root: permissions do not stop reads */
+    SKIP(unreadable_file, "permissions do not apply to this user (root)");
+  } else {
+    expect_input_error(scratch_path("locked_4x4x4_uint8.raw"), "locked_4x4x4_uint8.raw",
+                       "cannot", "ermission denied");
+  }
+  expect_input_error(scratch_path("missing.nrrd"), "missing.nrrd", "no such file", NULL);
+}
+
+static void test_raw_size_mismatch_names_both_sizes(void) {
+  write_u8("short_4x4x4_uint8.raw", 60);
+  expect_input_error(scratch_path("short_4x4x4_uint8.raw"), "short_4x4x4_uint8.raw",
+                     "60 bytes, expected 64 for 4x4x4 uint8", NULL);
+  write_u8("long_2x2x2_int16.raw", 20);
+  expect_input_error(scratch_path("long_2x2x2_int16.raw"), "long_2x2x2_int16.raw",
+                     "20 bytes, expected 16 for 2x2x2 int16", NULL);
+  ir_volume_desc opt = {.dims = {3, 3, 3}, .type_given = true, .type = IR_VOXEL_FLOAT32};
+  expect_failure_with(scratch_path("short_4x4x4_uint8.raw"), &opt, IR_ERR_INPUT,
+                      "short_4x4x4_uint8.raw", "60 bytes, expected 108 for 3x3x3 float32", NULL);
+}
+
+static void test_zero_and_overflowing_dims(void) {
+  write_u8("zero_0x4x4_uint8.raw", 16);
+  expect_input_error(scratch_path("zero_0x4x4_uint8.raw"), "zero_0x4x4_uint8.raw", "0x4x4",
+                     "at least 1");
+  write_u8("huge_1099511627776x1099511627776x16_float32.raw", 16);
+  expect_input_error(scratch_path("huge_1099511627776x1099511627776x16_float32.raw"),
+                     "huge_1099511627776x1099511627776x16_float32.raw", "overflows size_t", NULL);
+  write_text(scratch_path("zero.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 4 0 4\n"
+                                        "encoding: raw\ndata file: z.raw\n");
+  write_u8("z.raw", 16);
+  expect_input_error(scratch_path("zero.nhdr"), "zero.nhdr", "4x0x4", "at least 1");
+  write_text(scratch_path("over.nhdr"), "NRRD0004\ntype: float\ndimension: 3\nendian: little\n"
+                                        "sizes: 4294967296 4294967296 4294967296\n"
+                                        "encoding: raw\ndata file: z.raw\n");
+  expect_input_error(scratch_path("over.nhdr"), "over.nhdr", "overflows size_t", NULL);
+}
+
+static void test_unknown_type_words(void) {
+  write_u8("t_2x2x2_float64.raw", 64);
+  expect_input_error(scratch_path("t_2x2x2_float64.raw"), "t_2x2x2_float64.raw",
+                     "unknown voxel type 'float64'", "--type");
+  write_text(scratch_path("double.nhdr"), "NRRD0004\ntype: double\ndimension: 3\nsizes: 2 2 2\n"
+                                          "endian: little\nencoding: raw\ndata file: z.raw\n");
+  expect_input_error(scratch_path("double.nhdr"), "double.nhdr", "line 2", "type 'double'");
+  write_text(scratch_path("double.mhd"), "NDims = 3\nDimSize = 2 2 2\nElementType = MET_DOUBLE\n"
+                                         "ElementDataFile = z.raw\n");
+  expect_input_error(scratch_path("double.mhd"), "double.mhd", "line 3", "MET_DOUBLE");
+  write_text(scratch_path("char.dat"), "ObjectFileName: z.raw\nResolution: 2 2 2\nFormat: CHAR\n");
+  expect_input_error(scratch_path("char.dat"), "char.dat", "line 3", "Format CHAR");
+  unsigned char nii[352] = {0};
+  put_le32(nii, 348);
+  put_le16(nii + 40, 3);
+  for (int k = 1; k <= 3; k++) put_le16(nii + 40 + 2 * k, 2);
+  put_le16(nii + 70, 64);
+  put_le32(nii + 108, float_bits(352));
+  memcpy(nii + 344, "n+1\0", 4);
+  write_bytes(scratch_path("double.nii"), nii, sizeof nii);
+  expect_input_error(scratch_path("double.nii"), "double.nii", "datatype 64", "FLOAT64");
+  put_le16(nii + 70, 2);
+  put_le16(nii + 40, 4);
+  put_le16(nii + 48, 5);
+  write_bytes(scratch_path("series.nii"), nii, sizeof nii);
+  expect_input_error(scratch_path("series.nii"), "series.nii", "only 3-D", NULL);
+  write_bytes(scratch_path("stub.nii"), nii, 100);
+  expect_input_error(scratch_path("stub.nii"), "stub.nii", "too short", NULL);
+}
+
+static void test_unknown_endian_words(void) {
+  write_text(scratch_path("middle.nhdr"), "NRRD0004\ntype: short\ndimension: 3\nsizes: 2 2 2\n"
+                                          "endian: middle\nencoding: raw\ndata file: z.raw\n");
+  expect_input_error(scratch_path("middle.nhdr"), "middle.nhdr", "line 5", "endian 'middle'");
+  write_text(scratch_path("maybe.mhd"), "NDims = 3\nDimSize = 2 2 2\nElementType = MET_SHORT\n"
+                                        "ElementByteOrderMSB = Maybe\nElementDataFile = z.raw\n");
+  expect_input_error(scratch_path("maybe.mhd"), "maybe.mhd", "line 4", "True or False");
+  write_text(scratch_path("side.dat"), "ObjectFileName: z.raw\nResolution: 2 2 2\nFormat: USHORT\n"
+                                       "Endianess: SIDEWAYS\n");
+  expect_input_error(scratch_path("side.dat"), "side.dat", "line 4", "LITTLE or BIG");
+  write_text(scratch_path("noendian.nhdr"), "NRRD0004\ntype: short\ndimension: 3\nsizes: 2 2 2\n"
+                                            "encoding: raw\ndata file: z.raw\n");
+  expect_input_error(scratch_path("noendian.nhdr"), "noendian.nhdr", "endian", "missing");
+}
+
+static void test_malformed_header_lines_give_line_numbers(void) {
+  write_text(scratch_path("bad.nhdr"), "NRRD0004\ntype: uchar\n# fine comment\n"
+                                       "this line has no colon\nsizes: 2 2 2\n");
+  expect_input_error(scratch_path("bad.nhdr"), "bad.nhdr", "line 4", "expected 'field: value'");
+  write_text(scratch_path("sizes.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 two 2\n");
+  expect_input_error(scratch_path("sizes.nhdr"), "sizes.nhdr", "line 4", "sizes");
+  write_text(scratch_path("bad.mhd"), "NDims = 3\n\nDimSize 2 2 2\n");
+  expect_input_error(scratch_path("bad.mhd"), "bad.mhd", "line 3", "Key = Value");
+  write_text(scratch_path("bad.dat"), "ObjectFileName: z.raw\nResolution 2 2 2\n");
+  expect_input_error(scratch_path("bad.dat"), "bad.dat", "line 2", "Key: value");
+  write_text(scratch_path("magic.nrrd"), "NRRX0004\ntype: uchar\n");
+  expect_input_error(scratch_path("magic.nrrd"), "magic.nrrd", "not a NRRD file", NULL);
+  write_text(scratch_path("nofield.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nencoding: raw\n"
+                                           "data file: z.raw\n");
+  expect_input_error(scratch_path("nofield.nhdr"), "nofield.nhdr", "missing", "sizes");
+  write_text(scratch_path("bzip.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\n"
+                                        "encoding: bzip2\ndata file: z.raw\n");
+  expect_input_error(scratch_path("bzip.nhdr"), "bzip.nhdr", "line 5", "encoding 'bzip2'");
+  write_text(scratch_path("pattern.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\n"
+                                           "encoding: raw\ndata file: s%d%d 1 2 1\n");
+  expect_input_error(scratch_path("pattern.nhdr"), "pattern.nhdr", "line 6", "%d");
+}
+
+static void test_header_pointing_at_missing_data_file(void) {
+  write_text(scratch_path("lost.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\n"
+                                        "encoding: raw\ndata file: nothere.raw\n");
+  expect_input_error(scratch_path("lost.nhdr"), "lost.nhdr", "nothere.raw", "no such file");
+  write_text(scratch_path("lost.mhd"), "NDims = 3\nDimSize = 2 2 2\nElementType = MET_UCHAR\n"
+                                       "ElementDataFile = gone.raw\n");
+  expect_input_error(scratch_path("lost.mhd"), "lost.mhd", "gone.raw", "no such file");
+  write_text(scratch_path("lost.dat"), "ObjectFileName: vanished.raw\nResolution: 2 2 2\n"
+                                       "Format: UCHAR\n");
+  expect_input_error(scratch_path("lost.dat"), "lost.dat", "vanished.raw", "no such file");
+  write_u8("sl1.raw", 4);
+  write_text(scratch_path("gap.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\n"
+                                       "encoding: raw\ndata file: sl%d.raw 1 2 1\n");
+  expect_input_error(scratch_path("gap.nhdr"), "gap.nhdr", "sl2.raw", "no such file");
+}
+
+static void test_truncated_and_corrupt_compressed_data(void) {
+  unsigned char data[4096];
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (unsigned char)(i * 7 + i / 13);
+  size_t gz_n = 0, z_n = 0;
+  unsigned char *gz = deflate_bytes(data, sizeof data, 31, &gz_n);
+  unsigned char *z = deflate_bytes(data, sizeof data, 15, &z_n);
+  CHECK(gz && z);
+  if (!gz || !z) return;
+  write_bytes(scratch_path("cut_16x16x16_uint8.raw.gz"), gz, gz_n / 2);
+  expect_input_error(scratch_path("cut_16x16x16_uint8.raw.gz"), "cut_16x16x16_uint8.raw.gz",
+                     "gzip", "truncated");
+  unsigned char *bad = malloc(gz_n);
+  memcpy(bad, gz, gz_n);
+  for (size_t i = 20; i < 60 && i < gz_n; i++) bad[i] ^= 0x5a;
+  write_bytes(scratch_path("flip_16x16x16_uint8.raw.gz"), bad, gz_n);
+  expect_input_error(scratch_path("flip_16x16x16_uint8.raw.gz"), "flip_16x16x16_uint8.raw.gz",
+                     "corrupt gzip", NULL);
+  write_bytes(scratch_path("plain_16x16x16_uint8.raw.gz"), data, sizeof data);
+  expect_input_error(scratch_path("plain_16x16x16_uint8.raw.gz"), "plain_16x16x16_uint8.raw.gz",
+                     "not a gzip file", NULL);
+  write_bytes(scratch_path("small_8x8x8_uint8.raw.gz"), gz, gz_n);
+  expect_input_error(scratch_path("small_8x8x8_uint8.raw.gz"), "small_8x8x8_uint8.raw.gz",
+                     "more than 512 bytes", NULL);
+
+  const char *nrrd_header = "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 16 16 16\nencoding: gzip\n\n";
+  write_text(scratch_path("cut.nrrd"), nrrd_header);
+  append_bytes(scratch_path("cut.nrrd"), gz, gz_n - 12);
+  expect_input_error(scratch_path("cut.nrrd"), "cut.nrrd", "truncated gzip", NULL);
+  write_text(scratch_path("flip.nrrd"), nrrd_header);
+  append_bytes(scratch_path("flip.nrrd"), bad, gz_n);
+  expect_input_error(scratch_path("flip.nrrd"), "flip.nrrd", "corrupt gzip", NULL);
+
+  const char *mha_header = "NDims = 3\nDimSize = 16 16 16\nElementType = MET_UCHAR\n"
+                           "CompressedData = True\nElementDataFile = LOCAL\n";
+  memcpy(bad, z, z_n);
+  for (size_t i = 10; i < 40 && i < z_n; i++) bad[i] ^= 0xa5;
+  write_text(scratch_path("flip.mha"), mha_header);
+  append_bytes(scratch_path("flip.mha"), bad, z_n);
+  expect_input_error(scratch_path("flip.mha"), "flip.mha", "corrupt zlib", NULL);
+  write_text(scratch_path("cut.mha"), mha_header);
+  append_bytes(scratch_path("cut.mha"), z, z_n / 3);
+  expect_input_error(scratch_path("cut.mha"), "cut.mha", "truncated zlib", NULL);
+  free(bad);
+  free(gz);
+  free(z);
+}
+
+static void test_raw_without_dims_says_how_to_give_them(void) {
+  write_u8("mystery.raw", 64);
+  expect_input_error(scratch_path("mystery.raw"), "mystery.raw", "no dims", "--dims XxYxZ");
+  ir_volume_desc opt = {.dims = {4, 4, 4}};
+  expect_failure_with(scratch_path("mystery.raw"), &opt, IR_ERR_INPUT, "mystery.raw",
+                      "no voxel type", "--type");
+}
+
+static void test_header_formats_reject_raw_options(void) {
+  ir_volume_desc opt = {.type_given = true, .type = IR_VOXEL_UINT8};
+  write_text(scratch_path("ok.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\n"
+                                      "encoding: raw\ndata file: z.raw\n");
+  expect_failure_with(scratch_path("ok.nhdr"), &opt, IR_ERR_INPUT, "ok.nhdr", "--type",
+                      "raw files");
+}
+
+static void test_builtin_bad_names_and_sizes(void) {
+  expect_input_error("builtin:cube", "builtin:cube", "unknown builtin volume 'cube'", "sphere");
+  expect_input_error("builtin:", "builtin:", "unknown builtin", NULL);
+  const char *sizes[] = {"builtin:sphere:0", "builtin:sphere:1", "builtin:sphere:1025",
+                         "builtin:fractal:99999999999999999999", "builtin:sphere:abc",
+                         "builtin:sphere:64x", "builtin:sphere:", "builtin:sphere:-8"};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    expect_input_error(sizes[k], sizes[k], "from 2 to 1024", NULL);
+}
+
+static void test_out_of_memory_is_a_runtime_error(void) {
+  /* 2^50 bytes: fits size_t, cannot be allocated; compressed data defer the size check. */
+  write_text(scratch_path("vast.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\n"
+                                        "sizes: 1048576 1048576 1024\nencoding: gzip\n"
+                                        "data file: z.raw\n");
+  expect_failure_with(scratch_path("vast.nhdr"), NULL, IR_ERR_RUNTIME, "vast.nhdr",
+                      "out of host memory", NULL);
+}
+
+int main(void) {
+  write_u8("z.raw", 8);
+  RUN(test_missing_directory_and_unreadable_files);
+  RUN(test_raw_size_mismatch_names_both_sizes);
+  RUN(test_zero_and_overflowing_dims);
+  RUN(test_unknown_type_words);
+  RUN(test_unknown_endian_words);
+  RUN(test_malformed_header_lines_give_line_numbers);
+  RUN(test_header_pointing_at_missing_data_file);
+  RUN(test_truncated_and_corrupt_compressed_data);
+  RUN(test_raw_without_dims_says_how_to_give_them);
+  RUN(test_header_formats_reject_raw_options);
+  RUN(test_builtin_bad_names_and_sizes);
+  RUN(test_out_of_memory_is_a_runtime_error);
+  return check_summary();
+}
