@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(RZ_THREADS) redzone_single_block(rz_args a) {
   __syncthreads();
   for (unsigned i = threadIdx.x; i < s.k; i += blockDim.x) { /* phase 1 */
     const unsigned r = a.remove[i];
-    if (r >= s.z) atomicOr(&marks[(r - s.z) >> 5], 1u << ((r - s.z) & 31u));
+    if (r >= s.z && r < s.n) atomicOr(&marks[(r - s.z) >> 5], 1u << ((r - s.z) & 31u));
   }
   __syncthreads();
   unsigned orphans, dst_orphans;
