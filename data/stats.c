@@ -170,9 +170,17 @@ static void smooth(const double *a, double *out, int r) {
   }
 }
 
+/* Voxels within +-4 bins of bin b. */
+static double peak_mass(const size_t *fine, int b) {
+  size_t mass = 0;
+  for (int k = b - 4; k <= b + 4; k++)
+    if (k >= 0 && k < FINE_BINS) mass += fine[k];
+  return (double)mass;
+}
+
 /* Material peaks of the histogram: local maxima of the smoothed log histogram that stand at
- * least `prominence` (log units) above the lowest point between them and any higher peak, and
- * hold at least 1% of the voxels within +-4 bins. Returns their bins, ascending. */
+ * least e times (1 in log units) above the lowest point between them and any higher peak, and
+ * hold at least 2% of the voxels within +-4 bins. Returns their bins, ascending. */
 static int material_peaks(const double *logh, const size_t *fine, size_t finite, int *peaks,
                           int max_peaks) {
   int n = 0;
@@ -180,10 +188,7 @@ static int material_peaks(const double *logh, const size_t *fine, size_t finite,
     bool left_ok = b == 0 || logh[b] > logh[b - 1];
     bool right_ok = b == FINE_BINS - 1 || logh[b] >= logh[b + 1];
     if (!left_ok || !right_ok) continue;
-    size_t mass = 0;
-    for (int k = b - 4; k <= b + 4; k++)
-      if (k >= 0 && k < FINE_BINS) mass += fine[k];
-    if (mass * 100 < finite) continue;
+    if (peak_mass(fine, b) * 50 < (double)finite) continue;
     /* Walk each way to a higher point (or the end), keeping the lowest value passed. */
     double low_left = logh[b], low_right = logh[b];
     bool higher_left = false, higher_right = false;
@@ -201,7 +206,7 @@ static int material_peaks(const double *logh, const size_t *fine, size_t finite,
                                              : (low_left < low_right ? low_left : low_right);
     /* The tallest peak has no higher one: its prominence is against the deepest valley. */
     if (!higher_left && !higher_right) base = low_left < low_right ? low_left : low_right;
-    if (logh[b] - base >= 0.5) peaks[n++] = b;
+    if (logh[b] - base >= 1.0) peaks[n++] = b;
   }
   return n;
 }
@@ -226,11 +231,16 @@ static void suggest_boundaries(ir_volume_stats *s, const size_t *fine, const siz
    *    voxels of a boundary between them lie. Best first. */
   int peaks[FINE_BINS];
   int peak_count = material_peaks(logh, fine, finite, peaks, FINE_BINS);
-  for (int k = 0; k + 1 < peak_count; k++)
-    c[n++] = (candidate){s->min + (0.5 * (peaks[k] + peaks[k + 1]) + 0.5) * width, 3.0};
-  /* 2. Above the last material: where a long tail (bone above tissue in CT) leaves the peak,
-   *    at the first bin under a tenth of the peak's count. */
-  if (peak_count > 0) {
+  for (int k = 0; k + 1 < peak_count; k++) {
+    /* Pairs of big materials first: the score grows with the smaller one's share. */
+    double smaller = fmin(peak_mass(fine, peaks[k]), peak_mass(fine, peaks[k + 1]));
+    c[n++] = (candidate){s->min + (0.5 * (peaks[k] + peaks[k + 1]) + 0.5) * width,
+                         3.0 + smaller / (double)finite};
+  }
+  /* 2. Above the last material, when there are two or more (the lowest is background): where
+   *    a long tail (bone above tissue in CT) leaves the peak, at the first bin under a tenth of
+   *    the peak's count. */
+  if (peak_count > 1) {
     int p = peaks[peak_count - 1], start = p + 1;
     size_t top = 0;
     for (int k = p - 1; k <= p + 1; k++)
