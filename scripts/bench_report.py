@@ -142,52 +142,93 @@ def verdict_on_par(per_dataset, points, name_a, name_b, tolerance=0.05):
 
 
 # ---- Compaction --------------------------------------------------------------------------------
+# inkray compact-bench CSV: n,kept_pct,case,median_us,min_us,effective_gbps,copy_fraction,vs_base,gpu.
+# Flags are a uniform random pattern (a hash of the value against a threshold), as in JJ Fig. 11
+# and Redzone Fig. 4; Redzone in place is timed with its removal list sorted and shuffled.
+SCAN = "cub DeviceSelect::Flagged"
+REDZONE_LIST = "redzone in place, sorted list"
+
 
 def read_compact(out):
+    """{(case, n, kept_pct): median_us}."""
     path = os.path.join(out, "compact.csv")
-    if not os.path.exists(path):
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def pick(row, *names):
-    """The first of several possible column names present in a compact-bench row."""
-    for n in names:
-        if n in row and row[n] != "":
-            return row[n]
-    return None
-
-
-def compact_series(rows):
-    """(operation, pattern, n, kept fraction, method) -> median ms."""
     series = {}
-    for r in rows:
-        ms = pick(r, "median_ms", "ms", "time_ms")
-        n = pick(r, "n", "size", "elements")
-        kept = pick(r, "kept_fraction", "kept", "keep_fraction")
-        method = pick(r, "method")
-        if ms is None or n is None or kept is None or method is None:
-            continue
-        op = pick(r, "operation", "op", "mode") or "flagged"
-        pattern = pick(r, "pattern") or "random"
-        series[(op, pattern, int(float(n)), float(kept), method)] = float(ms)
+    if not os.path.exists(path):
+        return series
+    with open(path, newline="") as f:
+        rows = csv.reader(f)
+        header = next(rows, [])
+        width = len(header)
+        for fields in rows:
+            # Case names such as "redzone in place, sorted list" may be written unquoted: the
+            # fields after the case are numbers, so whatever lies between is the name.
+            extra = len(fields) - width
+            if extra < 0 or width < 4:
+                continue
+            case = ",".join(fields[2:3 + extra])
+            try:
+                series[(case, int(fields[0]), int(fields[1]))] = float(fields[3 + extra])
+            except ValueError:
+                continue
     return series
 
 
-def crossover(series, op, pattern, n, a, b):
-    """Kept fractions at n where a is faster than b, and the ratios."""
-    keys = sorted(k for k in series if k[0] == op and k[1] == pattern and k[2] == n and k[4] == a)
+def ratio_by_kept(series, n, slow, fast):
+    """[(kept_pct, time(slow) / time(fast))] at size n: > 1 means `fast` is faster."""
     out = []
-    for k in keys:
-        kb = (op, pattern, n, k[3], b)
-        if kb in series:
-            out.append((k[3], series[kb] / series[k]))  # > 1: a faster
+    for (case, size, kept), us in sorted(series.items(), key=lambda kv: kv[0][2]):
+        if case == fast and size == n and (slow, n, kept) in series and us > 0:
+            out.append((kept, series[(slow, n, kept)] / us))
     return out
 
 
 def nearest(values, target):
     return min(values, key=lambda v: abs(v - target)) if values else None
+
+
+def claim_jumping_jack(series):
+    sizes = sorted({k[1] for k in series})
+    n = nearest(sizes, 4 << 20)  # JJ Fig. 11: a 4M-element stream
+    parts, word = [], "not measured"
+    for base in (SCAN, "thrust"):
+        r = ratio_by_kept(series, n, base, "jumping-jack")
+        if not r:
+            continue
+        parts.append(f"{base}/jumping-jack time at n={n}: "
+                     + ", ".join(f"{100 - kept}% invalid {x:.2f}" for kept, x in r))
+        if base == SCAN:
+            below = [x for kept, x in r if 100 - kept < 78]
+            above = [x for kept, x in r if 100 - kept > 78]
+            if below and all(x > 1 for x in below) and (not above or all(x <= 1 for x in above)):
+                word = "holds"
+            elif any(x > 1 for _, x in r):
+                word = "holds only when"
+            else:
+                word = "does not hold"
+    return word, "; ".join(parts) + (" (the paper's baseline is Horn's scan + binary-search gather; "
+                                     "today's scan-based baseline is CUB's single-pass select)")
+
+
+def claim_redzone(series):
+    sizes = sorted({k[1] for k in series})
+    n = max(sizes) if sizes else 0
+    r = dict(ratio_by_kept(series, n, "thrust", REDZONE_LIST))
+    text = (f"thrust/redzone-in-place time at n={n}: "
+            + ", ".join(f"{100 - kept}% removed {x:.2f}" for kept, x in sorted(r.items(), reverse=True)))
+    rc = dict(ratio_by_kept(series, n, SCAN, REDZONE_LIST))
+    if rc:
+        text += "; cub/redzone-in-place: " + ", ".join(f"{100 - kept}% removed {x:.2f}"
+                                                       for kept, x in sorted(rc.items(), reverse=True))
+    r2, r50 = r.get(98), r.get(50)
+    if r2 is None or r50 is None:
+        word = "not measured"
+    elif r2 >= 5 and 0.67 <= r50 <= 1.5:
+        word = "holds"
+    elif r2 > 1.2 or r50 > 1.2:
+        word = "holds only when"
+    else:
+        word = "does not hold"
+    return word, text
 
 
 # ---- Plots ------------------------------------------------------------------------------------
@@ -265,31 +306,52 @@ def plots(out, datasets, series):
     plt.close(fig)
     made.append("stages.png")
 
-    # Compaction sweeps: time against kept fraction per size (Fig. 11 / Fig. 4 shape).
+    # Compaction sweeps: time against the removed share at each size (JJ Fig. 11, Redzone Fig. 4).
     if series:
-        groups = sorted({(k[0], k[1]) for k in series})
-        sizes = sorted({k[2] for k in series})
-        fig, axes = plt.subplots(len(groups), len(sizes), figsize=(3.3 * len(sizes), 2.8 * len(groups)),
-                                 squeeze=False)
-        methods = sorted({k[4] for k in series})
-        for gi, (op, pattern) in enumerate(groups):
-            for si, n in enumerate(sizes):
-                ax = axes[gi][si]
-                for m in methods:
-                    pts = sorted((k[3], v) for k, v in series.items()
-                                 if k[0] == op and k[1] == pattern and k[2] == n and k[4] == m)
-                    if pts:
-                        ax.plot([100 * (1 - p[0]) for p in pts], [p[1] for p in pts], marker="o", ms=3, label=m)
-                ax.set_yscale("log")
-                ax.set_title(f"{op}, {pattern}, n={n}", fontsize=8)
-                ax.set_xlabel("removed / invalid (%)", fontsize=7)
-                ax.set_ylabel("median ms", fontsize=7)
-                ax.tick_params(labelsize=6)
-        axes[0][0].legend(fontsize=6)
+        sizes = sorted({k[1] for k in series})
+        cases = [c for c in sorted({k[0] for k in series}) if not c.startswith("fused") and not c.startswith("copy")]
+        fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.6), squeeze=False)
+        for ax, n in zip(axes.flat, sizes):
+            for c in cases:
+                pts = sorted((100 - k[2], v) for k, v in series.items() if k[0] == c and k[1] == n)
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=c,
+                            linestyle="--" if c.startswith("cub") or c.startswith("thrust") else "-")
+            copy = series.get(("copy (ceiling)", n, 100))
+            if copy:
+                ax.axhline(copy, color="gray", linewidth=0.8, linestyle=":", label="copy (ceiling)")
+            ax.set_yscale("log")
+            ax.set_title(f"n = {n} ({n * 4 >> 20} MiB of values)", fontsize=9)
+            ax.set_xlabel("removed (invalid) elements, %", fontsize=8)
+            ax.set_ylabel("median us", fontsize=8)
+            ax.tick_params(labelsize=7)
+        axes.flat[0].legend(fontsize=6)
+        fig.suptitle("Compaction time against the removed share (JJ Fig. 11, Redzone Fig. 4 protocol)", fontsize=10)
         fig.tight_layout()
         fig.savefig(os.path.join(folder, "compaction_sweeps.png"), dpi=90)
         plt.close(fig)
         made.append("compaction_sweeps.png")
+
+        # In-kernel against out-of-kernel compaction behind the same producer (InK's argument).
+        fused = [c for c in sorted({k[0] for k in series}) if c.startswith("fused")]
+        if fused:
+            fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 3.6), squeeze=False)
+            for ax, n in zip(axes.flat, sizes):
+                for c in fused:
+                    pts = sorted((100 - k[2], v) for k, v in series.items() if k[0] == c and k[1] == n)
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3,
+                                label=c.replace("fused: ", ""))
+                ax.set_yscale("log")
+                ax.set_title(f"producer + compaction, n = {n}", fontsize=9)
+                ax.set_xlabel("removed elements, %", fontsize=8)
+                ax.set_ylabel("median us", fontsize=8)
+                ax.tick_params(labelsize=7)
+            axes.flat[0].legend(fontsize=6)
+            fig.tight_layout()
+            fig.savefig(os.path.join(folder, "compaction_fused.png"), dpi=90)
+            plt.close(fig)
+            made.append("compaction_fused.png")
     return "plots: " + ", ".join(made)
 
 
@@ -302,8 +364,7 @@ def main():
     out = sys.argv[1]
     env = read_env(out)
     datasets = read_render(out)
-    compact_rows = read_compact(out)
-    series = compact_series(compact_rows)
+    series = read_compact(out)
     lines = []
     w = lines.append
 
@@ -393,43 +454,10 @@ def main():
 
     # Compaction claims from compact-bench.
     if series:
-        ops = sorted({k[0] for k in series})
-        sizes = sorted({k[2] for k in series})
-        methods = sorted({k[4] for k in series})
-        scan = next((m for m in ("cub", "thrust") if m in methods), None)
-        op_flag = next((o for o in ops if "flag" in o or "if" in o), ops[0])
-        n4m = nearest(sizes, 4 * 1024 * 1024)
-        if scan and "jumping-jack" in methods:
-            pattern = "random" if any(k[1] == "random" for k in series) else sorted({k[1] for k in series})[0]
-            cross = crossover(series, op_flag, pattern, n4m, "jumping-jack", scan)
-            faster = [100 * (1 - kept) for kept, r in cross if r > 1]
-            text = (f"jumping-jack vs {scan} ({op_flag}, {pattern}, n={n4m}): time ratio {scan}/jumping-jack at "
-                    + ", ".join(f"{100 * (1 - kept):.0f}% invalid {r:.2f}" for kept, r in cross))
-            word = ("holds" if cross and all(r > 1 for k, r in cross if (1 - k) < 0.78)
-                    and all(r <= 1 for k, r in cross if (1 - k) > 0.85) else
-                    "holds only when" if faster else "does not hold")
-            claims.append(("Jumping Jack beats the scan-based baseline (Horn's method in the paper) below ~78% "
-                           "invalid elements (JJ Fig. 11)", word, text + "; note: the paper's baseline is Horn's "
-                           "binary search; here it is " + scan))
-        op_remove = next((o for o in ops if "remove" in o), None)
-        if op_remove and "redzone" in methods and scan:
-            nmax = max(sizes)
-            pattern = "random" if any(k[1] == "random" for k in series) else sorted({k[1] for k in series})[0]
-            cross = crossover(series, op_remove, pattern, nmax, "redzone", "thrust" if "thrust" in methods else scan)
-            at = {round(100 * (1 - kept)): r for kept, r in cross}
-            r2, r50 = at.get(2), at.get(50)
-            text = (f"redzone vs thrust ({op_remove}, {pattern}, n={nmax}): thrust/redzone time ratio "
-                    + ", ".join(f"{k}% removed {v:.2f}" for k, v in sorted(at.items())))
-            if r2 is None or r50 is None:
-                word = "not measured"
-            elif r2 >= 5 and 0.67 <= r50 <= 1.5:
-                word = "holds"
-            elif r2 > 1.2:
-                word = "holds only when"
-            else:
-                word = "does not hold"
-            claims.append(("Redzone is an order of magnitude faster than Thrust at 2% removed and on par at 50% "
-                           "(Redzone Fig. 4)", word, text))
+        claims.append(("Jumping Jack beats the scan-based baseline (Horn's method in the paper) below ~78% "
+                       "invalid elements (JJ Fig. 11)", *claim_jumping_jack(series)))
+        claims.append(("Redzone is an order of magnitude faster than Thrust when 2% are removed and on par at 50% "
+                       "(Redzone Fig. 4)", *claim_redzone(series)))
     else:
         claims.append(("Compaction claims (JJ Fig. 11, Redzone Fig. 4)", "not measured",
                        "no compact-bench results (see skipped.txt)"))
@@ -449,15 +477,21 @@ def main():
     w("")
 
     if series:
-        w("## Compaction sweeps (compact-bench, median ms)\n")
-        w("Full table: compact.csv; plot: plots/compaction_sweeps.png.\n")
-        methods = sorted({k[4] for k in series})
-        w("| operation | pattern | n | kept | " + " | ".join(methods) + " |")
-        w("|---|---|---|---|" + "---|" * len(methods))
-        for key in sorted({k[:4] for k in series}):
-            w(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]:.2f} | "
-              + " | ".join(fmt(series.get(key + (m,)), 4) for m in methods) + " |")
-        w("")
+        w("## Compaction sweeps (compact-bench: median us of 25 runs, CUDA events)\n")
+        w("Uniform random flags; every case compacts the same stream. Full table: compact.csv; plots: "
+          "plots/compaction_sweeps.png, plots/compaction_fused.png.\n")
+        cases = sorted({k[0] for k in series}, key=lambda c: (c.startswith("fused"), c != SCAN, c))
+        for n in sorted({k[1] for k in series}):
+            kepts = sorted({k[2] for k in series if k[1] == n and k[2] != 100})
+            copy = series.get(("copy (ceiling)", n, 100))
+            w(f"n = {n}" + (f" (device copy of the values: {copy:.1f} us)" if copy else "") + ":\n")
+            w("| case | " + " | ".join(f"{100 - kept}% removed" for kept in kepts) + " |")
+            w("|---|" + "---|" * len(kepts))
+            for c in cases:
+                if c.startswith("copy"):
+                    continue
+                w(f"| {c} | " + " | ".join(fmt(series.get((c, n, kept)), 1) for kept in kepts) + " |")
+            w("")
 
     note = plots(out, datasets, series)
     skipped = os.path.join(out, "skipped.txt")
