@@ -1,0 +1,154 @@
+/* `inkray info` through the built program (env INKRAY_BINARY): every shared dataset prints
+ * its dims, type, spacing, size, range and suggestions with exit status 0; bad input exits 2
+ * with one message naming the file and the reason. */
+#include <sys/wait.h>
+
+#include "tests/data/data_test_util.h"
+
+typedef struct run_result {
+  int status; /* exit status, or -1 if the program did not exit normally */
+  char *out, *err;
+} run_result;
+
+static const char *binary(void) {
+  const char *path = getenv("INKRAY_BINARY");
+  if (!path || access(path, X_OK) != 0) {
+    fprintf(stderr, "FAIL: INKRAY_BINARY ('%s') is not an executable inkray program: build the "
+                    "inkray target (ctest sets the variable)\n",
+            path ? path : "(unset)");
+    exit(1);
+  }
+  return path;
+}
+
+static char *slurp(const char *path) {
+  size_t n = 0;
+  unsigned char *data = read_bytes(path, &n);
+  char *text = malloc(n + 1);
+  if (data) memcpy(text, data, n);
+  text[data ? n : 0] = '\0';
+  free(data);
+  return text;
+}
+
+/* Runs `inkray info ARGS` (ARGS already quoted for the shell). */
+static run_result run_info(const char *args) {
+  const char *out = scratch_path("stdout.txt"), *err = scratch_path("stderr.txt");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s' info %s >'%s' 2>'%s'", binary(), args, out, err);
+  int raw = system(cmd);
+  run_result r = {.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1,
+                  .out = slurp(out), .err = slurp(err)};
+  return r;
+}
+
+static void free_result(run_result *r) {
+  free(r->out);
+  free(r->err);
+}
+
+static void expect_ok(const char *args, const char *const *lines) {
+  run_result r = run_info(args);
+  CHECK_MSG(r.status == 0, "info %s: exit %d: %s", args, r.status, r.err);
+  for (int k = 0; lines[k]; k++) CHECK_STR_CONTAINS(r.out, lines[k]);
+  CHECK_STR_CONTAINS(r.out, "histogram");
+  CHECK_STR_CONTAINS(r.out, "isovalues ");
+  CHECK_STR_CONTAINS(r.out, "non-finite  ");
+  free_result(&r);
+}
+
+static void expect_exit_2(const char *args, const char *reason, const char *reason2) {
+  run_result r = run_info(args);
+  CHECK_MSG(r.status == 2, "info %s: exit %d, expected 2", args, r.status);
+  CHECK_STR_CONTAINS(r.err, reason);
+  if (reason2) CHECK_STR_CONTAINS(r.err, reason2);
+  /* One line of message, nothing on stdout. */
+  char *nl = strchr(r.err, '\n');
+  CHECK_MSG(nl && nl[1] == '\0', "stderr is not one line: %s", r.err);
+  CHECK_EQ_INT(strlen(r.out), 0);
+  free_result(&r);
+}
+
+static const char *quoted(const char *path) { return fmt_path("'%s'", path); }
+
+static void test_help_exits_0(void) {
+  run_result r = run_info("--help");
+  CHECK_EQ_INT(r.status, 0);
+  CHECK_STR_CONTAINS(r.out, "Usage: inkray info");
+  CHECK_STR_CONTAINS(r.out, "--dims");
+  CHECK_STR_CONTAINS(r.out, "fractal");
+  free_result(&r);
+}
+
+static void test_every_shared_dataset(void) {
+  expect_ok(quoted(shared_path("neghip_66x66x66_uint8.raw")),
+            (const char *[]){"dims        66 x 66 x 66 (287496 voxels)", "type        uint8",
+                             "spacing     1 x 1 x 1", "bytes       287496", "range       0 .. 255",
+                             "non-finite  0", NULL});
+  expect_ok(quoted(shared_path("bolt_70x123x66_uint8.raw")),
+            (const char *[]){"dims        70 x 123 x 66", "type        uint8", "bytes       568260", NULL});
+  expect_ok(quoted(shared_path("headsq_64x64x93_int16.raw")),
+            (const char *[]){"dims        64 x 64 x 93", "type        int16", "range       0 .. 3926",
+                             "bytes       761856", NULL});
+  expect_ok(quoted(shared_path("headsq/quarter.nhdr")),
+            (const char *[]){"dims        64 x 64 x 93", "type        int16",
+                             "spacing     3.2 x 3.2 x 1.5", "range       0 .. 3926", NULL});
+  expect_ok(quoted(shared_path("HeadMRVolume.mhd")),
+            (const char *[]){"dims        48 x 62 x 42", "type        uint8", "spacing     4 x 4 x 4",
+                             NULL});
+  expect_ok(quoted(shared_path("frog/frogtissue.mhd")),
+            (const char *[]){"dims        500 x 470 x 136 (31960000 voxels)", "type        uint8",
+                             "spacing     1 x 1 x 1.5", "bytes       31960000", ".5", NULL});
+  expect_ok(quoted(shared_path("avg152T1_RL_nifti.nii.gz")),
+            (const char *[]){"dims        91 x 109 x 91", "type        uint8", "spacing     2 x 2 x 2",
+                             NULL});
+  expect_ok(quoted(shared_path("carotid_76x49x45_float32.raw")),
+            (const char *[]){"dims        76 x 49 x 45", "type        float32", "bytes       670320",
+                             "non-finite  0", NULL});
+}
+
+static void test_builtins_and_options(void) {
+  expect_ok("builtin:sphere:32", (const char *[]){"dims        32 x 32 x 32", "type        float32",
+                                                  "isovalues   0 ", NULL});
+  expect_ok("builtin:fractal:32", (const char *[]){"isovalues   127.5", NULL});
+  expect_ok(fmt_path("--spacing 1,2,3 %s", quoted(shared_path("HeadMRVolume.mhd"))),
+            (const char *[]){"spacing     1 x 2 x 3", NULL});
+  expect_ok(fmt_path("--dims 66x70x123 --type uint8 %s", quoted(shared_path("bolt_70x123x66_uint8.raw"))),
+            (const char *[]){"dims        66 x 70 x 123", NULL});
+}
+
+static void test_nonfinite_voxels_reported(void) {
+  float values[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  values[2] = 0.0f / 0.0f;
+  values[5] = 1.0f / 0.0f;
+  write_bytes(scratch_path("holes_2x2x2_float32.raw"), values, sizeof values);
+  expect_ok(quoted(scratch_path("holes_2x2x2_float32.raw")),
+            (const char *[]){"non-finite  2", "range       1 .. 8", NULL});
+}
+
+static void test_bad_input_exits_2(void) {
+  expect_exit_2(quoted(shared_path("nothere.raw")), "nothere.raw", "no such file");
+  expect_exit_2(quoted(shared_data_dir()), "is a directory", NULL);
+  expect_exit_2(fmt_path("--dims 64x64x64 --type uint8 %s", quoted(shared_path("neghip_66x66x66_uint8.raw"))),
+                "neghip_66x66x66_uint8.raw: 287496 bytes, expected 262144 for 64x64x64 uint8", NULL);
+  expect_exit_2(quoted(shared_path("README.md")), "README.md", "--dims");
+  expect_exit_2(fmt_path("--type uint8 %s", quoted(shared_path("headsq/quarter.nhdr"))),
+                "quarter.nhdr", "raw files");
+  expect_exit_2("builtin:cube", "builtin:cube", "unknown builtin");
+  expect_exit_2("builtin:sphere:4096", "builtin:sphere:4096", "from 2 to 1024");
+  expect_exit_2("--frobnicate builtin:sphere", "unknown option '--frobnicate'", NULL);
+  expect_exit_2("--dims 0x4x4 x.raw", "--dims", NULL);
+  expect_exit_2("", "no volume given", NULL);
+  expect_exit_2("builtin:sphere builtin:fractal", "one volume at a time", NULL);
+}
+
+int main(void) {
+  binary();
+  shared_data_dir();
+  RUN(test_help_exits_0);
+  RUN(test_every_shared_dataset);
+  RUN(test_builtins_and_options);
+  RUN(test_nonfinite_voxels_reported);
+  RUN(test_bad_input_exits_2);
+  return check_summary();
+}
