@@ -182,8 +182,9 @@ static void stage_chart(const wnd_overlay_info *info, wnd_mesh *mesh, float x, f
 }
 
 void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4]) {
-  /* Text stays readable on big windows and small on the small ones tests use. */
-  float scale = info->window_height >= 600 ? 2.0f : 1.0f;
+  /* Doubled only on tall windows (high-DPI screens), so that the panel never hides much of the
+   * picture; whole-pixel scales keep the glyphs' strokes even. */
+  float scale = info->window_height >= 1100 ? 2.0f : 1.0f;
   text_lines lines = {0};
   main_lines(info, &lines);
   const char *rows[20];

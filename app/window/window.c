@@ -576,6 +576,10 @@ static int open_window(win_state *s, const win_options *o) {
    * string then leaves a GL_INVALID_ENUM behind, cleared below. */
   glewExperimental = GL_TRUE;
   GLenum glew = glewInit();
+  /* GLEW built for GLX loads the GL entry points first and then fails on a context that is not
+   * GLX (Wayland, EGL); the entry points are what the window needs. */
+  if (glew == GLEW_ERROR_NO_GLX_DISPLAY && glCreateShader && glGenVertexArrays && glBufferSubData)
+    glew = GLEW_OK;
   if (glew != GLEW_OK) {
     fprintf(stderr, "inkray: GLEW cannot load OpenGL: %s (under Wayland, try SDL_VIDEODRIVER=x11)\n",
             (const char *)glewGetErrorString(glew));
