@@ -291,6 +291,12 @@ static int check_script_keys(const wnd_script *script, const char *path) {
   return 0;
 }
 
+/* A full event queue drops the event; the run goes on, but the log says which one was lost. */
+static void push(SDL_Event *e, const wnd_event *ev) {
+  if (SDL_PushEvent(e) < 0)
+    fprintf(stderr, "inkray: script line %d: event not delivered: %s\n", ev->line, SDL_GetError());
+}
+
 static void push_key(const win_state *s, const wnd_event *ev) {
   SDL_Event e = {0};
   e.type = SDL_KEYDOWN;
@@ -299,10 +305,10 @@ static void push_key(const win_state *s, const wnd_event *ev) {
   e.key.keysym.sym = SDL_GetKeyFromName(ev->key);
   e.key.keysym.scancode = SDL_GetScancodeFromKey(e.key.keysym.sym);
   e.key.keysym.mod = ev->shift ? KMOD_LSHIFT : KMOD_NONE;
-  SDL_PushEvent(&e);
+  push(&e, ev);
   e.type = SDL_KEYUP;
   e.key.state = SDL_RELEASED;
-  SDL_PushEvent(&e);
+  push(&e, ev);
 }
 
 static void push_drag(const win_state *s, const wnd_event *ev) {
@@ -313,13 +319,13 @@ static void push_drag(const win_state *s, const wnd_event *ev) {
   e.type = SDL_MOUSEBUTTONDOWN;
   e.button = (SDL_MouseButtonEvent){.type = SDL_MOUSEBUTTONDOWN, .windowID = id, .button = button,
                                     .state = SDL_PRESSED, .clicks = 1, .x = ev->x0, .y = ev->y0};
-  SDL_PushEvent(&e);
+  push(&e, ev);
   e.motion = (SDL_MouseMotionEvent){.type = SDL_MOUSEMOTION, .windowID = id, .state = SDL_BUTTON(button),
                                     .x = ev->x1, .y = ev->y1, .xrel = ev->x1 - ev->x0, .yrel = ev->y1 - ev->y0};
-  SDL_PushEvent(&e);
+  push(&e, ev);
   e.button = (SDL_MouseButtonEvent){.type = SDL_MOUSEBUTTONUP, .windowID = id, .button = button,
                                     .state = SDL_RELEASED, .clicks = 1, .x = ev->x1, .y = ev->y1};
-  SDL_PushEvent(&e);
+  push(&e, ev);
 }
 
 static void push_wheel(const win_state *s, const wnd_event *ev) {
@@ -327,7 +333,7 @@ static void push_wheel(const win_state *s, const wnd_event *ev) {
   e.wheel = (SDL_MouseWheelEvent){.type = SDL_MOUSEWHEEL, .windowID = SDL_GetWindowID(s->window),
                                   .y = (Sint32)lroundf(ev->wheel), .preciseY = ev->wheel,
                                   .direction = SDL_MOUSEWHEEL_NORMAL};
-  SDL_PushEvent(&e);
+  push(&e, ev);
 }
 
 /* Sends at most one event per frame, so that every switch is rendered and seen; a resize holds
@@ -362,7 +368,7 @@ static void script_step(win_script *run, win_state *s) {
   case WND_EVENT_SCREENSHOT: request_screenshot(s, ev->path); break;
   case WND_EVENT_QUIT: {
     SDL_Event e = {.type = SDL_QUIT};
-    SDL_PushEvent(&e);
+    push(&e, ev);
     break;
   }
   }
