@@ -29,6 +29,9 @@ typedef struct bench_desc {
   int runs;          /* timed runs per figure; 0 = 25 */
   int sizes_log2[BENCH_MAX_SIZES];
   int size_count;    /* 0 = 2^20, 2^24, 2^27 */
+  int pcts[BENCH_MAX_SIZES];
+  int pct_count;     /* 0 = 2, 10, 50, 90, 98 % kept */
+  const char *only;  /* time only the cases whose name contains this (and the baselines) */
   const char *csv;   /* CSV file to write, or NULL */
 } bench_desc;
 
@@ -54,17 +57,21 @@ typedef struct bench_state {
   float *times;
   int runs;
   FILE *csv;
+  const char *only;
   char gpu[256];
 } bench_state;
 
 static const char *const bench_usage =
-    "Usage: inkray compact-bench [--quick] [--runs N] [--sizes L,L,...] [--csv FILE]\n"
+    "Usage: inkray compact-bench [--quick] [--runs N] [--sizes L,...] [--kept P,...] [--only TEXT]\n"
+    "                            [--csv FILE]\n"
     "Times the compaction methods on int32 streams with uint8 flags: the median of N runs\n"
     "(default 25) after warm-up, with CUDA events, for n = 2^20, 2^24, 2^27 and kept fractions\n"
     "2, 10, 50, 90, 98 %, against CUB DeviceSelect::Flagged and a device copy of the same bytes.\n"
     "  --quick        2^20 and 2^24, kept 10/50/90 %, 20 runs (under a minute)\n"
     "  --sizes L,...  stream sizes as powers of two, e.g. 20,24,27 (10..30)\n"
     "  --runs N       timed runs per figure (20..1000)\n"
+    "  --kept P,...   kept fractions in percent (1..99)\n"
+    "  --only TEXT    only the cases whose name contains TEXT (plus the copy and CUB baselines)\n"
     "  --csv FILE     also write the figures as CSV\n"
     "Exit status: 0 done, 2 bad input, 1 runtime failure.\n";
 
@@ -121,8 +128,12 @@ static cudaError_t enqueue_run(bench_state *s, const bench_case *c) {
   return cudaErrorInvalidValue;
 }
 
-/* Median (and minimum) of s->runs timed runs in microseconds; negative on failure. */
+/* Median (and minimum) of s->runs timed runs in microseconds; negative on failure, 0 when the
+ * case is filtered out by --only. */
 static double time_case(bench_state *s, const bench_case *c, double *min_us) {
+  if (s->only && c->kind != CASE_COPY && !(c->kind == CASE_REFERENCE && c->which == IR_COMPACT_REF_CUB) &&
+      !strstr(c->name, s->only))
+    return 0;
   for (int r = 0; r < BENCH_WARMUP + s->runs; r++) {
     if (!cuda_check(prepare_run(s, c), c->name, s)) return -1;
     if (!cuda_check(cudaEventRecord(s->start, s->stream), "cudaEventRecord", s)) return -1;
@@ -188,6 +199,7 @@ static void shuffle(uint32_t *list, size_t k) {
 
 static void report(bench_state *s, int kept_pct, const char *name, double us, double min_us, double bytes,
                    double copy_gbps, double base_us) {
+  if (us <= 0) return; /* filtered out */
   const double gbps = bytes / (us * 1e3);
   printf("%10zu %5d%% %-32s %10.1f %8.0f %7.0f%%", s->n, kept_pct, name, us, gbps,
          copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 100.0);
@@ -302,6 +314,24 @@ static int parse_options(int argc, char **argv, bench_desc *d) {
         return 2;
       }
       d->runs = (int)value;
+    } else if (strcmp(a, "--only") == 0 && i + 1 < argc) {
+      d->only = argv[++i];
+    } else if (strcmp(a, "--kept") == 0 && i + 1 < argc) {
+      char buf[128];
+      snprintf(buf, sizeof buf, "%s", argv[++i]);
+      d->pct_count = 0;
+      for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (d->pct_count == BENCH_MAX_SIZES || !parse_long(tok, 1, 99, &value)) {
+          fprintf(stderr, "inkray: compact-bench: --kept '%s': expected up to %d percentages from 1 to 99, "
+                          "e.g. 2,50,98\n", argv[i], BENCH_MAX_SIZES);
+          return 2;
+        }
+        d->pcts[d->pct_count++] = (int)value;
+      }
+      if (d->pct_count == 0) {
+        fprintf(stderr, "inkray: compact-bench: --kept needs at least one percentage\n");
+        return 2;
+      }
     } else if (strcmp(a, "--sizes") == 0 && i + 1 < argc) {
       char buf[128];
       snprintf(buf, sizeof buf, "%s", argv[++i]);
@@ -395,8 +425,9 @@ static int run_bench(const bench_desc *d) {
 #endif
   printf("%10s %6s %-32s %10s %8s %8s %8s\n", "n", "kept", "case", "median us", "GB/s", "of copy", "vs base");
   if (s.csv) fprintf(s.csv, "n,kept_pct,case,median_us,min_us,effective_gbps,copy_fraction,vs_base,gpu\n");
-  const int *pcts = d->quick ? quick_pcts : full_pcts;
-  const int pct_count = d->quick ? 3 : 5;
+  const int *pcts = d->pct_count ? d->pcts : d->quick ? quick_pcts : full_pcts;
+  const int pct_count = d->pct_count ? d->pct_count : d->quick ? 3 : 5;
+  s.only = d->only;
   status = 0;
   for (int i = 0; i < size_count && status == 0; i++) {
     s.n = (size_t)1 << sizes[i];

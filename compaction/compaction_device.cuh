@@ -25,8 +25,12 @@
  *     writes S_u, fences, then writes S_f).
  *   - The last section's controller writes *out_count (the paper reads the total on the host).
  *   - IR_INK_SECTIONS_LOOKBACK (an extra, not the default): the section controller publishes
- *     its section total at once and sums its predecessors' totals (decoupled look-back) instead
- *     of waiting for the previous section's flag, which removes the serial section chain.
+ *     its section total at once and sums its predecessors' totals (decoupled look-back, a warp
+ *     reading 32 predecessors per step) instead of waiting for the previous section's flag,
+ *     which removes the serial section chain.
+ *   - Stage 4 moves 16-byte chunks with the whole controller block, several in flight per
+ *     thread: one block moves 32 blocks' survivors, and one element per thread left it
+ *     latency-bound.
  *
  * Forward progress: a section controller spins on an earlier section's word. This assumes that
  * blocks are dispatched in increasing blockIdx.x order (true of every NVIDIA GPU to date, and
@@ -187,76 +191,113 @@ static __device__ __forceinline__ unsigned ir_ink_wait_prefix(unsigned long long
   return (unsigned)word;
 }
 
-/* Extra: decoupled look-back over the section totals (status and value in one word). */
+static __device__ __forceinline__ unsigned ir_ink_warp_sum(unsigned v) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(IR_INK_FULL_MASK, v, d);
+  return v;
+}
+
+/* Extra: decoupled look-back over the section totals, a window of 32 predecessors per step (lane
+ * l reads section end - l); stops at the nearest section whose inclusive offset is published.
+ * Whole warp; every lane returns the sum. */
 static __device__ __forceinline__ unsigned ir_ink_look_back(unsigned long long *state, unsigned sec) {
+  const unsigned lane = threadIdx.x & 31u;
   unsigned sum = 0;
-  for (unsigned j = sec; j-- > 0;) {
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> pred(state[j]);
-    unsigned long long word;
-    while (!((word = pred.load(cuda::memory_order_relaxed)) &
-             (IR_INK_STATE_AGGREGATE | IR_INK_STATE_PREFIX))) {
+  for (int end = (int)sec - 1; end >= 0; end -= 32) {
+    const int j = end - (int)lane;
+    unsigned long long word = IR_INK_STATE_PREFIX; /* before section 0: an offset of 0 */
+    if (j >= 0) {
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> pred(state[j]);
+      while (!((word = pred.load(cuda::memory_order_relaxed)) & (IR_INK_STATE_AGGREGATE | IR_INK_STATE_PREFIX))) {
+      }
     }
-    sum += (unsigned)word;
-    if (word & IR_INK_STATE_PREFIX) break;
+    const unsigned prefixes = __ballot_sync(IR_INK_FULL_MASK, (word & IR_INK_STATE_PREFIX) != 0);
+    const unsigned stop = prefixes ? (unsigned)__ffs(prefixes) - 1 : 31u; /* nearest published offset */
+    sum += ir_ink_warp_sum(lane <= stop ? (unsigned)word : 0u);
+    if (prefixes) break;
   }
   return sum;
 }
 
-/* §2.3 stages 2-3 for the section controller (one warp): scans the section's block counts (each
- * below 2^count_bits) into block_offsets[0..32] (entry blocks_in_sec, and 32, hold the section
- * total), then obtains the section's output offset and publishes its own. Returns the section's
- * output offset in lane 0 (and writes *out_count for the last section). */
+/* §2.3 stages 2-3 for the section controller (whole warp): scans the section's block counts
+ * (each below 2^count_bits) into block_offsets[0..32] and their 4-element chunk counts into
+ * chunk_offsets[0..32] (entry 32 holds the section total), then obtains the section's output
+ * offset and publishes its own. Every lane returns the offset; the last section writes
+ * *out_count. */
 static __device__ __forceinline__ unsigned ir_ink_section_controller(const ir_ink_sections &s,
                                                                      unsigned sec, unsigned blocks_in_sec,
                                                                      int count_bits, unsigned *block_offsets,
+                                                                     unsigned *chunk_offsets,
                                                                      uint32_t *out_count) {
   const unsigned lane = threadIdx.x & 31u;
   const unsigned first = sec * IR_INK_SECTION_BLOCKS;
   const unsigned count = lane < blocks_in_sec ? __ldcg(&s.block_counts[first + lane]) : 0u;
-  unsigned total;
+  unsigned total, chunks;
   block_offsets[lane] = ir_ink_bitscan(count, count_bits, &total);
-  unsigned base = 0;
+  chunk_offsets[lane] = ir_ink_bitscan((count + 3) / 4, count_bits, &chunks);
   if (lane == 0) {
     block_offsets[IR_INK_SECTION_BLOCKS] = total;
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> mine(s.state[sec]);
-    if (s.mode == IR_INK_SECTIONS_LOOKBACK) {
-      if (sec > 0) mine.store(IR_INK_STATE_AGGREGATE | total, cuda::memory_order_relaxed);
-      base = ir_ink_look_back(s.state, sec);
-    } else {
-      base = ir_ink_wait_prefix(s.state, sec); /* stage 3 */
-    }
+    chunk_offsets[IR_INK_SECTION_BLOCKS] = chunks;
+  }
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> mine(s.state[sec]);
+  unsigned base;
+  if (s.mode == IR_INK_SECTIONS_LOOKBACK) {
+    if (lane == 0 && sec > 0) mine.store(IR_INK_STATE_AGGREGATE | total, cuda::memory_order_relaxed);
+    base = ir_ink_look_back(s.state, sec);
+  } else {
+    base = __shfl_sync(IR_INK_FULL_MASK, lane == 0 ? ir_ink_wait_prefix(s.state, sec) : 0u, 0); /* stage 3 */
+  }
+  if (lane == 0) {
     mine.store(IR_INK_STATE_PREFIX | (unsigned long long)(base + total), cuda::memory_order_relaxed);
     if (first + blocks_in_sec == gridDim.x) *out_count = base + total;
   }
   return base;
 }
 
+/* Index of the last of the 33 offsets that is <= x (offsets ascending, offsets[0] = 0). */
+static __device__ __forceinline__ unsigned ir_ink_find_block(const unsigned *offsets, unsigned x) {
+  unsigned b = 0;
+#pragma unroll
+  for (unsigned step = 16; step > 0; step >>= 1)
+    if (offsets[b + step] <= x) b += step;
+  return b;
+}
+
 /* §2.3 stage 4: the controller block moves the section's staged survivors to out[base...]. The
- * loop runs over output positions (coalesced writes), each finding its block by a binary search
- * of the 33 block offsets; four loads in flight per thread hide the L2 latency. */
+ * loop runs over 4-element chunks of the staged blocks (16-byte loads: each staged block starts
+ * 16-byte aligned), each chunk finding its block by a binary search of the chunk offsets; four
+ * chunks in flight per thread hide the latency of the intermediate buffer. */
 static __device__ __forceinline__ void ir_ink_section_move(const uint32_t *__restrict__ staged,
                                                            size_t block_stride, unsigned first,
-                                                           const unsigned *block_offsets, unsigned base,
+                                                           const unsigned *block_offsets,
+                                                           const unsigned *chunk_offsets, unsigned base,
                                                            uint32_t *__restrict__ out) {
-  const unsigned total = block_offsets[IR_INK_SECTION_BLOCKS];
+  const unsigned chunks = chunk_offsets[IR_INK_SECTION_BLOCKS];
   enum { UNROLL = 4 };
-  for (unsigned o0 = threadIdx.x; o0 < total; o0 += UNROLL * blockDim.x) {
-    uint32_t v[UNROLL];
+  for (unsigned c0 = threadIdx.x; c0 < chunks; c0 += UNROLL * blockDim.x) {
+    uint4 v[UNROLL];
+    unsigned b[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
-      const unsigned o = o0 + u * blockDim.x;
-      if (o < total) {
-        unsigned b = 0; /* last block with block_offsets[b] <= o */
-#pragma unroll
-        for (unsigned step = 16; step > 0; step >>= 1)
-          if (block_offsets[b + step] <= o) b += step;
-        v[u] = __ldcg(&staged[(first + b) * block_stride + (o - block_offsets[b])]);
+      const unsigned c = c0 + u * blockDim.x;
+      if (c < chunks) {
+        b[u] = ir_ink_find_block(chunk_offsets, c);
+        const uint4 *src = reinterpret_cast<const uint4 *>(staged + (first + b[u]) * block_stride);
+        v[u] = __ldcg(src + (c - chunk_offsets[b[u]]));
       }
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
-      const unsigned o = o0 + u * blockDim.x;
-      if (o < total) out[base + o] = v[u];
+      const unsigned c = c0 + u * blockDim.x;
+      if (c < chunks) {
+        const unsigned within = 4 * (c - chunk_offsets[b[u]]); /* element offset in its block */
+        const unsigned count = block_offsets[b[u] + 1] - block_offsets[b[u]];
+        uint32_t *dst = out + base + block_offsets[b[u]] + within;
+        const uint32_t e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+          if (within + q < count) dst[q] = e[q];
+      }
     }
   }
 }
@@ -270,6 +311,7 @@ static __device__ __forceinline__ void ir_ink_compact_emit(bool keep, uint32_t v
                                                            const ir_ink_sections &s) {
   __shared__ unsigned warp_offsets[32];
   __shared__ unsigned block_offsets[IR_INK_SECTION_BLOCKS + 1];
+  __shared__ unsigned chunk_offsets[IR_INK_SECTION_BLOCKS + 1];
   __shared__ unsigned section_base;
   __shared__ bool is_controller;
   if (gridDim.x > s.grid_blocks || blockDim.x > s.block_threads) __trap(); /* scratch too small */
@@ -297,11 +339,12 @@ static __device__ __forceinline__ void ir_ink_compact_emit(bool keep, uint32_t v
   /* Stages 2-3 (one warp), then stage 4: move the section's data to its place. Block counts are
    * at most 1024: 11 bit planes (the paper's log2(w_s * w_n) scans). */
   if (threadIdx.x < 32) {
-    const unsigned base = ir_ink_section_controller(s, sec, blocks_in_sec, 11, block_offsets, out_count);
+    const unsigned base =
+        ir_ink_section_controller(s, sec, blocks_in_sec, 11, block_offsets, chunk_offsets, out_count);
     if (threadIdx.x == 0) section_base = base;
   }
   __syncthreads();
-  ir_ink_section_move(s.staged, blockDim.x, first, block_offsets, section_base, out);
+  ir_ink_section_move(s.staged, blockDim.x, first, block_offsets, chunk_offsets, section_base, out);
 }
 
 #endif

@@ -37,7 +37,9 @@ struct ir_compact_ctx {
   void *thrust_cache;       /* the caching allocator behind Thrust (thrust_compact.cu) */
 };
 
-enum { IR_CTX_WORD_REMOVALS = 0, IR_CTX_WORD_N, IR_CTX_WORD_SCRATCH, IR_CTX_WORDS = 8 };
+/* ctx->words: the removal count Redzone derives; two words for debug checks; a self-resetting
+ * grid total (total, arrivals) that must be zero between launches. */
+enum { IR_CTX_WORD_REMOVALS = 0, IR_CTX_WORD_SCRATCH = 2, IR_CTX_WORD_GRID_TOTAL = 4, IR_CTX_WORDS = 8 };
 /* Redzone Algorithm 2: at most this many blocks, so that phase 3 scans the per-block orphan
  * counts within one block. */
 #define IR_RZ_MAX_BLOCKS 1024

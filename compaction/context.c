@@ -73,6 +73,7 @@ cudaError_t ir_compact_ctx_reserve(ir_compact_ctx *ctx, size_t max_elements) {
   size_t cub_bytes = 0;
   IR_CUDA_TRY(ctx, ir_cub_temp_bytes(max_elements, &cub_bytes));
   ALLOC_TRY(ctx, ctx->words, IR_CTX_WORDS * sizeof(uint32_t));
+  IR_CUDA_TRY(ctx, cudaMemset(ctx->words, 0, IR_CTX_WORDS * sizeof(uint32_t)));
   ALLOC_TRY(ctx, ctx->flags, max_elements);
   ALLOC_TRY(ctx, ctx->values, max_elements * sizeof(uint32_t));
   ALLOC_TRY(ctx, ctx->indices, max_elements * sizeof(uint32_t));

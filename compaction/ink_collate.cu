@@ -1,6 +1,7 @@
 /* InK-Collate out of kernel (the "OfK" wrapper of InK §4): one kernel over tiles; each tile is
  * compacted in shared memory with InK §2.1-2.2 offsets and reserves its place in the output with
- * one atomicAdd (InK §2.4 eq. 5). Order is kept within a tile, not between tiles.
+ * one atomicAdd (InK §2.4 eq. 5). Order is kept within a tile, not between tiles. The running
+ * total lives in the context and resets itself (ir_grid_total_arrive), so a call is one launch.
  *
  * Departure from the paper: a block takes a tile of IR_TILE_THREADS * 16 elements rather than one
  * element per thread, so that the atomic is paid once per 4096 elements and the tile's survivors
@@ -12,29 +13,30 @@
 template <int ITEMS>
 __global__ void __launch_bounds__(IR_TILE_THREADS)
     ink_collate_tiles(ir_select sel, size_t n_max, const uint32_t *d_n, bool vec, uint32_t *__restrict__ out,
-                      uint32_t *count) {
+                      unsigned *grid_total, uint32_t *count) {
   __shared__ uint32_t staged[IR_TILE_THREADS * ITEMS];
   __shared__ unsigned warp_scan[33];
   __shared__ unsigned tile_base;
   const size_t n = ir_device_n(n_max, d_n);
   const size_t tile_start = (size_t)blockIdx.x * (IR_TILE_THREADS * ITEMS);
-  if (tile_start >= n) return; /* block-uniform: a device-side n below the launch size */
-  uint32_t v[ITEMS];
-  const uint32_t mask = ir_tile_load<ITEMS>(sel, tile_start, n, vec, v);
-  unsigned offset;
-  const unsigned total = ir_tile_offset<ITEMS>(mask, warp_scan, &offset);
-  if (threadIdx.x == 0 && total) tile_base = atomicAdd(count, total); /* InK §2.4 eq. 5 */
-  ir_tile_stage<ITEMS>(mask, v, offset, staged);
-  __syncthreads();
-  for (unsigned i = threadIdx.x; i < total; i += IR_TILE_THREADS) out[tile_base + i] = staged[i];
+  if (tile_start < n) { /* block-uniform: a device-side n may end before the launch does */
+    uint32_t v[ITEMS];
+    const uint32_t mask = ir_tile_load<ITEMS>(sel, tile_start, n, vec, v);
+    unsigned offset;
+    const unsigned total = ir_tile_offset<ITEMS>(mask, warp_scan, &offset);
+    if (threadIdx.x == 0 && total) tile_base = atomicAdd(grid_total, total); /* InK §2.4 eq. 5 */
+    ir_tile_stage<ITEMS>(mask, v, offset, staged);
+    __syncthreads();
+    for (unsigned i = threadIdx.x; i < total; i += IR_TILE_THREADS) out[tile_base + i] = staged[i];
+  }
+  if (threadIdx.x == 0) ir_grid_total_arrive(grid_total, count);
 }
 
 cudaError_t ir_ink_collate_select(ir_compact_ctx *ctx, const ir_select &sel, size_t n_max, const uint32_t *d_n,
                                   uint32_t *out, uint32_t *count, cudaStream_t stream) {
   const unsigned tiles = ir_tile_count(n_max, IR_TILE_THREADS * IR_COLLATE_ITEMS);
-  IR_CUDA_TRY(ctx, cudaMemsetAsync(count, 0, sizeof(uint32_t), stream));
   ink_collate_tiles<IR_COLLATE_ITEMS><<<tiles, IR_TILE_THREADS, 0, stream>>>(
-      sel, n_max, d_n, ir_select_vectorizable(&sel), out, count);
+      sel, n_max, d_n, ir_select_vectorizable(&sel), out, ctx->words + IR_CTX_WORD_GRID_TOTAL, count);
   IR_LAUNCH_TRY(ctx, "ink_collate_tiles");
   return cudaSuccess;
 }

@@ -8,12 +8,12 @@
  * (chained) or sums its predecessors' totals (look-back, an extra). Stage 4: it publishes its
  * offset and moves the section's survivors to the output.
  *
- * Departures from the paper: a block takes a tile of IR_TILE_THREADS * ITEMS elements instead of
+ * Departures from the paper: a block takes a tile of IR_INK_THREADS * ITEMS elements instead of
  * one per thread. With one element per thread, a 2^27 stream is 4096 sections of 1024-thread
  * blocks and the serial chain of section flags (one L2 round trip per hop) dominates; tiles of up
  * to 8K elements cut the chain to a few hundred hops. ITEMS is picked per call from n (below),
- * or fixed by the INKRAY_INK_ITEMS environment variable (4, 8, 16 or 32; read at context
- * creation, for tuning runs).
+ * or fixed by the INKRAY_INK_ITEMS environment variable (4, 8 or 16; read once, for tuning
+ * runs).
  */
 #include <stdlib.h>
 
@@ -21,15 +21,19 @@
 
 /* Chained sections: aim for at most this many sections (hops of the flag chain). */
 #define IR_INK_TARGET_SECTIONS 64u
+/* 16 warps: the section controller is one block, and its move (stage 4) of 32 tiles' survivors
+ * wants many threads; 4096-8192-element tiles keep the chain short. */
+#define IR_INK_THREADS 512
 
 template <int ITEMS>
-__global__ void __launch_bounds__(IR_TILE_THREADS)
+__global__ void __launch_bounds__(IR_INK_THREADS)
     ink_compact_tiles(ir_select sel, size_t n_max, const uint32_t *d_n, bool vec, uint32_t *__restrict__ out,
                       uint32_t *count, ir_ink_sections s) {
-  constexpr unsigned TILE = IR_TILE_THREADS * ITEMS;
+  constexpr unsigned TILE = IR_INK_THREADS * ITEMS;
   __shared__ uint32_t staged[TILE];
   __shared__ unsigned warp_scan[33];
   __shared__ unsigned block_offsets[IR_INK_SECTION_BLOCKS + 1];
+  __shared__ unsigned chunk_offsets[IR_INK_SECTION_BLOCKS + 1];
   __shared__ unsigned section_base;
   __shared__ bool is_controller;
   const size_t n = ir_device_n(n_max, d_n);
@@ -45,7 +49,7 @@ __global__ void __launch_bounds__(IR_TILE_THREADS)
     ir_tile_stage<ITEMS>(mask, v, offset, staged);
     __syncthreads();
     uint32_t *dst = s.staged + (size_t)blockIdx.x * TILE;
-    for (unsigned i = threadIdx.x; i < total; i += IR_TILE_THREADS) dst[i] = staged[i];
+    for (unsigned i = threadIdx.x; i < total; i += IR_INK_THREADS) dst[i] = staged[i];
   }
 
   /* Stage 2: count the tile in; the last tile of the section to arrive is its controller. */
@@ -64,22 +68,24 @@ __global__ void __launch_bounds__(IR_TILE_THREADS)
 
   /* Stages 2-4 for the controller: tile counts <= TILE need log2(TILE) + 1 bit planes. */
   if (threadIdx.x < 32) {
-    const unsigned base =
-        ir_ink_section_controller(s, sec, blocks_in_sec, ir_log2<TILE>::value + 1, block_offsets, count);
+    const unsigned base = ir_ink_section_controller(s, sec, blocks_in_sec, ir_log2<TILE>::value + 1,
+                                                    block_offsets, chunk_offsets, count);
     if (threadIdx.x == 0) section_base = base;
   }
   __syncthreads();
-  ir_ink_section_move(s.staged, TILE, first, block_offsets, section_base, out);
+  ir_ink_section_move(s.staged, TILE, first, block_offsets, chunk_offsets, section_base, out);
 }
 
-static const int ink_items_options[] = {4, 8, 16, 32};
+static const int ink_items_options[] = {4, 8, 16};
 
 /* Scratch for both users of ctx->sections: these tiles, and the in-kernel producer (one element
- * per thread, 1024-thread blocks). */
+ * per thread, blocks of 256 or 1024 threads). */
 extern "C" size_t ir_ink_compact_scratch_bytes(size_t capacity) {
-  size_t bytes = ir_ink_sections_bytes(ir_tile_count(capacity, 1024), 1024);
+  size_t bytes = ir_ink_sections_bytes(ir_tile_count(capacity, 256), 256);
+  if (ir_ink_sections_bytes(ir_tile_count(capacity, 1024), 1024) > bytes)
+    bytes = ir_ink_sections_bytes(ir_tile_count(capacity, 1024), 1024);
   for (int items : ink_items_options) {
-    const unsigned tile = IR_TILE_THREADS * items;
+    const unsigned tile = IR_INK_THREADS * items;
     const size_t need = ir_ink_sections_bytes(ir_tile_count(capacity, tile), tile);
     if (need > bytes) bytes = need;
   }
@@ -91,26 +97,26 @@ static int pick_items(size_t n, int mode) {
   if (forced < 0) {
     const char *env = getenv("INKRAY_INK_ITEMS");
     const int value = env ? atoi(env) : 0;
-    forced = (value == 4 || value == 8 || value == 16 || value == 32) ? value : 0;
+    forced = (value == 4 || value == 8 || value == 16) ? value : 0;
   }
   if (forced) return forced;
-  if (mode == IR_INK_SECTIONS_LOOKBACK) return 16;
+  if (mode == IR_INK_SECTIONS_LOOKBACK) return 8;
   for (int items : ink_items_options)
-    if ((n + (size_t)IR_INK_SECTION_BLOCKS * IR_TILE_THREADS * items - 1) /
-            ((size_t)IR_INK_SECTION_BLOCKS * IR_TILE_THREADS * items) <=
+    if ((n + (size_t)IR_INK_SECTION_BLOCKS * IR_INK_THREADS * items - 1) /
+            ((size_t)IR_INK_SECTION_BLOCKS * IR_INK_THREADS * items) <=
         IR_INK_TARGET_SECTIONS)
       return items;
-  return 32;
+  return 16;
 }
 
 template <int ITEMS>
 static cudaError_t launch(ir_compact_ctx *ctx, const ir_compact_job *job, int mode) {
-  constexpr unsigned TILE = IR_TILE_THREADS * ITEMS;
+  constexpr unsigned TILE = IR_INK_THREADS * ITEMS;
   const ir_select sel = ir_select_from_job(job);
   const unsigned tiles = ir_tile_count(job->n, TILE);
   const ir_ink_sections s = ir_ink_sections_bind_mode(ctx->sections, tiles, TILE, (ir_ink_section_mode)mode);
   IR_CUDA_TRY(ctx, ir_ink_sections_reset(&s, job->stream));
-  ink_compact_tiles<ITEMS><<<tiles, IR_TILE_THREADS, 0, job->stream>>>(
+  ink_compact_tiles<ITEMS><<<tiles, IR_INK_THREADS, 0, job->stream>>>(
       sel, job->n, job->d_n, ir_select_vectorizable(&sel), job->out, job->count, s);
   IR_LAUNCH_TRY(ctx, "ink_compact_tiles");
   return cudaSuccess;
@@ -120,7 +126,6 @@ extern "C" cudaError_t ir_ink_compact_run(ir_compact_ctx *ctx, const ir_compact_
   switch (pick_items(job->n, mode)) {
   case 4: return launch<4>(ctx, job, mode);
   case 8: return launch<8>(ctx, job, mode);
-  case 16: return launch<16>(ctx, job, mode);
-  default: return launch<32>(ctx, job, mode);
+  default: return launch<16>(ctx, job, mode);
   }
 }

@@ -2,11 +2,15 @@
  * computes a predicate per element and either emits the survivors itself (InK-Collate or
  * InK-Compact called at its end) or writes a sparse array plus flags for an out-of-kernel
  * compaction afterwards (what the paper's Thrust and Chag::PP pipelines do). All forms run the
- * same code up to the output: one element per thread, 1024-thread blocks. */
+ * same code up to the output, one element per thread. Block sizes: 256 threads for the sparse
+ * and InK-Collate forms (8 blocks per SM hide the latency of each block's atomic and barriers),
+ * 1024 for InK-Compact with chained sections (the chain has one hop per 32 blocks, so larger
+ * blocks mean fewer hops), 256 again for its look-back form (no chain). */
 #include "compaction/compaction_device.cuh"
 #include "compaction/compaction_internal.h"
 
-#define PRODUCER_THREADS 1024
+#define PRODUCER_THREADS 256
+#define PRODUCER_SECTION_THREADS 1024
 
 static const char *const producer_names[IR_PRODUCER_COUNT] = {"sparse", "ink-collate", "ink-compact",
                                                               "ink-compact-lb"};
@@ -45,7 +49,7 @@ __global__ void __launch_bounds__(PRODUCER_THREADS)
   ir_ink_collate_emit(keep, value, out, count);
 }
 
-__global__ void __launch_bounds__(PRODUCER_THREADS)
+__global__ void __launch_bounds__(PRODUCER_SECTION_THREADS)
     producer_compact(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
                      uint32_t *count, size_t n, ir_ink_sections s) {
   uint32_t value;
@@ -67,6 +71,7 @@ extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_p
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "producer %s: NULL buffer", producer_names[producer]);
   if (n == 0) return cudaSuccess;
   const unsigned blocks = (unsigned)((n + PRODUCER_THREADS - 1) / PRODUCER_THREADS);
+  const unsigned section_blocks = (unsigned)((n + PRODUCER_SECTION_THREADS - 1) / PRODUCER_SECTION_THREADS);
   switch (producer) {
   case IR_PRODUCER_SPARSE:
     producer_sparse<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_flags, n);
@@ -78,11 +83,13 @@ extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_p
     IR_LAUNCH_TRY(ctx, "producer_collate");
     break;
   default: {
-    const ir_ink_sections s =
-        ir_ink_sections_bind_mode(ctx->sections, blocks, PRODUCER_THREADS,
-                                  producer == IR_PRODUCER_INK_COMPACT ? IR_INK_SECTIONS_CHAINED : IR_INK_SECTIONS_LOOKBACK);
+    const bool chained = producer == IR_PRODUCER_INK_COMPACT;
+    const unsigned threads = chained ? PRODUCER_SECTION_THREADS : PRODUCER_THREADS;
+    const unsigned grid = chained ? section_blocks : blocks;
+    const ir_ink_sections s = ir_ink_sections_bind_mode(ctx->sections, grid, threads,
+                                                        chained ? IR_INK_SECTIONS_CHAINED : IR_INK_SECTIONS_LOOKBACK);
     IR_CUDA_TRY(ctx, ir_ink_sections_reset(&s, stream));
-    producer_compact<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n, s);
+    producer_compact<<<grid, threads, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n, s);
     IR_LAUNCH_TRY(ctx, "producer_compact");
     break;
   }

@@ -111,7 +111,21 @@ static __device__ __forceinline__ uint32_t ir_tile_load(const ir_select &sel, si
   return mask;
 }
 
-/* InK-Collate out of kernel on any selection (ink_collate.cu); zeroes *count first. */
+/* A grid-wide running total that resets itself, so that no memset precedes the kernel (one
+ * launch per call, as cheap as it gets for small streams, and capturable). words[0] is the total
+ * the blocks add their counts to, words[1] counts the blocks done; the last block writes the
+ * grand total to *count and zeroes both for the next launch. The words start at zero
+ * (ir_compact_ctx_reserve); a context therefore serves one stream at a time, as its scratch
+ * does anyway. Thread 0 of every block calls this once, after its atomicAdd on words[0]. */
+static __device__ __forceinline__ void ir_grid_total_arrive(unsigned *words, uint32_t *count) {
+  __threadfence(); /* this block's add is ordered before its arrival */
+  if (atomicAdd(&words[1], 1u) == gridDim.x - 1) {
+    *count = atomicExch(&words[0], 0u);
+    atomicExch(&words[1], 0u);
+  }
+}
+
+/* InK-Collate out of kernel on any selection (ink_collate.cu); *count gets the number kept. */
 cudaError_t ir_ink_collate_select(ir_compact_ctx *ctx, const ir_select &sel, size_t n_max, const uint32_t *d_n,
                                   uint32_t *out, uint32_t *count, cudaStream_t stream);
 
