@@ -1,22 +1,273 @@
-/* GPU renderer: being written; the CPU device works. */
+/* The GPU device: the volume as a 3D texture of its native type, the brick ranges and the
+ * tree, per-pixel buffers that grow with the image and never shrink, and the frame: the
+ * multi-kernel pipeline (gpu_pipeline.cu) or the single kernel (single_kernel.cu).
+ *
+ * Frame times come from CUDA events recorded on the renderer's stream at the start of
+ * ir_render_frame (before any host work of the frame) and after its last GPU work, so host
+ * work, launches and round trips are all inside. Per-stage times come from a second,
+ * host-driven pass of the same frame with events between the stages (stage_timing), because
+ * those events and the read-backs they need would change the frame they measure.
+ */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "render/render_internal.h"
+#include "render/gpu_internal.cuh"
 
+ir_status ir_cuda_fail(char err[IR_ERR_LEN], cudaError_t e, const char *call, const char *file, int line) {
+  const char *base = strrchr(file, '/');
+  snprintf(err, IR_ERR_LEN, "GPU error at %s:%d in %s: %s (%s)", base ? base + 1 : file, line, call,
+           cudaGetErrorString(e), cudaGetErrorName(e));
+  return IR_ERR_RUNTIME;
+}
+
+static __global__ void iota_kernel(uint32_t *out, uint32_t n) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = i;
+}
+
+/* ---- Volume texture ------------------------------------------------------------------------ */
+static cudaChannelFormatDesc channel_of(ir_voxel_type t) {
+  switch (t) {
+  case IR_VOXEL_UINT8: return cudaCreateChannelDesc<uint8_t>();
+  case IR_VOXEL_UINT16: return cudaCreateChannelDesc<uint16_t>();
+  case IR_VOXEL_INT16: return cudaCreateChannelDesc<int16_t>();
+  default: return cudaCreateChannelDesc<float>();
+  }
+}
+
+static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  const ir_volume *v = r->volume;
+  int max3d = 0;
+  IR_CUDA(cudaDeviceGetAttribute(&max3d, cudaDevAttrMaxTexture3DWidth, g->device));
+  for (int k = 0; k < 3; k++)
+    if (v->dims[k] > (size_t)max3d) {
+      snprintf(err, IR_ERR_LEN, "%s: %zux%zux%zu voxels exceed the GPU's 3D texture limit of %d per axis; use --device cpu",
+               v->name, v->dims[0], v->dims[1], v->dims[2], max3d);
+      return IR_ERR_INPUT;
+    }
+  cudaChannelFormatDesc ch = channel_of(v->type);
+  cudaExtent extent = make_cudaExtent(v->dims[0], v->dims[1], v->dims[2]);
+  cudaError_t e = cudaMalloc3DArray(&g->array, &ch, extent);
+  if (e == cudaErrorMemoryAllocation) {
+    snprintf(err, IR_ERR_LEN, "%s: not enough GPU memory for the %zu-byte volume texture; use --device cpu", v->name,
+             v->bytes);
+    return IR_ERR_RUNTIME;
+  }
+  IR_CUDA(e);
+  cudaMemcpy3DParms copy;
+  memset(&copy, 0, sizeof copy);
+  size_t elem = ir_voxel_type_size(v->type);
+  copy.srcPtr = make_cudaPitchedPtr((void *)r->view.voxels, v->dims[0] * elem, v->dims[0], v->dims[1]);
+  copy.dstArray = g->array;
+  copy.extent = extent;
+  copy.kind = cudaMemcpyHostToDevice;
+  IR_CUDA(cudaMemcpy3D(&copy));
+
+  cudaResourceDesc res;
+  memset(&res, 0, sizeof res);
+  res.resType = cudaResourceTypeArray;
+  res.res.array.array = g->array;
+  cudaTextureDesc td;
+  memset(&td, 0, sizeof td);
+  td.addressMode[0] = td.addressMode[1] = td.addressMode[2] = cudaAddressModeClamp;
+  td.filterMode = cudaFilterModeLinear;
+  /* Linear filtering of integer textures needs normalized reads; volume_sample.cuh scales back. */
+  td.readMode = v->type == IR_VOXEL_FLOAT32 ? cudaReadModeElementType : cudaReadModeNormalizedFloat;
+  td.normalizedCoords = 0;
+  IR_CUDA(cudaCreateTextureObject(&g->tex, &res, &td, NULL));
+  r->view.tex = (unsigned long long)g->tex;
+  r->view.scale = ir_texture_scale((int)v->type);
+  return IR_OK;
+}
+
+/* ---- Create / destroy ------------------------------------------------------------------------ */
 ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
-  (void)r;
-  snprintf(err, IR_ERR_LEN, "the GPU renderer is not available in this build yet; use --device cpu");
-  return IR_ERR_RUNTIME;
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    snprintf(err, IR_ERR_LEN, "no CUDA device available (%s); use --device cpu to render on the CPU",
+             e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    return IR_ERR_RUNTIME;
+  }
+  struct ir_gpu_state *g = (struct ir_gpu_state *)calloc(1, sizeof *g);
+  if (!g) {
+    snprintf(err, IR_ERR_LEN, "out of host memory creating the GPU renderer");
+    return IR_ERR_RUNTIME;
+  }
+  r->gpu = g;
+  IR_CUDA(cudaGetDevice(&g->device));
+  /* A blocking stream: work on the legacy default stream (e.g. CUDA-GL interop in the window)
+   * is ordered after the frame without extra synchronisation. */
+  IR_CUDA(cudaStreamCreate(&g->stream));
+  IR_CUDA(cudaEventCreate(&g->ev_start));
+  IR_CUDA(cudaEventCreate(&g->ev_stop));
+  for (; g->timeline_created < IR_TIMELINE_EVENTS; g->timeline_created++)
+    IR_CUDA(cudaEventCreate(&g->timeline[g->timeline_created]));
+  ir_status st = upload_volume(r, err);
+  if (st != IR_OK) return st;
+  const ir_bvh_layout *L = &r->layout;
+  size_t bricks = (size_t)L->dims[0][0] * L->dims[0][1] * L->dims[0][2];
+  IR_CUDA(cudaMalloc(&g->d_ranges, bricks * sizeof(ir_brick_range)));
+  IR_CUDA(cudaMemcpy(g->d_ranges, r->ranges, bricks * sizeof(ir_brick_range), cudaMemcpyHostToDevice));
+  IR_CUDA(cudaMalloc(&g->d_nodes, (size_t)L->node_count * sizeof(ir_bvh_node)));
+  IR_CUDA(cudaMalloc(&g->d_frame, sizeof(ir_gpu_frame)));
+  IR_CUDA(cudaMalloc(&g->d_counters, sizeof(ir_gpu_counters)));
+  IR_CUDA(cudaMallocHost(&g->h_counters, sizeof(ir_gpu_counters)));
+  IR_CUDA(cudaMalloc(&g->d_resize, IR_COMPACT_METHOD_COUNT * IR_RESIZE_SLOT));
+  IR_CUDA(cudaMemset(g->d_resize, 0, IR_COMPACT_METHOD_COUNT * IR_RESIZE_SLOT));
+  e = ir_compact_ctx_create(&g->cctx, 1024);
+  if (e != cudaSuccess) return ir_cuda_fail(err, e, "ir_compact_ctx_create", __FILE__, __LINE__);
+  return IR_OK;
 }
-void ir_gpu_destroy(ir_renderer *r) { (void)r; }
+
+static void free_pixel_buffers(struct ir_gpu_state *g) {
+  void *bufs[] = {g->d_image, g->d_identity, g->d_list_t, g->d_list_i, g->d_list_s, g->d_flags_a, g->d_flags_b,
+                  g->d_remove_a, g->d_remove_b, g->d_remove_c, g->d_sp, g->d_stack, g->d_hit, g->d_sections};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
+  g->d_image = g->d_identity = g->d_list_t = g->d_list_i = g->d_list_s = NULL;
+  g->d_remove_a = g->d_remove_b = g->d_remove_c = g->d_stack = NULL;
+  g->d_flags_a = g->d_flags_b = g->d_sp = NULL;
+  g->d_hit = NULL;
+  g->d_sections = NULL;
+  g->capacity = 0;
+}
+
+void ir_gpu_destroy(ir_renderer *r) {
+  struct ir_gpu_state *g = r->gpu;
+  if (!g) return;
+  if (g->stream) cudaStreamSynchronize(g->stream);
+  ir_gpu_graphs_destroy(g);
+  free_pixel_buffers(g);
+  if (g->tex) cudaDestroyTextureObject(g->tex);
+  if (g->array) cudaFreeArray(g->array);
+  cudaFree(g->d_ranges);
+  cudaFree(g->d_nodes);
+  cudaFree(g->d_frame);
+  cudaFree(g->d_counters);
+  cudaFree(g->d_resize);
+  if (g->h_counters) cudaFreeHost(g->h_counters);
+  if (g->cctx) ir_compact_ctx_destroy(g->cctx);
+  for (int i = 0; i < g->timeline_created; i++) cudaEventDestroy(g->timeline[i]);
+  if (g->ev_start) cudaEventDestroy(g->ev_start);
+  if (g->ev_stop) cudaEventDestroy(g->ev_stop);
+  if (g->stream) cudaStreamDestroy(g->stream);
+  free(g);
+  r->gpu = NULL;
+}
+
+/* Grows the per-pixel buffers to `pixels` (never shrinks); the graphs point at them, so they go. */
+static ir_status ensure_capacity(ir_renderer *r, size_t pixels, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  if (pixels <= g->capacity) return IR_OK;
+  IR_CUDA(cudaStreamSynchronize(g->stream));
+  ir_gpu_graphs_destroy(g);
+  free_pixel_buffers(g);
+  size_t n = pixels, levels = (size_t)r->layout.levels;
+  unsigned grid = ir_grid_for(n);
+  g->sections_stride = (ir_ink_sections_bytes(grid, IR_BLOCK) + 255) & ~(size_t)255;
+  IR_CUDA(cudaMalloc(&g->d_image, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_identity, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_list_t, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_list_i, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_list_s, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_flags_a, n));
+  IR_CUDA(cudaMalloc(&g->d_flags_b, n));
+  IR_CUDA(cudaMalloc(&g->d_remove_a, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_remove_b, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_remove_c, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_sp, n));
+  IR_CUDA(cudaMalloc(&g->d_stack, n * levels * 4));
+  IR_CUDA(cudaMalloc(&g->d_hit, n * sizeof(float4)));
+  IR_CUDA(cudaMalloc(&g->d_sections, 4 * g->sections_stride));
+  iota_kernel<<<grid, IR_BLOCK, 0, g->stream>>>(g->d_identity, (uint32_t)n);
+  IR_CUDA(cudaGetLastError());
+  cudaError_t e = ir_compact_ctx_reserve(g->cctx, n);
+  if (e != cudaSuccess) return ir_cuda_fail(err, e, "ir_compact_ctx_reserve", __FILE__, __LINE__);
+  IR_CUDA(cudaStreamSynchronize(g->stream));
+  g->capacity = n;
+  return IR_OK;
+}
+
+/* ---- Frames ------------------------------------------------------------------------------------ */
+static ir_status upload_frame(ir_renderer *r, const ir_frame_desc *f, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  ir_gpu_frame hf;
+  memset(&hf, 0, sizeof hf);
+  ir_trace_params_fill(r, f, &hf.p);
+  hf.p.nodes = g->d_nodes;
+  hf.p.root = ir_bvh_root(&r->layout);
+  hf.pixels = (uint32_t)f->width * (uint32_t)f->height;
+  /* From pageable memory: the copy is staged before the call returns, so `hf` may go. */
+  IR_CUDA(cudaMemcpyAsync(g->d_frame, &hf, sizeof hf, cudaMemcpyHostToDevice, g->stream));
+  return IR_OK;
+}
+
+static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, bool timed, ir_frame_stats *stats,
+                              char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  uint32_t pixels = (uint32_t)f->width * (uint32_t)f->height;
+  if (timed) IR_CUDA(cudaEventRecord(g->timeline[0], g->stream));
+  IR_CUDA(ir_bvh_update_launch(&r->layout, g->d_ranges, g->d_nodes, g->d_frame, g->stream));
+  if (timed) IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
+  IR_CUDA(ir_single_kernel_launch(g->d_frame, g->d_image, pixels, g->stream));
+  if (!timed) return IR_OK;
+  IR_CUDA(cudaEventRecord(g->timeline[2], g->stream));
+  IR_CUDA(cudaEventSynchronize(g->timeline[2]));
+  float a = 0, b = 0;
+  IR_CUDA(cudaEventElapsedTime(&a, g->timeline[0], g->timeline[1]));
+  IR_CUDA(cudaEventElapsedTime(&b, g->timeline[1], g->timeline[2]));
+  stats->bvh_update_ms = a;
+  stats->kernel_ms = b;
+  return IR_OK;
+}
+
 ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]) {
-  (void)r; (void)f; (void)stats;
-  snprintf(err, IR_ERR_LEN, "the GPU renderer is not available in this build yet");
-  return IR_ERR_RUNTIME;
+  struct ir_gpu_state *g = r->gpu;
+  size_t pixels = (size_t)f->width * (size_t)f->height;
+  ir_status st = ensure_capacity(r, pixels, err);
+  if (st != IR_OK) return st;
+  bool multi = f->pipeline == IR_PIPELINE_MULTI;
+  bool host_loop = f->host_loop || !ir_compact_supports_device_n(f->method);
+
+  IR_CUDA(cudaEventRecord(g->ev_start, g->stream));
+  if ((st = upload_frame(r, f, err)) != IR_OK) return st;
+  st = multi ? ir_gpu_multi_frame(r, f, host_loop, false, NULL, err) : single_frame(r, f, false, NULL, err);
+  if (st != IR_OK) return st;
+  IR_CUDA(cudaEventRecord(g->ev_stop, g->stream));
+  r->width = f->width;
+  r->height = f->height;
+  if (!stats) return IR_OK;
+
+  memset(stats, 0, sizeof *stats);
+  IR_CUDA(cudaEventSynchronize(g->ev_stop));
+  float ms = 0.0f;
+  IR_CUDA(cudaEventElapsedTime(&ms, g->ev_start, g->ev_stop));
+  stats->frame_ms = ms;
+  if (multi) {
+    IR_CUDA(cudaMemcpy(g->h_counters, g->d_counters, sizeof(ir_gpu_counters), cudaMemcpyDeviceToHost));
+    const ir_gpu_counters *c = g->h_counters;
+    stats->rays_generated = c->generated;
+    stats->rays_hit = c->hits;
+    stats->iterations = c->generated ? (int)c->round : 0;
+    memcpy(stats->traverse_rays, c->trav_hist, sizeof stats->traverse_rays);
+    memcpy(stats->intersect_rays, c->isect_hist, sizeof stats->intersect_rays);
+    stats->graph = g->last_graph;
+    stats->graph_resized = g->last_graph && g->graph_sized[f->method];
+  }
+  if (!f->stage_timing) return IR_OK;
+  /* The diagnostic pass: the same frame again, host-driven, with events between stages. */
+  if ((st = upload_frame(r, f, err)) != IR_OK) return st;
+  return multi ? ir_gpu_multi_frame(r, f, true, true, stats, err) : single_frame(r, f, true, stats, err);
 }
+
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]) {
-  (void)r; (void)rgba;
-  snprintf(err, IR_ERR_LEN, "the GPU renderer is not available in this build yet");
-  return IR_ERR_RUNTIME;
+  struct ir_gpu_state *g = r->gpu;
+  IR_CUDA(cudaMemcpyAsync(rgba, g->d_image, (size_t)r->width * (size_t)r->height * 4, cudaMemcpyDeviceToHost,
+                          g->stream));
+  IR_CUDA(cudaStreamSynchronize(g->stream));
+  return IR_OK;
 }
-const void *ir_gpu_device_image(const ir_renderer *r) { (void)r; return NULL; }
+
+const void *ir_gpu_device_image(const ir_renderer *r) { return r->gpu ? r->gpu->d_image : NULL; }

@@ -60,6 +60,9 @@ typedef struct ir_frame_desc {
   ir_compact_method method;     /* compaction used by the multi-kernel pipeline */
   ir_pipeline pipeline;
   bool stage_timing;            /* also time each stage (a separate diagnostic pass on the GPU) */
+  bool host_loop;               /* GPU multi-kernel: drive the traversal/intersection loop from the
+                                   host, reading the counts back each round (Thrust always does),
+                                   instead of one CUDA graph; for measuring host round trips */
 } ir_frame_desc;
 
 /* What one frame cost and did. Times in milliseconds; stage times are filled when
@@ -80,6 +83,14 @@ typedef struct ir_frame_stats {
   uint32_t intersect_rays[IR_MAX_ITERATIONS]; /* rays entering intersection, per round */
   double traverse_iter_ms[IR_MAX_ITERATIONS];
   double intersect_iter_ms[IR_MAX_ITERATIONS];
+  /* Diagnostic pass (stage_timing), GPU: */
+  double host_wait_ms;   /* GPU idle while the host read counts back and launched (round trips) */
+  int readbacks;         /* count read-backs (host round trips) of the diagnostic pass */
+  double control_ms;     /* per-round control kernels and frame setup of the multi pipeline */
+  double kernel_ms;      /* single pipeline: its one kernel */
+  /* How the timed frame ran (GPU multi pipeline): */
+  bool graph;            /* as one CUDA graph (no host round trips) */
+  bool graph_resized;    /* with the loop's grids resized on the device each round */
 } ir_frame_stats;
 
 /* Renders one frame. `stats` may be NULL. */

@@ -1,0 +1,210 @@
+/* Internals of the GPU renderer shared by its CUDA files (CUDA only): the state, the device-side
+ * frame parameters and counters, how a stage hands its surviving rays to the next one, and the
+ * kernel launchers of each stage file.
+ */
+#ifndef INKRAY_RENDER_GPU_INTERNAL_CUH
+#define INKRAY_RENDER_GPU_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+
+#include "compaction/compaction.h"
+#include "compaction/compaction_device.cuh"
+#include "render/render_internal.h"
+
+/* 256 threads: a multiple of the warp and of InK's 32-block sections, small enough that a
+ * max-sized grid of a 1920x1080 frame still has thousands of blocks to balance the uneven
+ * per-ray work of traversal and intersection. */
+#define IR_BLOCK 256
+
+/* Records "what failed where" in err and returns IR_ERR_RUNTIME. */
+ir_status ir_cuda_fail(char err[IR_ERR_LEN], cudaError_t e, const char *call, const char *file, int line);
+#define IR_CUDA(call)                                                                   \
+  do {                                                                                  \
+    cudaError_t ir_e_ = (call);                                                         \
+    if (ir_e_ != cudaSuccess) return ir_cuda_fail(err, ir_e_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+static inline unsigned ir_grid_for(size_t n) { return (unsigned)((n + IR_BLOCK - 1) / IR_BLOCK); }
+
+/* Launches a stage kernel with IR_BLOCK threads per block and optional launch attributes (the
+ * graph build asks for device-updatable nodes this way; cudaLaunchKernelEx writes the node
+ * handle back into the attribute). */
+template <typename... Params, typename... Args>
+static cudaError_t ir_launch(void (*kernel)(Params...), unsigned grid, cudaStream_t stream,
+                             cudaLaunchAttribute *attr, int attr_count, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid ? grid : 1);
+  cfg.blockDim = dim3(IR_BLOCK);
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = (unsigned)attr_count;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+/* ---- Device-side frame state ---------------------------------------------------------------- */
+/* Parameters of the frame, copied to the device before the frame's work, so that a captured
+ * graph reads the current camera and isovalue without being rebuilt. */
+typedef struct ir_gpu_frame {
+  ir_trace_params p; /* p.nodes: the device tree; p.root: the root's index (validity is read) */
+  uint32_t pixels;   /* width * height */
+} ir_gpu_frame;
+
+/* Counts of the multi-kernel loop, all on the device. Each stage reads its input count and
+ * appends to its output count; the round's control kernel moves trav_out to trav_in and zeroes
+ * the outputs (see gpu_pipeline.cu). */
+typedef struct ir_gpu_counters {
+  uint32_t pixels;    /* width * height, the raygen stage's input count (for Redzone's d_n) */
+  uint32_t trav_in;   /* rays entering traversal this round */
+  uint32_t isect;     /* rays entering intersection this round */
+  uint32_t trav_out;  /* rays intersection sends back to traversal */
+  uint32_t shade;     /* hits of this round */
+  uint32_t k_trav;    /* Redzone: removal counts of the traversal and intersection stages */
+  uint32_t k_isect_t;
+  uint32_t k_isect_s;
+  uint32_t round;
+  uint32_t generated;
+  uint32_t hits;
+  uint32_t k_gen;
+  uint32_t pad[4];
+  uint32_t trav_hist[IR_MAX_ITERATIONS];
+  uint32_t isect_hist[IR_MAX_ITERATIONS];
+} ir_gpu_counters;
+
+/* ---- Stage outputs ----------------------------------------------------------------------------
+ * How a kernel hands on the rays it keeps, by compaction method (docs/render.md has the table):
+ *   INK_COMPACT / INK_COLLATE  emit into `list`, `count` inside the kernel
+ *   FLAGS (Thrust, Jumping Jack) flags[pos] = keep; a compaction call follows the kernel
+ *   REMOVE (Redzone)           the position of each ray that leaves is appended to `remove`
+ *                              (`count` = k); ir_compact_remove_indices follows
+ * `list`, when set for FLAGS/REMOVE, also receives a dense copy list[pos] = value (the list the
+ * following call compacts or trims in place). */
+enum { IR_OUT_INK_COMPACT = 0, IR_OUT_INK_COLLATE, IR_OUT_FLAGS, IR_OUT_REMOVE };
+
+typedef struct ir_stage_out {
+  int mode;
+  uint32_t *list;
+  uint32_t *count;
+  uint8_t *flags;
+  uint32_t *remove;
+  ir_ink_sections sections;
+} ir_stage_out;
+
+/* Appends the positions of leaving rays with one atomic per warp. Whole warp, any mask. */
+static __device__ __forceinline__ void ir_append_removal(bool leave, uint32_t pos, uint32_t *remove,
+                                                         uint32_t *count) {
+  unsigned mask = __ballot_sync(0xffffffffu, leave);
+  if (!mask) return;
+  unsigned lane = threadIdx.x & 31u, leader = (unsigned)__ffs((int)mask) - 1u;
+  uint32_t base = 0;
+  if (lane == leader) base = atomicAdd(count, (uint32_t)__popc(mask));
+  base = __shfl_sync(0xffffffffu, base, (int)leader);
+  if (leave) remove[base + (uint32_t)__popc(mask & ((1u << lane) - 1u))] = pos;
+}
+
+/* Every thread of the block calls this once per output per launch (block-uniform); `active`
+ * is false for threads beyond the input count. */
+static __device__ __forceinline__ void ir_stage_emit(const ir_stage_out &o, bool active, bool keep,
+                                                     uint32_t value, uint32_t pos) {
+  switch (o.mode) {
+  case IR_OUT_INK_COMPACT: ir_ink_compact_emit(active && keep, value, o.list, o.count, o.sections); break;
+  case IR_OUT_INK_COLLATE: ir_ink_collate_emit(active && keep, value, o.list, o.count); break;
+  case IR_OUT_FLAGS:
+    if (active) {
+      o.flags[pos] = keep ? 1 : 0;
+      if (o.list) o.list[pos] = value;
+    }
+    break;
+  default:
+    if (active && o.list) o.list[pos] = value;
+    ir_append_removal(active && !keep, pos, o.remove, o.count);
+    break;
+  }
+}
+
+#define IR_TIMELINE_EVENTS 1040
+#define IR_RESIZE_SLOT 64
+
+/* ---- The renderer's GPU state ----------------------------------------------------------------- */
+struct ir_gpu_state {
+  int device;
+  cudaStream_t stream;
+  cudaEvent_t ev_start, ev_stop, ev_a, ev_b;
+  cudaArray_t array;
+  cudaTextureObject_t tex;
+  ir_brick_range *d_ranges;
+  ir_bvh_node *d_nodes;
+  ir_gpu_frame *d_frame;
+  ir_gpu_counters *d_counters;
+  ir_gpu_counters *h_counters; /* pinned: read-backs */
+  ir_compact_ctx *cctx;
+
+  /* Per-pixel buffers, sized for `capacity` pixels; they grow and never shrink. */
+  size_t capacity;
+  uint32_t *d_image;
+  uint32_t *d_identity;      /* 0, 1, 2, ...: the raygen stage's input list for flag methods */
+  uint32_t *d_list_t, *d_list_i, *d_list_s;
+  uint8_t *d_flags_a, *d_flags_b;
+  uint32_t *d_remove_a, *d_remove_b, *d_remove_c;
+  uint8_t *d_sp;             /* stack depth per ray */
+  uint32_t *d_stack;         /* per ray: levels entries, entry i of ray r at i * capacity + r */
+  float4 *d_hit;             /* per ray: t and the world normal of its hit */
+  void *d_sections;          /* InK-Compact state of the four in-kernel stages */
+  size_t sections_stride;    /* bytes per stage */
+
+  /* Captured frames of the multi-kernel pipeline, one per method, for the size they were
+   * built for. */
+  cudaGraphExec_t graph[IR_COMPACT_METHOD_COUNT];
+  int graph_width[IR_COMPACT_METHOD_COUNT], graph_height[IR_COMPACT_METHOD_COUNT];
+  bool graph_sized[IR_COMPACT_METHOD_COUNT];  /* loop kernels resized on the device */
+  bool graph_failed[IR_COMPACT_METHOD_COUNT]; /* capture refused: host loop from then on */
+  bool last_graph; /* the last multi-kernel frame ran as a graph */
+  void *d_resize; /* per method, IR_RESIZE_SLOT bytes: the loop's device-updatable nodes */
+
+  /* Events of the stage-timing pass (gpu_pipeline.cu): eight per round for 128 rounds. */
+  cudaEvent_t timeline[IR_TIMELINE_EVENTS];
+  int timeline_created;
+  int mark_label[IR_TIMELINE_EVENTS], mark_round[IR_TIMELINE_EVENTS];
+
+  int width, height; /* of the last frame */
+};
+
+/* ---- Launchers (each in the stage's own file) ---------------------------------------------- */
+/* bvh_update.cu: one or two launches; the isovalue is read from the device frame. */
+cudaError_t ir_bvh_update_launch(const ir_bvh_layout *L, const ir_brick_range *d_ranges, ir_bvh_node *d_nodes,
+                                 const ir_gpu_frame *d_frame, cudaStream_t stream);
+
+/* The per-ray buffers every stage kernel works on. */
+typedef struct ir_ray_buffers {
+  uint8_t *sp;
+  uint32_t *stack;
+  size_t stride; /* = capacity */
+  float4 *hit;
+  uint32_t *image;
+} ir_ray_buffers;
+
+/* raygen.cu: one thread per pixel; background into the image, stack = {root} for rays that
+ * meet the volume, which go to `out`. Also writes counters->pixels. */
+cudaError_t ir_raygen_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, ir_gpu_counters *counters,
+                             ir_stage_out out, unsigned grid, cudaStream_t stream);
+/* traverse.cu: rays in[0..*n) to a leaf (to `out`) or out of the volume (dropped). */
+cudaError_t ir_traverse_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
+                               ir_stage_out out, unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr,
+                               int attr_count);
+/* intersect.cu: rays in[0..*n): hits (t and normal stored) to `to_shade`, rays with an inner
+ * node on top of the stack to `to_traverse`, the rest dropped. */
+cudaError_t ir_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
+                                ir_stage_out to_shade, ir_stage_out to_traverse, unsigned grid, cudaStream_t stream,
+                                cudaLaunchAttribute *attr, int attr_count);
+/* shade.cu: hits in[0..*n) into the image. */
+cudaError_t ir_shade_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
+                            unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
+/* single_kernel.cu: the whole per-pixel pipeline in one kernel. */
+cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, uint32_t pixels, cudaStream_t stream);
+
+/* gpu_pipeline.cu: one multi-kernel frame (graph or host-driven loop); fills the stage times
+ * when `timed` (host loop with events between stages). */
+ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_loop, bool timed,
+                             ir_frame_stats *stats, char err[IR_ERR_LEN]);
+void ir_gpu_graphs_destroy(struct ir_gpu_state *g);
+
+#endif

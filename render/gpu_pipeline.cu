@@ -1,0 +1,523 @@
+/* The multi-kernel pipeline of one frame (InK §3, Fig. 3): BVH update, ray generation, then
+ * traversal and intersection alternating until no ray is left to traverse, shading the hits of
+ * each round as they come. Four compaction stages hand rays from kernel to kernel, each in the
+ * selected method's natural form (gpu_internal.cuh, ir_stage_out; docs/render.md, "Compaction
+ * stages"):
+ *
+ *   stage                      InK-Compact/-Collate   Thrust, Jumping Jack      Redzone
+ *   generation -> traversal    emit in raygen         flags + flagged call      removal list + in-place removal
+ *   traversal -> intersection  emit in traverse       flags + flagged call      removal list + in-place removal
+ *   intersection -> traversal  emit in intersect      flags + flagged call      removal list + in-place removal
+ *   intersection -> shading    emit in intersect      flags + flagged call      dense copy + removal list + removal
+ *
+ * Two ways to drive the loop:
+ *   graph      the whole frame is one CUDA graph; the loop is a conditional WHILE node whose
+ *              body ends with a control kernel that moves the counts on, sets the condition and
+ *              (where the driver allows device-updatable nodes) shrinks the next round's grids
+ *              to the number of rays left. No host round trip at all.
+ *   host loop  the host reads the counts back after each stage and launches exact grids: what
+ *              Thrust needs (its copy_if takes the count on the host), and the diagnostic pass
+ *              that times every stage with events.
+ * Rounds are shaded as they finish, so the hit list of a round never has to be appended to the
+ * previous rounds' lists (which the compaction calls, writing from offset 0, cannot do).
+ */
+#include <string.h>
+
+#include "render/gpu_internal.cuh"
+
+/* ---- Stage wiring ---------------------------------------------------------------------------- */
+typedef struct ir_wiring {
+  int mode;
+  ir_stage_out gen, trav, to_shade, to_trav;
+  uint32_t *isect_list; /* the list intersection reads: I, or T itself for Redzone (in place) */
+} ir_wiring;
+
+static int output_mode(ir_compact_method m) {
+  if (m == IR_COMPACT_INK_COMPACT) return IR_OUT_INK_COMPACT;
+  if (m == IR_COMPACT_INK_COLLATE) return IR_OUT_INK_COLLATE;
+  return ir_compact_method_get(m)->in_place ? IR_OUT_REMOVE : IR_OUT_FLAGS;
+}
+
+static ir_ink_sections sections_of(const struct ir_gpu_state *g, int stage) {
+  return ir_ink_sections_bind((char *)g->d_sections + (size_t)stage * g->sections_stride, ir_grid_for(g->capacity),
+                              IR_BLOCK);
+}
+
+static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m) {
+  ir_gpu_counters *c = g->d_counters;
+  ir_wiring w;
+  memset(&w, 0, sizeof w);
+  w.mode = output_mode(m);
+  w.gen.mode = w.trav.mode = w.to_shade.mode = w.to_trav.mode = w.mode;
+  w.isect_list = g->d_list_i;
+  switch (w.mode) {
+  case IR_OUT_INK_COMPACT:
+  case IR_OUT_INK_COLLATE:
+    w.gen.list = g->d_list_t, w.gen.count = &c->trav_in, w.gen.sections = sections_of(g, 0);
+    w.trav.list = g->d_list_i, w.trav.count = &c->isect, w.trav.sections = sections_of(g, 1);
+    w.to_shade.list = g->d_list_s, w.to_shade.count = &c->shade, w.to_shade.sections = sections_of(g, 2);
+    w.to_trav.list = g->d_list_t, w.to_trav.count = &c->trav_out, w.to_trav.sections = sections_of(g, 3);
+    break;
+  case IR_OUT_FLAGS:
+    w.gen.flags = w.trav.flags = w.to_shade.flags = g->d_flags_a;
+    w.to_trav.flags = g->d_flags_b;
+    break;
+  default: /* Redzone: lists shrink in place; the hit list starts as a copy of the input. */
+    w.isect_list = g->d_list_t;
+    w.gen.list = g->d_list_t, w.gen.remove = g->d_remove_a, w.gen.count = &c->k_gen;
+    w.trav.remove = g->d_remove_a, w.trav.count = &c->k_trav;
+    w.to_shade.list = g->d_list_s, w.to_shade.remove = g->d_remove_b, w.to_shade.count = &c->k_isect_s;
+    w.to_trav.remove = g->d_remove_c, w.to_trav.count = &c->k_isect_t;
+    break;
+  }
+  return w;
+}
+
+/* ---- Counters and section state ---------------------------------------------------------------- */
+/* Word ranges a control kernel zeroes: the InK-Compact section flags and counters are reset
+ * with plain stores instead of one memset node each (ir_ink_sections_reset zeroes exactly these
+ * bytes: state and arrivals, contiguous at s.state). */
+typedef struct ir_zero_list {
+  uint32_t *ptr[5];
+  uint32_t words[5];
+  int count;
+} ir_zero_list;
+
+static void zero_list_add(ir_zero_list *z, void *ptr, size_t bytes) {
+  z->ptr[z->count] = (uint32_t *)ptr;
+  z->words[z->count] = (uint32_t)(bytes / 4);
+  z->count++;
+}
+
+static size_t sections_reset_bytes(const struct ir_gpu_state *g) {
+  return ir_ink_sections_reset_bytes_(ir_grid_for(g->capacity));
+}
+
+static __device__ void zero_words(const ir_zero_list &z) {
+  for (int r = 0; r < z.count; r++)
+    for (uint32_t i = threadIdx.x; i < z.words[r]; i += blockDim.x) z.ptr[r][i] = 0;
+}
+
+static __global__ void frame_begin_kernel(ir_zero_list z) { zero_words(z); }
+
+/* Up to three kernel nodes of the loop body whose grids follow the rays left. */
+typedef struct ir_resize {
+  cudaGraphDeviceNode_t node[3];
+  int count;
+} ir_resize;
+
+
+/* Intersection and shading see at most the rays that enter traversal, so one size fits the
+ * three stage kernels of a round. */
+static __device__ void resize_grids(const ir_resize *resize, uint32_t rays) {
+  unsigned grid = (rays + IR_BLOCK - 1) / IR_BLOCK;
+  for (int k = 0; k < resize->count; k++) cudaGraphKernelNodeSetGridDim(resize->node[k], dim3(grid ? grid : 1));
+}
+
+static ir_resize *resize_slot(const struct ir_gpu_state *g, ir_compact_method m) {
+  static_assert(sizeof(ir_resize) <= IR_RESIZE_SLOT, "ir_resize slot too small");
+  return (ir_resize *)((char *)g->d_resize + (size_t)m * IR_RESIZE_SLOT);
+}
+
+/* End of a round: statistics, counts moved on to the next round, outputs zeroed, and in the
+ * graph the loop condition and the next round's grid sizes. One block. */
+static __global__ void round_end_kernel(ir_gpu_counters *c, ir_zero_list z, cudaGraphConditionalHandle cond,
+                                        int use_cond, const ir_resize *resize, uint32_t max_rounds) {
+  zero_words(z);
+  if (threadIdx.x != 0) return;
+  uint32_t r = c->round;
+  if (r < IR_MAX_ITERATIONS) {
+    c->trav_hist[r] = c->trav_in;
+    c->isect_hist[r] = c->isect;
+  }
+  if (r == 0) c->generated = c->trav_in;
+  c->hits += c->shade;
+  uint32_t next = c->trav_out;
+  c->trav_in = next;
+  c->trav_out = c->isect = c->shade = 0;
+  c->k_trav = c->k_isect_t = c->k_isect_s = 0;
+  c->round = r + 1;
+  if (use_cond) cudaGraphSetConditional(cond, next > 0 && r + 1 < max_rounds);
+  if (resize) resize_grids(resize, next);
+}
+
+/* Graph only, after ray generation: the first round's grids follow the rays generated (the
+ * previous frame's last round left them at one block). */
+static __global__ void loop_begin_kernel(const ir_gpu_counters *c, const ir_resize *resize) {
+  resize_grids(resize, c->trav_in);
+}
+
+static ir_zero_list round_zero_list(const struct ir_gpu_state *g, int mode) {
+  ir_zero_list z;
+  memset(&z, 0, sizeof z);
+  if (mode == IR_OUT_INK_COMPACT)
+    for (int s = 1; s < 4; s++) zero_list_add(&z, sections_of(g, s).state, sections_reset_bytes(g));
+  return z;
+}
+
+/* ---- Out-of-kernel compaction calls ------------------------------------------------------------
+ * In the host loop the input counts are known on the host (exact sizes, host-count calls); in
+ * the graph they stay on the device and launch sizes come from the capacity. */
+/* Stage-timing marks of the diagnostic pass: an event after each piece of work; the time
+ * between two marks belongs to the later one. WAIT marks the GPU idling while the host reads a
+ * count back and launches the next stage: the host round trip. */
+enum {
+  IR_MARK_START = 0,
+  IR_MARK_BVH,
+  IR_MARK_RAYGEN,
+  IR_MARK_COMPACT_GEN,
+  IR_MARK_TRAV,
+  IR_MARK_COMPACT_TRAV,
+  IR_MARK_ISECT,
+  IR_MARK_COMPACT_ISECT,
+  IR_MARK_SHADE,
+  IR_MARK_CONTROL,
+  IR_MARK_WAIT
+};
+
+typedef struct ir_pass {
+  ir_renderer *r;
+  bool timed;
+  int marks;
+  struct ir_gpu_state *g;
+  ir_compact_method method;
+  ir_wiring w;
+  ir_ray_buffers b;
+  cudaStream_t stream;
+  uint32_t pixels;
+  bool host_n; /* counts known on the host (host loop): exact sizes, host-count calls */
+  ir_resize resize; /* graph capture: the loop's device-updatable nodes */
+  char *err;
+} ir_pass;
+
+static ir_status compact_fail(ir_pass *p, cudaError_t e, const char *stage) {
+  snprintf(p->err, IR_ERR_LEN, "%s compaction (%s) failed: %s", stage, ir_compact_method_get(p->method)->name,
+           ir_compact_last_error(p->g->cctx));
+  (void)e;
+  return IR_ERR_RUNTIME;
+}
+
+static ir_status compact_gen(ir_pass *p) {
+  struct ir_gpu_state *g = p->g;
+  ir_gpu_counters *c = g->d_counters;
+  cudaError_t e = cudaSuccess;
+  if (p->w.mode == IR_OUT_FLAGS)
+    e = ir_compact_flagged(g->cctx, p->method, g->d_identity, g->d_flags_a, g->d_list_t, &c->trav_in, p->pixels,
+                           p->stream);
+  else if (p->w.mode == IR_OUT_REMOVE)
+    e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_t, &c->pixels, p->pixels, g->d_remove_a,
+                                     &c->k_gen, p->pixels, &c->trav_in, p->stream);
+  return e == cudaSuccess ? IR_OK : compact_fail(p, e, "generation -> traversal");
+}
+
+/* n: the stage's input count when known on the host, otherwise the capacity. */
+static ir_status compact_trav(ir_pass *p, size_t max_n) {
+  struct ir_gpu_state *g = p->g;
+  ir_gpu_counters *c = g->d_counters;
+  cudaError_t e = cudaSuccess;
+  if (p->w.mode == IR_OUT_FLAGS)
+    e = p->host_n ? ir_compact_flagged(g->cctx, p->method, g->d_list_t, g->d_flags_a, g->d_list_i, &c->isect, max_n,
+                                     p->stream)
+                : ir_compact_flagged_dn(g->cctx, p->method, g->d_list_t, g->d_flags_a, g->d_list_i, &c->isect,
+                                        &c->trav_in, max_n, p->stream);
+  else if (p->w.mode == IR_OUT_REMOVE)
+    e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_t, &c->trav_in, max_n, g->d_remove_a, &c->k_trav,
+                                     max_n, &c->isect, p->stream);
+  return e == cudaSuccess ? IR_OK : compact_fail(p, e, "traversal -> intersection");
+}
+
+static ir_status compact_isect(ir_pass *p, size_t max_n) {
+  struct ir_gpu_state *g = p->g;
+  ir_gpu_counters *c = g->d_counters;
+  cudaError_t e = cudaSuccess, e2 = cudaSuccess;
+  if (p->w.mode == IR_OUT_FLAGS && p->host_n) {
+    e = ir_compact_flagged(g->cctx, p->method, g->d_list_i, g->d_flags_a, g->d_list_s, &c->shade, max_n, p->stream);
+    if (e == cudaSuccess)
+      e2 = ir_compact_flagged(g->cctx, p->method, g->d_list_i, g->d_flags_b, g->d_list_t, &c->trav_out, max_n,
+                              p->stream);
+  } else if (p->w.mode == IR_OUT_FLAGS) {
+    e = ir_compact_flagged_dn(g->cctx, p->method, g->d_list_i, g->d_flags_a, g->d_list_s, &c->shade, &c->isect,
+                              max_n, p->stream);
+    if (e == cudaSuccess)
+      e2 = ir_compact_flagged_dn(g->cctx, p->method, g->d_list_i, g->d_flags_b, g->d_list_t, &c->trav_out,
+                                 &c->isect, max_n, p->stream);
+  } else if (p->w.mode == IR_OUT_REMOVE) {
+    e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_s, &c->isect, max_n, g->d_remove_b, &c->k_isect_s,
+                                     max_n, &c->shade, p->stream);
+    if (e == cudaSuccess)
+      e2 = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_t, &c->isect, max_n, g->d_remove_c,
+                                        &c->k_isect_t, max_n, &c->trav_out, p->stream);
+  }
+  if (e != cudaSuccess) return compact_fail(p, e, "intersection -> shading");
+  return e2 == cudaSuccess ? IR_OK : compact_fail(p, e2, "intersection -> traversal");
+}
+
+static cudaError_t mark(ir_pass *p, int label, uint32_t round) {
+  if (!p->timed || p->marks >= IR_TIMELINE_EVENTS) return cudaSuccess;
+  p->g->mark_label[p->marks] = label;
+  p->g->mark_round[p->marks] = round;
+  return cudaEventRecord(p->g->timeline[p->marks++], p->stream);
+}
+
+/* Host loop: one round trip, the counters to the host. */
+static ir_status read_counters(ir_pass *p, uint32_t round) {
+  char *err = p->err;
+  IR_CUDA(cudaMemcpyAsync(p->g->h_counters, p->g->d_counters, sizeof(ir_gpu_counters), cudaMemcpyDeviceToHost,
+                          p->stream));
+  IR_CUDA(cudaStreamSynchronize(p->stream));
+  IR_CUDA(mark(p, IR_MARK_WAIT, round));
+  return IR_OK;
+}
+
+/* ---- The frame's prologue: counters, BVH update, ray generation --------------------------------- */
+static ir_status enqueue_prologue(ir_pass *p, bool graph) {
+  char *err = p->err;
+  struct ir_gpu_state *g = p->g;
+  ir_zero_list z;
+  memset(&z, 0, sizeof z);
+  zero_list_add(&z, g->d_counters, sizeof(ir_gpu_counters));
+  if (p->w.mode == IR_OUT_INK_COMPACT)
+    for (int s = 0; s < 4; s++) zero_list_add(&z, sections_of(g, s).state, sections_reset_bytes(g));
+  frame_begin_kernel<<<1, 256, 0, p->stream>>>(z);
+  IR_CUDA(cudaGetLastError());
+  IR_CUDA(ir_bvh_update_launch(&p->r->layout, g->d_ranges, g->d_nodes, g->d_frame, p->stream));
+  IR_CUDA(mark(p, IR_MARK_BVH, 0));
+  IR_CUDA(ir_raygen_launch(g->d_frame, p->b, g->d_counters, p->w.gen, ir_grid_for(p->pixels), p->stream));
+  IR_CUDA(mark(p, IR_MARK_RAYGEN, 0));
+  ir_status st = compact_gen(p);
+  if (st == IR_OK && p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_GEN, 0));
+  if (st == IR_OK && graph) {
+    loop_begin_kernel<<<1, 32, 0, p->stream>>>(g->d_counters, resize_slot(g, p->method));
+    IR_CUDA(cudaGetLastError());
+  }
+  return st;
+}
+
+/* ---- Host loop ---------------------------------------------------------------------------------- */
+static ir_status host_loop(ir_pass *p) {
+  char *err = p->err;
+  struct ir_gpu_state *g = p->g;
+  const ir_gpu_counters *h = g->h_counters;
+  ir_zero_list z = round_zero_list(g, p->w.mode);
+  ir_status st = enqueue_prologue(p, false);
+  if (st == IR_OK) st = read_counters(p, 0);
+  uint32_t n = h->trav_in, max_rounds = p->r->layout.node_count + 2;
+  for (uint32_t round = 0; st == IR_OK && n > 0 && round < max_rounds; round++) {
+    IR_CUDA(ir_traverse_launch(g->d_frame, p->b, g->d_list_t, &g->d_counters->trav_in, p->w.trav, ir_grid_for(n),
+                               p->stream, NULL, 0));
+    IR_CUDA(mark(p, IR_MARK_TRAV, round));
+    if ((st = compact_trav(p, n)) != IR_OK) return st;
+    if (p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_TRAV, round));
+    if ((st = read_counters(p, round)) != IR_OK) return st;
+    uint32_t isect = h->isect;
+    if (isect > 0) {
+      IR_CUDA(ir_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect, p->w.to_shade,
+                                  p->w.to_trav, ir_grid_for(isect), p->stream, NULL, 0));
+      IR_CUDA(mark(p, IR_MARK_ISECT, round));
+      if ((st = compact_isect(p, isect)) != IR_OK) return st;
+      if (p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_ISECT, round));
+      if ((st = read_counters(p, round)) != IR_OK) return st;
+      if (h->shade > 0) {
+        IR_CUDA(ir_shade_launch(g->d_frame, p->b, g->d_list_s, &g->d_counters->shade, ir_grid_for(h->shade),
+                                p->stream, NULL, 0));
+        IR_CUDA(mark(p, IR_MARK_SHADE, round));
+      }
+    }
+    n = isect > 0 ? h->trav_out : 0;
+    round_end_kernel<<<1, 256, 0, p->stream>>>(g->d_counters, z, 0, 0, NULL, 0);
+    IR_CUDA(cudaGetLastError());
+    IR_CUDA(mark(p, IR_MARK_CONTROL, round));
+  }
+  return st;
+}
+
+/* ---- Graph ------------------------------------------------------------------------------------ */
+/* One loop round, captured into the WHILE node's body. With `resize`, the three stage kernels
+ * are device-updatable nodes and the control kernel sizes their next grids. */
+static ir_status enqueue_body(ir_pass *p, cudaStream_t s, cudaGraphConditionalHandle cond, bool resize) {
+  char *err = p->err;
+  struct ir_gpu_state *g = p->g;
+  unsigned grid = ir_grid_for(g->capacity);
+  cudaLaunchAttribute attr[3];
+  memset(attr, 0, sizeof attr);
+  for (int k = 0; k < 3; k++) {
+    attr[k].id = cudaLaunchAttributeDeviceUpdatableKernelNode;
+    attr[k].val.deviceUpdatableKernelNode.deviceUpdatable = 1;
+  }
+  int na = resize ? 1 : 0;
+  cudaStream_t saved = p->stream;
+  p->stream = s; /* the compaction calls enqueue on p->stream */
+  ir_status st = IR_OK;
+  cudaError_t e = ir_traverse_launch(g->d_frame, p->b, g->d_list_t, &g->d_counters->trav_in, p->w.trav, grid, s,
+                                     &attr[0], na);
+  if (e == cudaSuccess && (st = compact_trav(p, g->capacity)) == IR_OK) {
+    e = ir_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect, p->w.to_shade, p->w.to_trav,
+                            grid, s, &attr[1], na);
+    if (e == cudaSuccess) st = compact_isect(p, g->capacity);
+  }
+  p->stream = saved;
+  IR_CUDA(e);
+  if (st != IR_OK) return st;
+  IR_CUDA(ir_shade_launch(g->d_frame, p->b, g->d_list_s, &g->d_counters->shade, grid, s, &attr[2], na));
+  ir_resize rs;
+  memset(&rs, 0, sizeof rs);
+  if (resize) {
+    rs.count = 3;
+    for (int k = 0; k < 3; k++) rs.node[k] = attr[k].val.deviceUpdatableKernelNode.devNode;
+  }
+  /* The node handles are known only now; loop_begin_kernel, captured earlier, reads them from
+   * device memory, which capture_frame fills once the capture has ended. */
+  p->resize = rs;
+  /* A ray passes at most one round per valid leaf; the cap only guards against a bug looping. */
+  uint32_t max_rounds = p->r->layout.node_count + 2;
+  round_end_kernel<<<1, 256, 0, s>>>(g->d_counters, round_zero_list(g, p->w.mode), cond, 1,
+                                     resize_slot(g, p->method), max_rounds);
+  IR_CUDA(cudaGetLastError());
+  return IR_OK;
+}
+
+static ir_status capture_frame(ir_pass *p, bool resize, cudaGraphExec_t *out) {
+  char *err = p->err;
+  cudaStream_t body_stream = NULL;
+  cudaGraph_t graph = NULL;
+  IR_CUDA(cudaStreamCreateWithFlags(&body_stream, cudaStreamNonBlocking));
+  ir_status st = IR_OK;
+  cudaError_t e = cudaStreamBeginCapture(p->stream, cudaStreamCaptureModeThreadLocal);
+  if (e == cudaSuccess) st = enqueue_prologue(p, true);
+  if (e == cudaSuccess && st == IR_OK) {
+    cudaStreamCaptureStatus status;
+    const cudaGraphNode_t *deps = NULL;
+    size_t ndeps = 0;
+    cudaGraph_t capturing = NULL;
+    cudaGraphConditionalHandle cond = 0;
+    cudaGraphNode_t loop = NULL;
+    cudaGraphNodeParams cp = {};
+    e = cudaStreamGetCaptureInfo(p->stream, &status, NULL, &capturing, &deps, NULL, &ndeps);
+    if (e == cudaSuccess) e = cudaGraphConditionalHandleCreate(&cond, capturing, 1, cudaGraphCondAssignDefault);
+    if (e == cudaSuccess) {
+      cp.type = cudaGraphNodeTypeConditional;
+      cp.conditional.handle = cond;
+      cp.conditional.type = cudaGraphCondTypeWhile;
+      cp.conditional.size = 1;
+      e = cudaGraphAddNode(&loop, capturing, deps, NULL, ndeps, &cp);
+    }
+    if (e == cudaSuccess) e = cudaStreamUpdateCaptureDependencies(p->stream, &loop, NULL, 1, cudaStreamSetCaptureDependencies);
+    if (e == cudaSuccess)
+      e = cudaStreamBeginCaptureToGraph(body_stream, cp.conditional.phGraph_out[0], NULL, NULL, 0,
+                                        cudaStreamCaptureModeThreadLocal);
+    if (e == cudaSuccess) {
+      st = enqueue_body(p, body_stream, cond, resize);
+      cudaGraph_t body = NULL;
+      cudaError_t e2 = cudaStreamEndCapture(body_stream, &body);
+      if (st == IR_OK) e = e2;
+    }
+  }
+  cudaError_t e3 = cudaStreamEndCapture(p->stream, &graph);
+  if (e == cudaSuccess && st == IR_OK) e = e3;
+  if (e == cudaSuccess && st == IR_OK)
+    e = cudaMemcpy(resize_slot(p->g, p->method), &p->resize, sizeof p->resize, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess && st == IR_OK) e = cudaGraphInstantiate(out, graph, 0);
+  if (graph) cudaGraphDestroy(graph);
+  cudaStreamDestroy(body_stream);
+  if (st != IR_OK) return st;
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError(); /* capture errors are not sticky; clear them for the retry */
+    return ir_cuda_fail(err, e, "capturing the multi-kernel frame as a CUDA graph", __FILE__, __LINE__);
+  }
+  return IR_OK;
+}
+
+static ir_status ensure_graph(ir_pass *p, int width, int height) {
+  struct ir_gpu_state *g = p->g;
+  int m = (int)p->method;
+  if (g->graph[m] && g->graph_width[m] == width && g->graph_height[m] == height) return IR_OK;
+  if (g->graph[m]) cudaGraphExecDestroy(g->graph[m]);
+  g->graph[m] = NULL;
+  /* Device-updatable nodes first; where the driver refuses them, the loop runs max-sized grids
+   * that exit early past the count. */
+  ir_status st = capture_frame(p, true, &g->graph[m]);
+  g->graph_sized[m] = st == IR_OK;
+  if (st != IR_OK) st = capture_frame(p, false, &g->graph[m]);
+  if (st != IR_OK) return st;
+  g->graph_width[m] = width;
+  g->graph_height[m] = height;
+  return IR_OK;
+}
+
+void ir_gpu_graphs_destroy(struct ir_gpu_state *g) {
+  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
+    if (g->graph[m]) cudaGraphExecDestroy(g->graph[m]);
+    g->graph[m] = NULL;
+  }
+}
+
+/* ---- Statistics ---------------------------------------------------------------------------------- */
+static ir_status fill_stage_times(ir_pass *p, ir_frame_stats *s) {
+  char *err = p->err;
+  for (int i = 1; i < p->marks; i++) {
+    float ms = 0.0f;
+    IR_CUDA(cudaEventElapsedTime(&ms, p->g->timeline[i - 1], p->g->timeline[i]));
+    int r = p->g->mark_round[i] < IR_MAX_ITERATIONS ? p->g->mark_round[i] : IR_MAX_ITERATIONS - 1;
+    switch (p->g->mark_label[i]) {
+    case IR_MARK_BVH: s->bvh_update_ms += ms; break;
+    case IR_MARK_COMPACT_GEN: s->compact_ms += ms; /* fall through: part of ray generation */
+    case IR_MARK_RAYGEN: s->raygen_ms += ms; break;
+    case IR_MARK_COMPACT_TRAV: s->compact_ms += ms; /* fall through */
+    case IR_MARK_TRAV: s->traverse_iter_ms[r] += ms, s->traverse_ms += ms; break;
+    case IR_MARK_COMPACT_ISECT: s->compact_ms += ms; /* fall through */
+    case IR_MARK_ISECT: s->intersect_iter_ms[r] += ms, s->intersect_ms += ms; break;
+    case IR_MARK_SHADE: s->shade_ms += ms; break;
+    case IR_MARK_WAIT: s->host_wait_ms += ms, s->readbacks++; break;
+    default: s->control_ms += ms; break;
+    }
+  }
+  return IR_OK;
+}
+
+/* ---- Entry ----------------------------------------------------------------------------------- */
+ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_loop_mode, bool timed,
+                             ir_frame_stats *stats, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  ir_pass pass;
+  memset(&pass, 0, sizeof pass);
+  ir_pass *p = &pass;
+  p->r = r;
+  p->g = g;
+  p->timed = timed;
+  p->method = f->method;
+  p->w = wire(g, f->method);
+  p->b.sp = g->d_sp;
+  p->b.stack = g->d_stack;
+  p->b.stride = g->capacity;
+  p->b.hit = g->d_hit;
+  p->b.image = g->d_image;
+  p->stream = g->stream;
+  p->pixels = (uint32_t)f->width * (uint32_t)f->height;
+  p->err = err;
+  ir_status st = IR_OK;
+  if (timed) {
+    cudaError_t e = mark(p, IR_MARK_START, 0);
+    if (e != cudaSuccess) st = ir_cuda_fail(err, e, "cudaEventRecord", __FILE__, __LINE__);
+  }
+  /* A method whose calls cannot be captured (or a driver without conditional nodes) runs the
+   * host loop; stats->graph says which way a frame ran. */
+  if (st == IR_OK && !host_loop_mode && !g->graph_failed[f->method] && ir_compact_supports_device_n(f->method)) {
+    ir_status gs = ensure_graph(p, f->width, f->height);
+    if (gs != IR_OK) g->graph_failed[f->method] = true;
+  }
+  bool use_graph = !host_loop_mode && g->graph[f->method] && ir_compact_supports_device_n(f->method);
+  g->last_graph = use_graph;
+  if (st == IR_OK && !use_graph) {
+    p->host_n = true;
+    st = host_loop(p);
+  } else if (st == IR_OK) {
+    cudaError_t e = cudaGraphLaunch(g->graph[f->method], g->stream);
+    if (e != cudaSuccess) st = ir_cuda_fail(err, e, "cudaGraphLaunch", __FILE__, __LINE__);
+  }
+  if (st == IR_OK && timed) {
+    cudaError_t e = cudaStreamSynchronize(g->stream);
+    if (e != cudaSuccess) st = ir_cuda_fail(err, e, "cudaStreamSynchronize", __FILE__, __LINE__);
+    if (st == IR_OK && stats) st = fill_stage_times(p, stats);
+  }
+  return st;
+}

@@ -1,0 +1,26 @@
+/* Ray generation kernel (InK §3.1.3): one ray per pixel, tested against the volume bounds;
+ * rays that miss are compacted away (generation -> traversal, the first compaction stage).
+ * Every pixel gets the background here, so the shading stage only writes hits. */
+#include "render/gpu_internal.cuh"
+
+static __global__ void raygen_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                     ir_gpu_counters *counters, ir_stage_out out) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, n = frame->pixels;
+  bool active = i < n, keep = false;
+  if (active) {
+    if (i == 0) counters->pixels = n;
+    ir_trace_params p = frame->p;
+    ir_bvh_node root = ir_load_node(p.nodes, p.root);
+    if (!ir_bvh_valid(&root)) p.root = IR_BVH_NONE;
+    int sp = 0;
+    keep = ir_ray_start(&p, i, b.stack + i, b.stride, &sp);
+    if (keep) b.sp[i] = (uint8_t)sp;
+    b.image[i] = IR_BACKGROUND_RGBA;
+  }
+  ir_stage_emit(out, active, keep, i, i);
+}
+
+cudaError_t ir_raygen_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, ir_gpu_counters *counters,
+                             ir_stage_out out, unsigned grid, cudaStream_t stream) {
+  return ir_launch(raygen_kernel, grid, stream, NULL, 0, d_frame, b, counters, out);
+}

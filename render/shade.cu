@@ -1,0 +1,18 @@
+/* Shading kernel (InK §3.1.6): Blinn-Phong with a headlight (ray_math.cuh) for each hit of the
+ * compacted hit list, written as RGBA8. */
+#include "render/gpu_internal.cuh"
+
+static __global__ void shade_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                    const uint32_t *__restrict__ in, const uint32_t *__restrict__ count) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= *count) return;
+  uint32_t ray = in[i];
+  ir_ray r = ir_camera_ray(&frame->p.cam, ray);
+  float4 h = b.hit[ray];
+  b.image[ray] = ir_shade(ir_v3(h.y, h.z, h.w), r.dir_world);
+}
+
+cudaError_t ir_shade_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
+                            unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count) {
+  return ir_launch(shade_kernel, grid, stream, attr, attr_count, d_frame, b, in, n);
+}

@@ -1,0 +1,115 @@
+/* render_bench: frame times of every pipeline variant on one volume, for docs/render.md.
+ *
+ *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
+ *
+ * For each variant (every compaction method in the multi-kernel pipeline, as a CUDA graph
+ * where the method allows it; InK-Compact again with the host-driven loop; the single kernel)
+ * it renders `warmup` frames, then `frames` frames cycling through K orbit views, and prints
+ * mean, median and p95 of frame_ms (CUDA events around the whole frame, host work included)
+ * and the FPS of the mean. Then one diagnostic frame per view (stage_timing: a separate
+ * host-driven pass with events between stages) gives the mean per-stage split.
+ * A benchmark, not a test: nothing here passes or fails.
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/render.h"
+#include "tests/render/render_test_util.h"
+
+typedef struct variant {
+  const char *name;
+  ir_pipeline pipeline;
+  ir_compact_method method;
+  bool host_loop;
+} variant;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]\n");
+    return 2;
+  }
+  int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10;
+  float elevation = 25.0f, iso = (float)atof(argv[2]);
+  for (int i = 3; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--size")) sscanf(argv[i + 1], "%dx%d", &w, &h);
+    else if (!strcmp(argv[i], "--views")) views = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--frames")) frames = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--elevation")) elevation = (float)atof(argv[i + 1]);
+  }
+  struct cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
+    fprintf(stderr, "render_bench: no CUDA device\n");
+    return 1;
+  }
+  ir_volume v;
+  if (!util_load(argv[1], &v)) return 1;
+  char err[IR_ERR_LEN];
+  ir_renderer *r = NULL;
+  ir_renderer_desc desc = {.device = IR_DEVICE_GPU, .volume = &v};
+  if (ir_renderer_create(&desc, &r, err) != IR_OK) {
+    fprintf(stderr, "render_bench: %s\n", err);
+    return 1;
+  }
+  variant vars[IR_COMPACT_METHOD_COUNT + 2];
+  int nv = 0;
+  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
+    vars[nv++] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false};
+  vars[nv++] = (variant){"ink-compact/host-loop", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true};
+  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false};
+
+  printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g, %d frames after %d warm-up\n", prop.name,
+         v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation, frames, warmup);
+  printf("%-22s %9s %9s %9s %8s | %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n", "variant", "mean_ms",
+         "median", "p95", "FPS", "bvh", "raygen", "trav", "isect", "shade", "compac", "wait", "ctl", "rb", "it",
+         "gen", "hit", "cover", "loop");
+  double *ms = malloc(sizeof(double) * (size_t)frames);
+  for (int k = 0; k < nv; k++) {
+    ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .method = vars[k].method,
+                       .pipeline = vars[k].pipeline, .host_loop = vars[k].host_loop};
+    ir_frame_stats s, sum;
+    memset(&sum, 0, sizeof sum);
+    int ok = 1;
+    for (int i = -warmup; i < frames && ok; i++) {
+      f.camera = ir_camera_orbit(&v, 360.0f * (float)((i + warmup) % views) / (float)views, elevation, 1.0f);
+      ok = ir_render_frame(r, &f, &s, err) == IR_OK;
+      if (i >= 0) ms[i] = s.frame_ms;
+    }
+    f.stage_timing = true;
+    for (int i = 0; i < views && ok; i++) {
+      f.camera = ir_camera_orbit(&v, 360.0f * (float)i / (float)views, elevation, 1.0f);
+      ok = ir_render_frame(r, &f, &s, err) == IR_OK;
+      sum.bvh_update_ms += s.bvh_update_ms, sum.raygen_ms += s.raygen_ms, sum.traverse_ms += s.traverse_ms;
+      sum.intersect_ms += s.intersect_ms, sum.shade_ms += s.shade_ms + s.kernel_ms, sum.compact_ms += s.compact_ms;
+      sum.host_wait_ms += s.host_wait_ms, sum.control_ms += s.control_ms, sum.readbacks += s.readbacks;
+      sum.iterations += s.iterations, sum.rays_generated += s.rays_generated, sum.rays_hit += s.rays_hit;
+    }
+    if (!ok) {
+      fprintf(stderr, "render_bench: %s: %s\n", vars[k].name, err);
+      return 1;
+    }
+    double mean = 0;
+    for (int i = 0; i < frames; i++) mean += ms[i];
+    mean /= frames;
+    qsort(ms, (size_t)frames, sizeof *ms, cmp_double);
+    double d = views;
+    printf("%-22s %9.4f %9.4f %9.4f %8.1f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
+           vars[k].name, mean, ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, sum.bvh_update_ms / d,
+           sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.compact_ms / d,
+           sum.host_wait_ms / d, sum.control_ms / d, sum.readbacks / d, sum.iterations / d, sum.rays_generated / d,
+           sum.rays_hit / d, sum.rays_hit / d / ((double)w * h),
+           vars[k].pipeline == IR_PIPELINE_SINGLE ? "-" : s.graph ? (s.graph_resized ? "graph+resize" : "graph") : "host");
+    fflush(stdout);
+  }
+  free(ms);
+  ir_renderer_destroy(r);
+  ir_volume_free(&v);
+  return 0;
+}
