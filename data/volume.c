@@ -155,19 +155,16 @@ static void scan_range(void *ctx, size_t begin, size_t end, int worker) {
 
 void ir_volume_finish(ir_volume *v, const char *name) {
   snprintf(v->name, sizeof v->name, "%s", name);
-  static range_scan scan_template;
-  range_scan *s = malloc(sizeof *s);
-  if (!s) s = &scan_template; /* tiny; cannot realistically fail, but never crash */
-  s->v = v;
-  int workers = ir_parallel_for(ir_volume_voxel_count(v), (size_t)1 << 22, scan_range, s);
+  range_scan s; /* a few KiB of per-worker partial results */
+  s.v = v;
+  int workers = ir_parallel_for(ir_volume_voxel_count(v), (size_t)1 << 22, scan_range, &s);
   double lo = INFINITY, hi = -INFINITY;
   size_t bad = 0;
   for (int w = 0; w < workers; w++) {
-    lo = s->lo[w] < lo ? s->lo[w] : lo;
-    hi = s->hi[w] > hi ? s->hi[w] : hi;
-    bad += s->nonfinite[w];
+    lo = s.lo[w] < lo ? s.lo[w] : lo;
+    hi = s.hi[w] > hi ? s.hi[w] : hi;
+    bad += s.nonfinite[w];
   }
-  if (s != &scan_template) free(s);
   /* An all-NaN volume has no finite range; report 0..0 rather than infinities. */
   v->value_min = isfinite(lo) ? lo : 0.0;
   v->value_max = isfinite(hi) ? hi : 0.0;
