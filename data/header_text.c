@@ -17,7 +17,7 @@ bool ir_text_next_line(const char *text, size_t len, size_t *pos, size_t *number
   *pos += line_len + (nl ? 1 : 0);
   if (line_len > 0 && start[line_len - 1] == '\r') line_len--;
   *number += 1;
-  *line = (ir_text_line){.start = start, .len = line_len, .number = *number, .next = *pos};
+  *line = (ir_text_line){.start = start, .len = line_len, .number = *number};
   return true;
 }
 

@@ -94,7 +94,6 @@ typedef struct ir_text_line {
   const char *start; /* not NUL-terminated */
   size_t len;        /* without the line end */
   size_t number;     /* 1-based */
-  size_t next;       /* offset of the following line */
 } ir_text_line;
 /* Next line of text[0, len) starting at *pos (\n or \r\n ends a line); false at the end. */
 bool ir_text_next_line(const char *text, size_t len, size_t *pos, size_t *number,
@@ -104,8 +103,8 @@ bool ir_text_next_line(const char *text, size_t len, size_t *pos, size_t *number
 bool ir_text_split(const ir_text_line *line, char sep, char *key, size_t key_size, char *value,
                    size_t value_size);
 bool ir_text_equal_nocase(const char *a, const char *b);
-/* Whole-string numbers: "3", "3.2". Reads up to `count` numbers separated by spaces (and, for
- * parse_floats_loose, commas or parentheses); returns how many were read, -1 on junk. */
+/* Up to `count` numbers separated by blanks (commas too for floats); returns how many were
+ * read, or -1 on anything else or more than `count`. */
 int ir_text_parse_sizes(const char *text, size_t *out, int count);
 int ir_text_parse_floats(const char *text, double *out, int count);
 bool ir_text_parse_long(const char *text, long *out);
@@ -124,7 +123,7 @@ ir_status ir_input_error(char err[IR_ERR_LEN], const char *path, const char *fmt
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-/* Short form of a path for messages: the last two components (e.g. headsq/quarter.nhdr). */
+/* The file name part of a path (after the last '/'), for volume names. */
 const char *ir_display_name(const char *path);
 
 /* dims[0]*dims[1]*dims[2]*size in *bytes; false (with a message) on zero dims or overflow. */
@@ -160,8 +159,9 @@ void ir_progress_begin(ir_progress *p, bool show, const char *name, size_t total
 void ir_progress_add(ir_progress *p, size_t bytes);
 void ir_progress_end(ir_progress *p);
 
-/* Reads `bytes` from an open file into dst: plain, or inflating gzip/zlib streams. `what` names
- * the file in messages. */
+/* Reads `bytes` from an open file into dst: plain, or inflating gzip/zlib streams after
+ * dropping `skip_after` decompressed bytes. `what` names the file in messages; `progress` may
+ * be NULL. */
 ir_status ir_read_payload(FILE *f, const char *what, ir_encoding encoding, size_t skip_after,
                           void *dst, size_t bytes, ir_progress *progress, char err[IR_ERR_LEN]);
 
