@@ -30,7 +30,10 @@
  *     which removes the serial section chain.
  *   - Stage 4 moves 16-byte chunks with the whole controller block, several in flight per
  *     thread: one block moves 32 blocks' survivors, and one element per thread left it
- *     latency-bound.
+ *     latency-bound. Afterwards the staged lines are discarded from L2 (sm_80+), so that the
+ *     intermediate buffer is not written back to DRAM.
+ *   - InK-Collate issues its atomicAdd right after __syncthreads_count, overlapping the
+ *     warp-offset scan, and publishes base and offsets with one barrier.
  *
  * Forward progress: a section controller spins on an earlier section's word. This assumes that
  * blocks are dispatched in increasing blockIdx.x order (true of every NVIDIA GPU to date, and
@@ -148,15 +151,20 @@ static __device__ __forceinline__ unsigned ir_ink_bitscan(unsigned v, int bits, 
 /* InK §2.1-2.2: offset of this thread's element among the block's kept elements; returns the
  * block's count (from __syncthreads_count, as in the paper). `warp_scratch` is 32 words of
  * shared memory; the call ends with the block synchronised and warp_scratch free again only
- * after the caller's next __syncthreads. Block-uniform. */
-static __device__ __forceinline__ unsigned ir_ink_block_offset(bool keep, unsigned *warp_scratch,
-                                                               unsigned *local) {
+ * after the caller's next __syncthreads. If `counter` is not NULL, the block also reserves its
+ * place there (InK §2.4 eq. 5) into *block_base: the atomic is issued before the warp-offset
+ * scan so that its latency overlaps it, and the barrier that publishes the offsets publishes
+ * the base too. Block-uniform. */
+static __device__ __forceinline__ unsigned ir_ink_block_offset(bool keep, unsigned *warp_scratch, unsigned *local,
+                                                               uint32_t *counter = nullptr,
+                                                               unsigned *block_base = nullptr) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const unsigned ballot = __ballot_sync(IR_INK_FULL_MASK, keep);
   const unsigned thread_offset = (unsigned)__popc(ballot & ir_ink_lanemask_lt()); /* eq. 1-2 */
   if (lane == 31) warp_scratch[warp] = (unsigned)__popc(ballot);
   const unsigned block_count = (unsigned)__syncthreads_count(keep);
   if (warp == 0) {
+    if (counter && lane == 0 && block_count) *block_base = atomicAdd(counter, block_count);
     const unsigned count = lane < (blockDim.x >> 5) ? warp_scratch[lane] : 0u;
     warp_scratch[lane] = ir_ink_bitscan(count, 6, NULL); /* counts <= 32: 6 bit planes */
   }
@@ -173,10 +181,24 @@ static __device__ __forceinline__ void ir_ink_collate_emit(bool keep, uint32_t v
   __shared__ unsigned block_base;
   __syncthreads(); /* an earlier emit in this kernel may still read the shared words */
   unsigned local;
-  const unsigned block_count = ir_ink_block_offset(keep, warp_offsets, &local);
-  if (threadIdx.x == 0 && block_count) block_base = atomicAdd(out_count, block_count);
-  __syncthreads();
+  ir_ink_block_offset(keep, warp_offsets, &local, out_count, &block_base);
   if (keep) out[block_base + local] = value;
+}
+
+/* Sections: after the move, the intermediate lines are dead. Discarding them from L2 (sm_80+)
+ * spares their write-back to DRAM, so that the intermediate buffer costs L2 traffic only when
+ * the controller reads it soon after it was written. 128-byte lines; [begin, end) must lie in
+ * lines that nothing else uses (each block's staging area is a multiple of 128 bytes). */
+static __device__ __forceinline__ void ir_ink_discard_l2(const uint32_t *begin, size_t words) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const char *p = reinterpret_cast<const char *>(begin);
+  const size_t lines = (words * sizeof(uint32_t) + 127) / 128;
+  for (size_t l = threadIdx.x; l < lines; l += blockDim.x)
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(p + l * 128) : "memory");
+#else
+  (void)begin;
+  (void)words;
+#endif
 }
 
 /* ---- InK-Compact (§2.1-2.3) -------------------------------------------------------------------- */
@@ -299,6 +321,11 @@ static __device__ __forceinline__ void ir_ink_section_move(const uint32_t *__res
           if (within + q < count) dst[q] = e[q];
       }
     }
+  }
+  __syncthreads(); /* every staged word is read before its line is discarded */
+  for (unsigned b = 0; b < IR_INK_SECTION_BLOCKS; b++) {
+    const unsigned count = block_offsets[b + 1] - block_offsets[b];
+    if (count) ir_ink_discard_l2(staged + (first + b) * block_stride, count);
   }
 }
 

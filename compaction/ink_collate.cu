@@ -3,12 +3,16 @@
  * one atomicAdd (InK §2.4 eq. 5). Order is kept within a tile, not between tiles. The running
  * total lives in the context and resets itself (ir_grid_total_arrive), so a call is one launch.
  *
- * Departure from the paper: a block takes a tile of IR_TILE_THREADS * 16 elements rather than one
- * element per thread, so that the atomic is paid once per 4096 elements and the tile's survivors
+ * Departure from the paper: a block takes a tile of IR_TILE_THREADS * 16 (or 4) elements rather
+ * than one element per thread, so that the atomic is paid once per 4096 elements and the tile's survivors
  * leave as one coalesced run (the in-kernel emit in compaction_device.cuh is the paper's form). */
 #include "compaction/tile.cuh"
 
+/* Large streams: 4096-element tiles, one atomic pair per tile. Small ones (a single wave of
+ * blocks): 1024-element tiles, so that each block's chain of latencies is short. */
 #define IR_COLLATE_ITEMS 16
+#define IR_COLLATE_ITEMS_SMALL 4
+#define IR_COLLATE_SMALL_N ((size_t)1 << 22)
 
 template <int ITEMS>
 __global__ void __launch_bounds__(IR_TILE_THREADS)
@@ -34,9 +38,15 @@ __global__ void __launch_bounds__(IR_TILE_THREADS)
 
 cudaError_t ir_ink_collate_select(ir_compact_ctx *ctx, const ir_select &sel, size_t n_max, const uint32_t *d_n,
                                   uint32_t *out, uint32_t *count, cudaStream_t stream) {
-  const unsigned tiles = ir_tile_count(n_max, IR_TILE_THREADS * IR_COLLATE_ITEMS);
-  ink_collate_tiles<IR_COLLATE_ITEMS><<<tiles, IR_TILE_THREADS, 0, stream>>>(
-      sel, n_max, d_n, ir_select_vectorizable(&sel), out, ctx->words + IR_CTX_WORD_GRID_TOTAL, count);
+  unsigned *grid_total = ctx->words + IR_CTX_WORD_GRID_TOTAL;
+  if (n_max <= IR_COLLATE_SMALL_N)
+    ink_collate_tiles<IR_COLLATE_ITEMS_SMALL>
+        <<<ir_tile_count(n_max, IR_TILE_THREADS * IR_COLLATE_ITEMS_SMALL), IR_TILE_THREADS, 0, stream>>>(
+            sel, n_max, d_n, ir_select_vectorizable(&sel), out, grid_total, count);
+  else
+    ink_collate_tiles<IR_COLLATE_ITEMS>
+        <<<ir_tile_count(n_max, IR_TILE_THREADS * IR_COLLATE_ITEMS), IR_TILE_THREADS, 0, stream>>>(
+            sel, n_max, d_n, ir_select_vectorizable(&sel), out, grid_total, count);
   IR_LAUNCH_TRY(ctx, "ink_collate_tiles");
   return cudaSuccess;
 }

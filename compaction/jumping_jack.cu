@@ -14,9 +14,11 @@
  * block: the flags and values go to shared memory, a ballot/popc block scan gives pSum and MAS
  * (the paper's recursive doubling or balanced tree), and the jump search runs over shared memory,
  * so the worst case - one valid element in the middle of a sparse tile - costs at most
- * JJ_TILE - 1 jumps. Stage 3 becomes one atomicAdd per tile for its displacement (on a running total that resets
- * itself, see tile.cuh): the output is non-monotonic anyway, so the order of the tiles need not
- * follow the input, and the separate counting pass and inter-block scan of the paper disappear. Writes of a tile's slots 0..v-1 are
+ * JJ_TILE - 1 jumps. Stage 3 becomes one atomicAdd per tile for its displacement: the output is non-monotonic
+ * anyway, so the order of the tiles need not follow the input, and the separate counting pass
+ * and inter-block scan of the paper disappear. (A self-resetting total as in ink_collate.cu
+ * would save the memset, but its second atomic per tile costs more than that at 1024-element
+ * tiles: same-address atomics serialise in L2.) Writes of a tile's slots 0..v-1 are
  * consecutive, so they coalesce (the gather happens in shared memory).
  */
 #include "compaction/tile.cuh"
@@ -33,8 +35,8 @@ struct jj_tile_shared {
   unsigned tile_base;
 };
 
-static __device__ void jumping_jack_tile(const ir_select &sel, size_t tile_start, size_t n, bool vec,
-                                         uint32_t *__restrict__ out, unsigned *grid_total, jj_tile_shared &sh) {
+static __device__ __forceinline__ void jumping_jack_tile(const ir_select &sel, size_t tile_start, size_t n, bool vec,
+                                         uint32_t *__restrict__ out, uint32_t *count, jj_tile_shared &sh) {
   const unsigned s = (unsigned)min((size_t)JJ_TILE, n - tile_start); /* this tile's stream length */
   uint32_t v[JJ_ITEMS];
   const uint32_t mask = ir_tile_load<JJ_ITEMS>(sel, tile_start, n, vec, v);
@@ -52,7 +54,7 @@ static __device__ void jumping_jack_tile(const ir_select &sel, size_t tile_start
     valid_incl += mask >> j & 1u;
     if (e < s) sh.mas[e] = (uint16_t)(s - ((e + 1) - valid_incl)); /* eq. 1 */
   }
-  if (threadIdx.x == 0 && valid_total) sh.tile_base = atomicAdd(grid_total, valid_total); /* stage 3 */
+  if (threadIdx.x == 0 && valid_total) sh.tile_base = atomicAdd(count, valid_total); /* stage 3 */
   __syncthreads();
 
   /* Algorithm 2 on the tile: slot i < v takes the valid element its jumps land on. */
@@ -69,19 +71,18 @@ static __device__ void jumping_jack_tile(const ir_select &sel, size_t tile_start
 
 __global__ void __launch_bounds__(IR_TILE_THREADS)
     jumping_jack_tiles(ir_select sel, size_t n_max, const uint32_t *d_n, bool vec, uint32_t *__restrict__ out,
-                       unsigned *grid_total, uint32_t *count) {
+                       uint32_t *count) {
   __shared__ jj_tile_shared sh;
   const size_t n = ir_device_n(n_max, d_n);
   const size_t tile_start = (size_t)blockIdx.x * JJ_TILE;
-  if (tile_start < n) jumping_jack_tile(sel, tile_start, n, vec, out, grid_total, sh); /* block-uniform */
-  if (threadIdx.x == 0) ir_grid_total_arrive(grid_total, count);
+  if (tile_start < n) jumping_jack_tile(sel, tile_start, n, vec, out, count, sh); /* block-uniform */
 }
 
 extern "C" cudaError_t ir_jumping_jack_run(ir_compact_ctx *ctx, const ir_compact_job *job) {
   const ir_select sel = ir_select_from_job(job);
+  IR_CUDA_TRY(ctx, cudaMemsetAsync(job->count, 0, sizeof(uint32_t), job->stream));
   jumping_jack_tiles<<<ir_tile_count(job->n, JJ_TILE), IR_TILE_THREADS, 0, job->stream>>>(
-      sel, job->n, job->d_n, ir_select_vectorizable(&sel), job->out, ctx->words + IR_CTX_WORD_GRID_TOTAL,
-      job->count);
+      sel, job->n, job->d_n, ir_select_vectorizable(&sel), job->out, job->count);
   IR_LAUNCH_TRY(ctx, "jumping_jack_tiles");
   return cudaSuccess;
 }

@@ -24,7 +24,8 @@
 #include "compaction/tile.cuh"
 
 #define RZ_THREADS 1024         /* the paper's blocks of 1024 threads */
-#define RZ_SINGLE_BLOCK_MAX 4096 /* Algorithm 1 up to this k: one launch, few batches */
+#define RZ_SINGLE_BLOCK_MAX 4096 /* Algorithm 1 up to this k: one launch, one batch */
+#define RZ_ITEMS 4               /* pairs per thread and batch */
 
 typedef struct rz_args {
   uint32_t *data;
@@ -58,39 +59,53 @@ static __device__ __forceinline__ bool rz_marked(const uint32_t *marks, unsigned
 /* Phase 1 (lines 3-4): mark the removed items of the red zone as invalid sources. */
 __global__ void redzone_phase1(rz_args a) {
   const rz_sizes s = rz_sizes_of(a);
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < s.k; i += gridDim.x * blockDim.x) {
-    const unsigned r = a.remove[i];
-    if (r >= s.z && r < s.n) atomicOr(&a.marks[(r - s.z) >> 5], 1u << ((r - s.z) & 31u));
+  const unsigned stride = gridDim.x * blockDim.x;
+  for (unsigned i0 = blockIdx.x * blockDim.x + threadIdx.x; i0 < s.k; i0 += RZ_ITEMS * stride) {
+    uint32_t r[RZ_ITEMS]; /* several loads in flight per thread */
+#pragma unroll
+    for (int q = 0; q < RZ_ITEMS; q++) r[q] = i0 + q * stride < s.k ? a.remove[i0 + q * stride] : 0u;
+#pragma unroll
+    for (int q = 0; q < RZ_ITEMS; q++)
+      if (i0 + q * stride < s.k && r[q] >= s.z && r[q] < s.n)
+        atomicOr(&a.marks[(r[q] - s.z) >> 5], 1u << ((r[q] - s.z) & 31u));
   }
 }
 
-/* Phase 2 (lines 5-15) over R[start..end): case A moves at once, cases C and D append to the
- * orphan lists at *src_count / *dst_count (block-uniform; all threads return the same counts). */
+/* Phase 2 (lines 5-15) over R[start..end), RZ_ITEMS pairs per thread and batch (more loads in
+ * flight, fewer barriers): case A moves at once, cases C and D append to the orphan lists.
+ * Block-uniform; all threads return the same counts. */
 static __device__ void rz_pair_segment(const rz_args &a, const rz_sizes &s, const uint32_t *marks, unsigned start,
                                        unsigned end, unsigned *src_orphans, unsigned *dst_orphans) {
-  __shared__ unsigned warp_scratch_src[32], warp_scratch_dst[32];
+  __shared__ unsigned scan_src[33], scan_dst[33];
   unsigned j = 0, kk = 0;
-  for (unsigned batch = start; batch < end; batch += blockDim.x) {
-    const unsigned i = batch + threadIdx.x;
-    const bool active = i < end;
-    uint32_t value = 0, r = 0;
-    bool deleted = false;
-    if (active) {
-      value = a.data[s.z + i];
-      r = a.remove[i];
-      deleted = rz_marked(marks, i);
+  for (unsigned batch = start; batch < end; batch += RZ_ITEMS * blockDim.x) {
+    uint32_t value[RZ_ITEMS], r[RZ_ITEMS];
+#pragma unroll
+    for (int q = 0; q < RZ_ITEMS; q++) {
+      const unsigned i = batch + q * blockDim.x + threadIdx.x; /* coalesced per load */
+      value[q] = i < end ? a.data[s.z + i] : 0u;
+      r[q] = i < end ? a.remove[i] : 0u;
     }
-    const bool in_zone = r >= s.z;
-    if (active && !in_zone && !deleted) a.data[r] = value;      /* case A, line 15 */
-    const bool src_orphan = active && in_zone && !deleted;      /* case D, lines 8-10 */
-    const bool dst_orphan = active && !in_zone && deleted;      /* case C, lines 11-13 */
+    uint32_t src_mask = 0, dst_mask = 0;
+#pragma unroll
+    for (int q = 0; q < RZ_ITEMS; q++) {
+      const unsigned i = batch + q * blockDim.x + threadIdx.x;
+      if (i >= end) continue;
+      const bool deleted = rz_marked(marks, i), in_zone = r[q] >= s.z;
+      if (!in_zone && !deleted) a.data[r[q]] = value[q];         /* case A, line 15 */
+      src_mask |= (uint32_t)(in_zone && !deleted) << q;           /* case D, lines 8-10 */
+      dst_mask |= (uint32_t)(!in_zone && deleted) << q;           /* case C, lines 11-13 */
+    }
     /* The barriers inside the block scans order the batch's reads of Z before the Z' writes
-     * (the local synchronisation of paper §4.4). */
-    unsigned src_local, dst_local;
-    const unsigned src_n = ir_ink_block_offset(src_orphan, warp_scratch_src, &src_local);
-    const unsigned dst_n = ir_ink_block_offset(dst_orphan, warp_scratch_dst, &dst_local);
-    if (src_orphan) a.data[s.z + start + j + src_local] = value; /* Z' in place */
-    if (dst_orphan) a.orphans[start + kk + dst_local] = r;
+     * (the local synchronisation of paper §4.4); Z' never passes the batch's read index. */
+    unsigned src_at, dst_at;
+    const unsigned src_n = ir_tile_offset<RZ_ITEMS>(src_mask, scan_src, &src_at);
+    const unsigned dst_n = ir_tile_offset<RZ_ITEMS>(dst_mask, scan_dst, &dst_at);
+#pragma unroll
+    for (int q = 0; q < RZ_ITEMS; q++) {
+      if (src_mask >> q & 1u) a.data[s.z + start + j + src_at++] = value[q]; /* Z' in place */
+      if (dst_mask >> q & 1u) a.orphans[start + kk + dst_at++] = r[q];
+    }
     j += src_n;
     kk += dst_n;
   }
@@ -188,11 +203,22 @@ __global__ void __launch_bounds__(RZ_THREADS) redzone_phase3(rz_args a, unsigned
     __syncthreads();
   }
   const unsigned orphans = J[phase2_blocks]; /* == K[phase2_blocks], Lemma 4.2 */
-  for (unsigned t = blockIdx.x * blockDim.x + threadIdx.x; t < orphans; t += gridDim.x * blockDim.x) {
-    const unsigned bs = rz_load_balance(J, phase2_blocks, t);
-    const unsigned bd = rz_load_balance(K, phase2_blocks, t);
-    const uint32_t value = a.data[s.z + bs * seg + (t - J[bs])];
-    a.data[a.orphans[bd * seg + (t - K[bd])]] = value;
+  const unsigned stride = gridDim.x * blockDim.x;
+  for (unsigned t0 = blockIdx.x * blockDim.x + threadIdx.x; t0 < orphans; t0 += RZ_ITEMS * stride) {
+    uint32_t value[RZ_ITEMS], dst[RZ_ITEMS]; /* several pairs in flight per thread */
+#pragma unroll
+    for (int q = 0; q < RZ_ITEMS; q++) {
+      const unsigned t = t0 + q * stride;
+      if (t < orphans) {
+        const unsigned bs = rz_load_balance(J, phase2_blocks, t);
+        const unsigned bd = rz_load_balance(K, phase2_blocks, t);
+        value[q] = a.data[s.z + bs * seg + (t - J[bs])];
+        dst[q] = a.orphans[bd * seg + (t - K[bd])];
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < RZ_ITEMS; q++)
+      if (t0 + q * stride < orphans) a.data[dst[q]] = value[q];
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) *a.count = s.n - s.k;
 }
