@@ -18,7 +18,8 @@
 #   --pack DIR  afterwards, put report.md, the figures and a tar.gz of everything into DIR
 #               (at most 8 files: for copying results off a machine)
 #   --data DIR  the real datasets (default ../shared/data beside the repository)
-# Environment: INKRAY_BUILD_DIR (default ./build): built there (inkray target only) if missing.
+# Environment: INKRAY_BUILD_DIR (default ./build): built there (inkray target only) if missing;
+# INKRAY_COMMIT names the commit when the tree is an export without git history.
 # Needs: bash, cmake + a CUDA toolkit to build, python3 for the report (matplotlib for plots).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -108,11 +109,17 @@ rm -f "$out"/render/*.csv "$out"/images/*.png "$out"/compact*.csv
   echo "mode=$mode"
   echo "date=$(date -u +%Y-%m-%d)"
   echo "time_utc=$(date -u +%H:%M:%S)"
-  echo "commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
-  if [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
-    echo "worktree=modified"
+  # A copy without git history (an exported commit) names its commit in INKRAY_COMMIT.
+  if commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null); then
+    echo "commit=$commit"
+    if [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
+      echo "worktree=modified"
+    else
+      echo "worktree=clean"
+    fi
   else
-    echo "worktree=clean"
+    echo "commit=${INKRAY_COMMIT:-unknown}"
+    echo "worktree=${INKRAY_COMMIT:+exported commit}"
   fi
   echo "inkray=$("$inkray" --version 2>/dev/null)"
   if command -v nvidia-smi >/dev/null 2>&1; then
