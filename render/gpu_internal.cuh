@@ -14,7 +14,9 @@
 /* 256 threads: a multiple of the warp and of InK's 32-block sections, small enough that a
  * max-sized grid of a 1920x1080 frame still has thousands of blocks to balance the uneven
  * per-ray work of traversal and intersection. */
+#ifndef IR_BLOCK
 #define IR_BLOCK 256
+#endif
 
 /* Records "what failed where" in err and returns IR_ERR_RUNTIME. */
 ir_status ir_cuda_fail(char err[IR_ERR_LEN], cudaError_t e, const char *call, const char *file, int line);
@@ -65,7 +67,9 @@ typedef struct ir_gpu_counters {
   uint32_t generated;
   uint32_t hits;
   uint32_t k_gen;
-  uint32_t pad[4];
+  uint32_t resize_errors; /* device-side grid updates the driver refused */
+  uint32_t tail;          /* rays finished by the tail kernel (tail_rays option) */
+  uint32_t pad[2];
   uint32_t trav_hist[IR_MAX_ITERATIONS];
   uint32_t isect_hist[IR_MAX_ITERATIONS];
 } ir_gpu_counters;
@@ -156,6 +160,8 @@ struct ir_gpu_state {
   cudaGraphExec_t graph[IR_COMPACT_METHOD_COUNT];
   int graph_width[IR_COMPACT_METHOD_COUNT], graph_height[IR_COMPACT_METHOD_COUNT];
   bool graph_sized[IR_COMPACT_METHOD_COUNT];  /* loop kernels resized on the device */
+  bool graph_fixed[IR_COMPACT_METHOD_COUNT];  /* built for fixed_grids */
+  uint32_t graph_tail[IR_COMPACT_METHOD_COUNT]; /* built for tail_rays */
   bool graph_failed[IR_COMPACT_METHOD_COUNT]; /* capture refused: host loop from then on */
   bool last_graph; /* the last multi-kernel frame ran as a graph */
   void *d_resize; /* per method, IR_RESIZE_SLOT bytes: the loop's device-updatable nodes */
@@ -198,6 +204,9 @@ cudaError_t ir_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, c
 /* shade.cu: hits in[0..*n) into the image. */
 cudaError_t ir_shade_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
                             unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
+/* tail_finish.cu: the rest of the loop for the rays in[0..counters->trav_in), in one kernel. */
+cudaError_t ir_tail_finish_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
+                                  ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream);
 /* single_kernel.cu: the whole per-pixel pipeline in one kernel. */
 cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, uint32_t pixels, cudaStream_t stream);
 

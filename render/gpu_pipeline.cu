@@ -109,9 +109,10 @@ typedef struct ir_resize {
 
 /* Intersection and shading see at most the rays that enter traversal, so one size fits the
  * three stage kernels of a round. */
-static __device__ void resize_grids(const ir_resize *resize, uint32_t rays) {
+static __device__ void resize_grids(const ir_resize *resize, uint32_t rays, ir_gpu_counters *c) {
   unsigned grid = (rays + IR_BLOCK - 1) / IR_BLOCK;
-  for (int k = 0; k < resize->count; k++) cudaGraphKernelNodeSetGridDim(resize->node[k], dim3(grid ? grid : 1));
+  for (int k = 0; k < resize->count; k++)
+    if (cudaGraphKernelNodeSetGridDim(resize->node[k], dim3(grid ? grid : 1)) != cudaSuccess) c->resize_errors++;
 }
 
 static ir_resize *resize_slot(const struct ir_gpu_state *g, ir_compact_method m) {
@@ -122,7 +123,8 @@ static ir_resize *resize_slot(const struct ir_gpu_state *g, ir_compact_method m)
 /* End of a round: statistics, counts moved on to the next round, outputs zeroed, and in the
  * graph the loop condition and the next round's grid sizes. One block. */
 static __global__ void round_end_kernel(ir_gpu_counters *c, ir_zero_list z, cudaGraphConditionalHandle cond,
-                                        int use_cond, const ir_resize *resize, uint32_t max_rounds) {
+                                        int use_cond, const ir_resize *resize, uint32_t max_rounds,
+                                        uint32_t tail_rays) {
   zero_words(z);
   if (threadIdx.x != 0) return;
   uint32_t r = c->round;
@@ -137,14 +139,14 @@ static __global__ void round_end_kernel(ir_gpu_counters *c, ir_zero_list z, cuda
   c->trav_out = c->isect = c->shade = 0;
   c->k_trav = c->k_isect_t = c->k_isect_s = 0;
   c->round = r + 1;
-  if (use_cond) cudaGraphSetConditional(cond, next > 0 && r + 1 < max_rounds);
-  if (resize) resize_grids(resize, next);
+  if (use_cond) cudaGraphSetConditional(cond, next > tail_rays && r + 1 < max_rounds);
+  if (resize) resize_grids(resize, next, c);
 }
 
 /* Graph only, after ray generation: the first round's grids follow the rays generated (the
  * previous frame's last round left them at one block). */
-static __global__ void loop_begin_kernel(const ir_gpu_counters *c, const ir_resize *resize) {
-  resize_grids(resize, c->trav_in);
+static __global__ void loop_begin_kernel(ir_gpu_counters *c, const ir_resize *resize) {
+  resize_grids(resize, c->trav_in, c);
 }
 
 static ir_zero_list round_zero_list(const struct ir_gpu_state *g, int mode) {
@@ -172,7 +174,8 @@ enum {
   IR_MARK_COMPACT_ISECT,
   IR_MARK_SHADE,
   IR_MARK_CONTROL,
-  IR_MARK_WAIT
+  IR_MARK_WAIT,
+  IR_MARK_TAIL
 };
 
 typedef struct ir_pass {
@@ -186,6 +189,7 @@ typedef struct ir_pass {
   cudaStream_t stream;
   uint32_t pixels;
   bool host_n; /* counts known on the host (host loop): exact sizes, host-count calls */
+  uint32_t tail_rays; /* finish in one kernel at or below this many rays (0: never) */
   ir_resize resize; /* graph capture: the loop's device-updatable nodes */
   char *err;
 } ir_pass;
@@ -302,7 +306,7 @@ static ir_status host_loop(ir_pass *p) {
   ir_status st = enqueue_prologue(p, false);
   if (st == IR_OK) st = read_counters(p, 0);
   uint32_t n = h->trav_in, max_rounds = p->r->layout.node_count + 2;
-  for (uint32_t round = 0; st == IR_OK && n > 0 && round < max_rounds; round++) {
+  for (uint32_t round = 0; st == IR_OK && n > p->tail_rays && round < max_rounds; round++) {
     IR_CUDA(ir_traverse_launch(g->d_frame, p->b, g->d_list_t, &g->d_counters->trav_in, p->w.trav, ir_grid_for(n),
                                p->stream, NULL, 0));
     IR_CUDA(mark(p, IR_MARK_TRAV, round));
@@ -324,9 +328,13 @@ static ir_status host_loop(ir_pass *p) {
       }
     }
     n = isect > 0 ? h->trav_out : 0;
-    round_end_kernel<<<1, 256, 0, p->stream>>>(g->d_counters, z, 0, 0, NULL, 0);
+    round_end_kernel<<<1, 256, 0, p->stream>>>(g->d_counters, z, 0, 0, NULL, 0, 0);
     IR_CUDA(cudaGetLastError());
     IR_CUDA(mark(p, IR_MARK_CONTROL, round));
+  }
+  if (st == IR_OK && n > 0 && p->tail_rays > 0) {
+    IR_CUDA(ir_tail_finish_launch(g->d_frame, p->b, g->d_list_t, g->d_counters, n, p->stream));
+    IR_CUDA(mark(p, IR_MARK_TAIL, 0));
   }
   return st;
 }
@@ -371,7 +379,7 @@ static ir_status enqueue_body(ir_pass *p, cudaStream_t s, cudaGraphConditionalHa
   /* A ray passes at most one round per valid leaf; the cap only guards against a bug looping. */
   uint32_t max_rounds = p->r->layout.node_count + 2;
   round_end_kernel<<<1, 256, 0, s>>>(g->d_counters, round_zero_list(g, p->w.mode), cond, 1,
-                                     resize_slot(g, p->method), max_rounds);
+                                     resize_slot(g, p->method), max_rounds, p->tail_rays);
   IR_CUDA(cudaGetLastError());
   return IR_OK;
 }
@@ -411,6 +419,8 @@ static ir_status capture_frame(ir_pass *p, bool resize, cudaGraphExec_t *out) {
       cudaError_t e2 = cudaStreamEndCapture(body_stream, &body);
       if (st == IR_OK) e = e2;
     }
+    if (e == cudaSuccess && st == IR_OK && p->tail_rays > 0)
+      e = ir_tail_finish_launch(p->g->d_frame, p->b, p->g->d_list_t, p->g->d_counters, p->tail_rays, p->stream);
   }
   cudaError_t e3 = cudaStreamEndCapture(p->stream, &graph);
   if (e == cudaSuccess && st == IR_OK) e = e3;
@@ -427,18 +437,22 @@ static ir_status capture_frame(ir_pass *p, bool resize, cudaGraphExec_t *out) {
   return IR_OK;
 }
 
-static ir_status ensure_graph(ir_pass *p, int width, int height) {
+static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grids) {
   struct ir_gpu_state *g = p->g;
   int m = (int)p->method;
-  if (g->graph[m] && g->graph_width[m] == width && g->graph_height[m] == height) return IR_OK;
+  if (g->graph[m] && g->graph_width[m] == width && g->graph_height[m] == height && g->graph_fixed[m] == fixed_grids &&
+      g->graph_tail[m] == p->tail_rays)
+    return IR_OK;
   if (g->graph[m]) cudaGraphExecDestroy(g->graph[m]);
   g->graph[m] = NULL;
   /* Device-updatable nodes first; where the driver refuses them, the loop runs max-sized grids
    * that exit early past the count. */
-  ir_status st = capture_frame(p, true, &g->graph[m]);
+  ir_status st = fixed_grids ? IR_ERR_RUNTIME : capture_frame(p, true, &g->graph[m]);
   g->graph_sized[m] = st == IR_OK;
   if (st != IR_OK) st = capture_frame(p, false, &g->graph[m]);
   if (st != IR_OK) return st;
+  g->graph_fixed[m] = fixed_grids;
+  g->graph_tail[m] = p->tail_rays;
   g->graph_width[m] = width;
   g->graph_height[m] = height;
   return IR_OK;
@@ -468,6 +482,7 @@ static ir_status fill_stage_times(ir_pass *p, ir_frame_stats *s) {
     case IR_MARK_ISECT: s->intersect_iter_ms[r] += ms, s->intersect_ms += ms; break;
     case IR_MARK_SHADE: s->shade_ms += ms; break;
     case IR_MARK_WAIT: s->host_wait_ms += ms, s->readbacks++; break;
+    case IR_MARK_TAIL: s->tail_ms += ms; break;
     default: s->control_ms += ms; break;
     }
   }
@@ -493,6 +508,7 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->b.image = g->d_image;
   p->stream = g->stream;
   p->pixels = (uint32_t)f->width * (uint32_t)f->height;
+  p->tail_rays = f->tail_rays;
   p->err = err;
   ir_status st = IR_OK;
   if (timed) {
@@ -502,7 +518,7 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   /* A method whose calls cannot be captured (or a driver without conditional nodes) runs the
    * host loop; stats->graph says which way a frame ran. */
   if (st == IR_OK && !host_loop_mode && !g->graph_failed[f->method] && ir_compact_supports_device_n(f->method)) {
-    ir_status gs = ensure_graph(p, f->width, f->height);
+    ir_status gs = ensure_graph(p, f->width, f->height, f->fixed_grids);
     if (gs != IR_OK) g->graph_failed[f->method] = true;
   }
   bool use_graph = !host_loop_mode && g->graph[f->method] && ir_compact_supports_device_n(f->method);

@@ -251,10 +251,11 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
     stats->rays_generated = c->generated;
     stats->rays_hit = c->hits;
     stats->iterations = c->generated ? (int)c->round : 0;
+    stats->tail_rays = c->tail;
     memcpy(stats->traverse_rays, c->trav_hist, sizeof stats->traverse_rays);
     memcpy(stats->intersect_rays, c->isect_hist, sizeof stats->intersect_rays);
     stats->graph = g->last_graph;
-    stats->graph_resized = g->last_graph && g->graph_sized[f->method];
+    stats->graph_resized = g->last_graph && g->graph_sized[f->method] && c->resize_errors == 0;
   }
   if (!f->stage_timing) return IR_OK;
   /* The diagnostic pass: the same frame again, host-driven, with events between stages. */

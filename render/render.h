@@ -63,6 +63,13 @@ typedef struct ir_frame_desc {
   bool host_loop;               /* GPU multi-kernel: drive the traversal/intersection loop from the
                                    host, reading the counts back each round (Thrust always does),
                                    instead of one CUDA graph; for measuring host round trips */
+  bool fixed_grids;             /* GPU multi-kernel graph: launch every round's kernels for all
+                                   pixels instead of resizing them on the device to the rays
+                                   left; for measuring what the resizing saves */
+  uint32_t tail_rays;           /* GPU multi-kernel: once no more than this many rays are left to
+                                   traverse, finish them in one kernel running the rest of the
+                                   per-ray loop (same image). 0, the default: the paper's loop to
+                                   the last ray */
 } ir_frame_desc;
 
 /* What one frame cost and did. Times in milliseconds; stage times are filled when
@@ -88,9 +95,12 @@ typedef struct ir_frame_stats {
   int readbacks;         /* count read-backs (host round trips) of the diagnostic pass */
   double control_ms;     /* per-round control kernels and frame setup of the multi pipeline */
   double kernel_ms;      /* single pipeline: its one kernel */
+  double tail_ms;        /* multi pipeline with tail_rays: the tail kernel */
+  uint32_t tail_rays;    /* multi pipeline with tail_rays: rays the tail kernel finished */
   /* How the timed frame ran (GPU multi pipeline): */
   bool graph;            /* as one CUDA graph (no host round trips) */
-  bool graph_resized;    /* with the loop's grids resized on the device each round */
+  bool graph_resized;    /* with the loop's grids resized on the device each round (all
+                            resizes accepted) */
 } ir_frame_stats;
 
 /* Renders one frame. `stats` may be NULL. */

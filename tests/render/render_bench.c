@@ -1,13 +1,16 @@
 /* render_bench: frame times of every pipeline variant on one volume, for docs/render.md.
  *
  *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
+ *                [--tail N] [--only NAME] [--rounds]
  *
  * For each variant (every compaction method in the multi-kernel pipeline, as a CUDA graph
- * where the method allows it; InK-Compact again with the host-driven loop; the single kernel)
+ * where the method allows it, then again with the tail kernel taking over at N rays; InK-Compact
+ * with the host-driven loop and with fixed-size grids; the single kernel)
  * it renders `warmup` frames, then `frames` frames cycling through K orbit views, and prints
  * mean, median and p95 of frame_ms (CUDA events around the whole frame, host work included)
  * and the FPS of the mean. Then one diagnostic frame per view (stage_timing: a separate
- * host-driven pass with events between stages) gives the mean per-stage split.
+ * host-driven pass with events between stages) gives the mean per-stage split. --rounds prints
+ * the rays and times of every round of the first view's diagnostic frame.
  * A benchmark, not a test: nothing here passes or fails.
  */
 #include <cuda_runtime_api.h>
@@ -22,7 +25,9 @@ typedef struct variant {
   const char *name;
   ir_pipeline pipeline;
   ir_compact_method method;
-  bool host_loop;
+  bool host_loop, fixed_grids;
+  uint32_t tail_rays;
+  char label[40];
 } variant;
 
 static int cmp_double(const void *a, const void *b) {
@@ -35,7 +40,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]\n");
     return 2;
   }
-  int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10;
+  int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0;
+  uint32_t tail = 16384;
+  const char *only = NULL;
   float elevation = 25.0f, iso = (float)atof(argv[2]);
   for (int i = 3; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--size")) sscanf(argv[i + 1], "%dx%d", &w, &h);
@@ -43,6 +50,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--frames")) frames = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--elevation")) elevation = (float)atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--tail")) tail = (uint32_t)atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
+    else if (!strcmp(argv[i], "--rounds")) rounds = 1, i--;
   }
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
@@ -58,22 +68,31 @@ int main(int argc, char **argv) {
     fprintf(stderr, "render_bench: %s\n", err);
     return 1;
   }
-  variant vars[IR_COMPACT_METHOD_COUNT + 2];
+  variant vars[2 * IR_COMPACT_METHOD_COUNT + 3];
   int nv = 0;
-  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
-    vars[nv++] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false};
-  vars[nv++] = (variant){"ink-compact/host-loop", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true};
-  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false};
+  for (int t = 0; t < 2; t++)
+    for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
+      vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false, false,
+                           t ? tail : 0, ""};
+      snprintf(vars[nv].label, sizeof vars[nv].label, "%s%s", vars[nv].name, t ? "/tail" : "");
+      nv++;
+    }
+  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, 0, "ink-compact/host-loop"};
+  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, true, 0, "ink-compact/fixed-grids"};
+  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single"};
 
-  printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g, %d frames after %d warm-up\n", prop.name,
-         v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation, frames, warmup);
-  printf("%-22s %9s %9s %9s %8s | %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n", "variant", "mean_ms",
-         "median", "p95", "FPS", "bvh", "raygen", "trav", "isect", "shade", "compac", "wait", "ctl", "rb", "it",
-         "gen", "hit", "cover", "loop");
+  printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g, %d frames after %d warm-up, tail %u\n",
+         prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation, frames,
+         warmup, tail);
+  printf("%-24s %8s %8s %8s %7s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n", "variant",
+         "mean_ms", "median", "p95", "FPS", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
+         "rb", "it", "gen", "hit", "cover", "loop");
   double *ms = malloc(sizeof(double) * (size_t)frames);
   for (int k = 0; k < nv; k++) {
+    if (only && strcmp(only, vars[k].label) != 0) continue;
     ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .method = vars[k].method,
-                       .pipeline = vars[k].pipeline, .host_loop = vars[k].host_loop};
+                       .pipeline = vars[k].pipeline, .host_loop = vars[k].host_loop,
+                       .fixed_grids = vars[k].fixed_grids, .tail_rays = vars[k].tail_rays};
     ir_frame_stats s, sum;
     memset(&sum, 0, sizeof sum);
     int ok = 1;
@@ -86,13 +105,21 @@ int main(int argc, char **argv) {
     for (int i = 0; i < views && ok; i++) {
       f.camera = ir_camera_orbit(&v, 360.0f * (float)i / (float)views, elevation, 1.0f);
       ok = ir_render_frame(r, &f, &s, err) == IR_OK;
+      if (ok && rounds && i == 0 && f.pipeline == IR_PIPELINE_MULTI) {
+        printf("## %s view 0: round traverse_rays intersect_rays traverse_ms intersect_ms (tail %u rays, %.3f ms)\n",
+               vars[k].label, s.tail_rays, s.tail_ms);
+        for (int q = 0; q < s.iterations && q < IR_MAX_ITERATIONS; q++)
+          printf("##   %2d %8u %8u %7.4f %7.4f\n", q, s.traverse_rays[q], s.intersect_rays[q], s.traverse_iter_ms[q],
+                 s.intersect_iter_ms[q]);
+      }
+      sum.tail_ms += s.tail_ms;
       sum.bvh_update_ms += s.bvh_update_ms, sum.raygen_ms += s.raygen_ms, sum.traverse_ms += s.traverse_ms;
       sum.intersect_ms += s.intersect_ms, sum.shade_ms += s.shade_ms + s.kernel_ms, sum.compact_ms += s.compact_ms;
       sum.host_wait_ms += s.host_wait_ms, sum.control_ms += s.control_ms, sum.readbacks += s.readbacks;
       sum.iterations += s.iterations, sum.rays_generated += s.rays_generated, sum.rays_hit += s.rays_hit;
     }
     if (!ok) {
-      fprintf(stderr, "render_bench: %s: %s\n", vars[k].name, err);
+      fprintf(stderr, "render_bench: %s: %s\n", vars[k].label, err);
       return 1;
     }
     double mean = 0;
@@ -100,9 +127,10 @@ int main(int argc, char **argv) {
     mean /= frames;
     qsort(ms, (size_t)frames, sizeof *ms, cmp_double);
     double d = views;
-    printf("%-22s %9.4f %9.4f %9.4f %8.1f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
-           vars[k].name, mean, ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, sum.bvh_update_ms / d,
-           sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.compact_ms / d,
+    printf("%-24s %8.4f %8.4f %8.4f %7.1f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
+           vars[k].label, mean, ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, sum.bvh_update_ms / d,
+           sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.tail_ms / d,
+           sum.compact_ms / d,
            sum.host_wait_ms / d, sum.control_ms / d, sum.readbacks / d, sum.iterations / d, sum.rays_generated / d,
            sum.rays_hit / d, sum.rays_hit / d / ((double)w * h),
            vars[k].pipeline == IR_PIPELINE_SINGLE ? "-" : s.graph ? (s.graph_resized ? "graph+resize" : "graph") : "host");

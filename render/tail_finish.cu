@@ -1,0 +1,37 @@
+/* Tail finish (an option beyond the paper, off by default: ir_frame_desc.tail_rays): once no
+ * more than tail_rays rays are left to traverse, one kernel runs the rest of each ray's
+ * traversal/intersection loop and shades its hit (the per-ray code of trace.cuh, so the image
+ * does not change). The last rounds of the multi-kernel loop carry few rays each, and every one
+ * costs a full set of launches: this trades them for one kernel. */
+#include "render/gpu_internal.cuh"
+
+static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                          const uint32_t *__restrict__ in, ir_gpu_counters *counters) {
+  uint32_t n = counters->trav_in, hits = 0;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    uint32_t ray = in[i];
+    ir_trace_params p = frame->p;
+    ir_ray r = ir_camera_ray(&p.cam, ray);
+    int sp = b.sp[ray];
+    while (ir_traverse(&p, &r, b.stack + ray, b.stride, &sp) == IR_TRAVERSE_LEAF) {
+      float t = 0.0f;
+      int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &t);
+      if (s == IR_INTERSECT_HIT) {
+        b.image[ray] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
+        hits++;
+      }
+      if (s != IR_INTERSECT_TRAVERSE) break;
+    }
+  }
+  if (hits) atomicAdd(&counters->hits, hits);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    counters->tail = n;
+    if (counters->round == 0) counters->generated = n; /* no loop round ran to record it */
+  }
+}
+
+cudaError_t ir_tail_finish_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
+                                  ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream) {
+  /* Grid-stride over the count on the device: sized for max_rays, at least one block. */
+  return ir_launch(tail_finish_kernel, ir_grid_for(max_rays), stream, NULL, 0, d_frame, b, in, counters);
+}
