@@ -18,6 +18,10 @@
 #define IR_BLOCK 256
 #endif
 
+/* Ray generation is light and uniform: 1024-thread blocks, a quarter of the blocks, and so a
+ * quarter of InK-Compact's chained sections, of a 256-thread launch over the same pixels. */
+#define IR_RAYGEN_BLOCK 1024
+
 /* Records "what failed where" in err and returns IR_ERR_RUNTIME. */
 ir_status ir_cuda_fail(char err[IR_ERR_LEN], cudaError_t e, const char *call, const char *file, int line);
 #define IR_CUDA(call)                                                                   \
@@ -191,7 +195,7 @@ typedef struct ir_ray_buffers {
 /* raygen.cu: one thread per pixel; background into the image, stack = {root} for rays that
  * meet the volume, which go to `out`. Also writes counters->pixels. */
 cudaError_t ir_raygen_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, ir_gpu_counters *counters,
-                             ir_stage_out out, unsigned grid, cudaStream_t stream);
+                             ir_stage_out out, uint32_t pixels, cudaStream_t stream);
 /* traverse.cu: rays in[0..*n) to a leaf (to `out`) or out of the volume (dropped). */
 cudaError_t ir_traverse_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
                                ir_stage_out out, unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr,

@@ -38,9 +38,12 @@ static int output_mode(ir_compact_method m) {
   return ir_compact_method_get(m)->in_place ? IR_OUT_REMOVE : IR_OUT_FLAGS;
 }
 
+/* Stage 0 (ray generation) launches IR_RAYGEN_BLOCK-thread blocks, the others IR_BLOCK; the
+ * per-stage scratch (sized for the IR_BLOCK launch) holds either. */
 static ir_ink_sections sections_of(const struct ir_gpu_state *g, int stage) {
-  return ir_ink_sections_bind((char *)g->d_sections + (size_t)stage * g->sections_stride, ir_grid_for(g->capacity),
-                              IR_BLOCK);
+  unsigned threads = stage == 0 ? IR_RAYGEN_BLOCK : IR_BLOCK;
+  unsigned blocks = (unsigned)((g->capacity + threads - 1) / threads);
+  return ir_ink_sections_bind((char *)g->d_sections + (size_t)stage * g->sections_stride, blocks, threads);
 }
 
 static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m) {
@@ -286,7 +289,7 @@ static ir_status enqueue_prologue(ir_pass *p, bool graph) {
   IR_CUDA(cudaGetLastError());
   IR_CUDA(ir_bvh_update_launch(&p->r->layout, g->d_ranges, g->d_nodes, g->d_frame, p->stream));
   IR_CUDA(mark(p, IR_MARK_BVH, 0));
-  IR_CUDA(ir_raygen_launch(g->d_frame, p->b, g->d_counters, p->w.gen, ir_grid_for(p->pixels), p->stream));
+  IR_CUDA(ir_raygen_launch(g->d_frame, p->b, g->d_counters, p->w.gen, p->pixels, p->stream));
   IR_CUDA(mark(p, IR_MARK_RAYGEN, 0));
   ir_status st = compact_gen(p);
   if (st == IR_OK && p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_GEN, 0));

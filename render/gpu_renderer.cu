@@ -166,7 +166,10 @@ static ir_status ensure_capacity(ir_renderer *r, size_t pixels, char err[IR_ERR_
   free_pixel_buffers(g);
   size_t n = pixels, levels = (size_t)r->layout.levels;
   unsigned grid = ir_grid_for(n);
-  g->sections_stride = (ir_ink_sections_bytes(grid, IR_BLOCK) + 255) & ~(size_t)255;
+  /* Scratch per in-kernel stage, for the larger of ray generation's launch and the others'. */
+  size_t raygen_bytes = ir_ink_sections_bytes((unsigned)((n + IR_RAYGEN_BLOCK - 1) / IR_RAYGEN_BLOCK), IR_RAYGEN_BLOCK);
+  size_t stage_bytes = ir_ink_sections_bytes(grid, IR_BLOCK);
+  g->sections_stride = ((raygen_bytes > stage_bytes ? raygen_bytes : stage_bytes) + 255) & ~(size_t)255;
   IR_CUDA(cudaMalloc(&g->d_image, n * 4));
   IR_CUDA(cudaMalloc(&g->d_identity, n * 4));
   IR_CUDA(cudaMalloc(&g->d_list_t, n * 4));

@@ -21,6 +21,8 @@ static __global__ void raygen_kernel(const ir_gpu_frame *__restrict__ frame, ir_
 }
 
 cudaError_t ir_raygen_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, ir_gpu_counters *counters,
-                             ir_stage_out out, unsigned grid, cudaStream_t stream) {
-  return ir_launch(raygen_kernel, grid, stream, NULL, 0, d_frame, b, counters, out);
+                             ir_stage_out out, uint32_t pixels, cudaStream_t stream) {
+  unsigned grid = (pixels + IR_RAYGEN_BLOCK - 1) / IR_RAYGEN_BLOCK;
+  raygen_kernel<<<grid, IR_RAYGEN_BLOCK, 0, stream>>>(d_frame, b, counters, out);
+  return cudaGetLastError();
 }

@@ -44,7 +44,12 @@ int main(int argc, char **argv) {
   uint32_t tail = 16384;
   const char *only = NULL;
   float elevation = 25.0f, iso = (float)atof(argv[2]);
-  for (int i = 3; i + 1 < argc; i += 2) {
+  for (int i = 3; i < argc; i += 2) {
+    if (!strcmp(argv[i], "--rounds")) {
+      rounds = 1, i--;
+      continue;
+    }
+    if (i + 1 >= argc) break;
     if (!strcmp(argv[i], "--size")) sscanf(argv[i + 1], "%dx%d", &w, &h);
     else if (!strcmp(argv[i], "--views")) views = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--frames")) frames = atoi(argv[i + 1]);
@@ -52,7 +57,6 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--elevation")) elevation = (float)atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--tail")) tail = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
-    else if (!strcmp(argv[i], "--rounds")) rounds = 1, i--;
   }
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {

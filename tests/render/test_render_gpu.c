@@ -2,7 +2,8 @@
  * the GPU agrees with the CPU reference within the stated tolerance; the CPU tests' scenes.
  *
  *   test_render_gpu           the suite (exit 77 without a CUDA device)
- *   test_render_gpu --small   one small frame per method and pipeline, for compute-sanitizer
+ *   test_render_gpu --small [FILTER]  one small frame per method and pipeline (those whose name
+ *                             contains FILTER; "host": the host-driven ones), for compute-sanitizer
  *   test_render_gpu --probe   exit 0 with a device, 77 without (the sanitizer tests ask first)
  *
  * GPU vs CPU tolerance (docs/render.md, "Tolerance"): the per-ray arithmetic is the same IEEE
@@ -336,16 +337,23 @@ static void test_bad_frames_are_input_errors(void) {
   ir_volume_free(&v);
 }
 
-/* compute-sanitizer mode: a small frame of a dense surface through every variant. */
-static int small_mode(void) {
+/* compute-sanitizer mode: a small frame of a dense surface through every variant whose name
+ * contains `filter` (all when NULL). */
+static int small_mode(const char *filter) {
   ir_volume v;
   if (!util_load("builtin:fractal:40", &v)) return 1;
   ir_frame_desc f = frame_of(&v, 48, 40, 127.5f, 30, 20);
   uint8_t *ref = NULL;
   int bad = 0;
+  int done = 0;
   for (int k = 0; k < variant_count; k++) {
+    if (filter && !strstr(variants[k].name, filter) && !(strcmp(filter, "host") == 0 && variants[k].host_loop))
+      continue;
+    printf("  %s%s\n", variants[k].name, variants[k].host_loop ? " (host loop)" : "");
+    fflush(stdout);
     uint8_t *img = render(IR_DEVICE_GPU, &v, f, &variants[k], NULL);
     if (!img) return 1;
+    done++;
     if (ref && memcmp(ref, img, 48 * 40 * 4) != 0) {
       fprintf(stderr, "%s differs\n", variants[k].name);
       bad = 1;
@@ -355,7 +363,8 @@ static int small_mode(void) {
     else
       free(img);
   }
-  printf("small frame: %d variants, %zu pixels hit, %s\n", variant_count, util_coverage(ref, 48, 40),
+  if (!ref) return 1;
+  printf("small frame: %d variants, %zu pixels hit, %s\n", done, util_coverage(ref, 48, 40),
          bad ? "DIFFERENT" : "identical");
   free(ref);
   ir_volume_free(&v);
@@ -368,7 +377,7 @@ int main(int argc, char **argv) {
   if (e != cudaSuccess || devices == 0) check_skip_all("no CUDA device: GPU render tests need one");
   if (argc > 1 && strcmp(argv[1], "--probe") == 0) return 0;
   make_variants();
-  if (argc > 1 && strcmp(argv[1], "--small") == 0) return small_mode();
+  if (argc > 1 && strcmp(argv[1], "--small") == 0) return small_mode(argc > 2 ? argv[2] : NULL);
   RUN(test_sphere_all_methods_identical_and_geometric);
   RUN(test_fractal_all_methods_identical);
   RUN(test_real_datasets_all_methods_identical);
