@@ -8,16 +8,19 @@
 #      method in the multi-kernel pipeline and the single-kernel pipeline (inkray --headless).
 #      Each run also does the per-stage diagnostic pass.
 #   2. Compaction sweeps (Redzone Fig. 4, Jumping Jack Fig. 11): size x kept fraction x pattern
-#      for every method and CUB (inkray compact-bench).
+#      for every method and CUB (inkray compact-bench). These run first: their time is bounded.
 #   3. Report: scripts/bench_report.py turns the CSVs into tables, claim verdicts and plots.
 #
-# Usage: scripts/bench-suite.sh [--quick | --smoke] [--out DIR] [--pack DIR] [--data DIR]
+# Usage: scripts/bench-suite.sh [--quick | --smoke] [--out DIR] [--pack DIR] [--data DIR] [--budget S]
 #   --quick     fewer datasets, isovalues and frames (under 2 minutes on an H100)
 #   --smoke     tiny sizes on the CPU renderer: checks the suite itself on a machine with no GPU
 #   --out DIR   where results go (default ./out/bench)
 #   --pack DIR  afterwards, put report.md, the figures and a tar.gz of everything into DIR
 #               (at most 8 files: for copying results off a machine)
 #   --data DIR  the real datasets (default ../shared/data beside the repository)
+#   --budget S  start no render after S seconds and stop one still running then (the compaction
+#               sweeps run first, the report last); what was left out is listed in the report.
+#               Default 540 (--quick: 100), so that the whole suite fits in 10 (2) minutes.
 # Environment: INKRAY_BUILD_DIR (default ./build): built there (inkray target only) if missing;
 # INKRAY_COMMIT names the commit when the tree is an export without git history.
 # Needs: bash, cmake + a CUDA toolkit to build, python3 for the report (matplotlib for plots).
@@ -27,6 +30,7 @@ build=${INKRAY_BUILD_DIR:-$root/build}
 mode=full
 out=$root/out/bench
 pack=
+budget=
 data=$(cd "$root/.." && pwd)/shared/data
 
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
@@ -37,6 +41,7 @@ while (($#)); do
     --out) out=${2:?--out needs a folder}; shift ;;
     --pack) pack=${2:?--pack needs a folder}; shift ;;
     --data) data=${2:?--data needs a folder}; shift ;;
+    --budget) budget=${2:?--budget needs seconds}; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench-suite: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -49,10 +54,13 @@ done
 # 4M-element stream of JJ Fig. 11.
 device=gpu size=1024x1024 orbit=8
 case $mode in
-  full)  frames=16 warmup=3 isos=suggested:5 bench_args=(--sizes 20,22,24,27) ;;
-  quick) frames=8  warmup=2 isos=suggested:3 bench_args=(--quick --sizes 22,24) ;;
-  smoke) frames=2  warmup=0 isos=suggested:2 bench_args=(--quick) device=cpu size=48x48 orbit=2 ;;
+  full)  frames=16 warmup=3 isos=suggested:5 bench_args=(--sizes 20,22,24,27) default_budget=540 ;;
+  quick) frames=8  warmup=2 isos=suggested:3 bench_args=(--quick --sizes 22,24) default_budget=100 ;;
+  smoke) frames=2  warmup=0 isos=suggested:2 bench_args=(--quick) device=cpu size=48x48 orbit=2 default_budget= ;;
 esac
+# The time limits (10 minutes, --quick 2) hold by construction: what does not fit is left out
+# and listed in the report.
+budget=${budget:-$default_budget}
 
 # tag|volume|modes: the real volumes (README of the data folder), then the builtin ones.
 datasets=(
@@ -65,9 +73,9 @@ datasets=(
   "frog|$data/frog/frogtissue.mhd|full quick"
   "fractal-256|builtin:fractal:256|full quick"
   "fractal-512|builtin:fractal:512|full quick"
-  "fractal-1024|builtin:fractal:1024|full"
   "marschner-lobb-256|builtin:marschner-lobb:256|full"
   "sphere-512|builtin:sphere:512|full"
+  "fractal-1024|builtin:fractal:1024|full"
   "fractal-32|builtin:fractal:32|smoke"
 )
 
@@ -148,29 +156,43 @@ done
 steps=$((${#selected[@]} + 2))
 : >"$out/skipped.txt"
 
-for entry in "${selected[@]}"; do
-  IFS='|' read -r tag volume <<<"$entry"
-  progress "render $tag"
-  "$inkray" --headless --device "$device" --size "$size" --frames "$frames" --warmup "$warmup" \
-    --orbit "$orbit" --method all --pipeline both --iso "$isos" --quiet \
-    --csv "$out/render/$tag.csv" --png "$out/images/$tag.png" "$volume" >"$out/logs/render-$tag.txt" 2>&1
-  rc=$?
-  if ((rc != 0)); then
-    echo "$tag: exit $rc: $(grep -m1 '^inkray:' "$out/logs/render-$tag.txt")" >>"$out/skipped.txt"
-    rm -f "$out/render/$tag.csv"
-    ((rc == 2)) || echo "bench-suite: $tag failed (exit $rc), see $out/logs/render-$tag.txt" >&2
-  fi
-  step=$((step + 1))
-done
-
 progress "compaction sweeps"
 if [[ $device == gpu ]]; then
-  "$inkray" compact-bench "${bench_args[@]}" --csv "$out/compact.csv" >"$out/logs/compact-bench.txt" 2>&1 ||
+  limit=()
+  [[ -n $budget ]] && limit=(timeout $((budget / 2)))
+  "${limit[@]}" "$inkray" compact-bench "${bench_args[@]}" --csv "$out/compact.csv" >"$out/logs/compact-bench.txt" 2>&1 ||
     echo "compact-bench: exit $?: $(grep -m1 'inkray:' "$out/logs/compact-bench.txt")" >>"$out/skipped.txt"
 else
   echo "compact-bench: not run on the CPU (smoke mode)" >>"$out/skipped.txt"
 fi
 step=$((step + 1))
+
+for entry in "${selected[@]}"; do
+  IFS='|' read -r tag volume <<<"$entry"
+  progress "render $tag"
+  step=$((step + 1))
+  limit=()
+  if [[ -n $budget ]]; then
+    left=$((budget - ($(date +%s) - t_start)))
+    if ((left < 20)); then
+      echo "$tag: not run: the --budget of $budget s was spent" >>"$out/skipped.txt"
+      continue
+    fi
+    limit=(timeout "$left")
+  fi
+  "${limit[@]}" "$inkray" --headless --device "$device" --size "$size" --frames "$frames" --warmup "$warmup" \
+    --orbit "$orbit" --method all --pipeline both --iso "$isos" --quiet \
+    --csv "$out/render/$tag.csv" --png "$out/images/$tag.png" "$volume" >"$out/logs/render-$tag.txt" 2>&1
+  rc=$?
+  if ((rc == 124)); then
+    echo "$tag: stopped: the --budget of $budget s ran out" >>"$out/skipped.txt"
+    rm -f "$out/render/$tag.csv"
+  elif ((rc != 0)); then
+    echo "$tag: exit $rc: $(grep -m1 '^inkray:' "$out/logs/render-$tag.txt")" >>"$out/skipped.txt"
+    rm -f "$out/render/$tag.csv"
+    ((rc == 2)) || echo "bench-suite: $tag failed (exit $rc), see $out/logs/render-$tag.txt" >&2
+  fi
+done
 
 progress "report"
 python3 "$root/scripts/bench_report.py" "$out" >"$out/logs/report.txt" 2>&1 || {
