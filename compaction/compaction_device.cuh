@@ -270,7 +270,7 @@ static __device__ __forceinline__ unsigned ir_ink_section_controller(const ir_in
     base = __shfl_sync(IR_INK_FULL_MASK, lane == 0 ? ir_ink_wait_prefix(s.state, sec) : 0u, 0); /* stage 3 */
   }
   if (lane == 0) {
-    mine.store(IR_INK_STATE_PREFIX | (unsigned long long)(base + total), cuda::memory_order_release);
+    mine.store(IR_INK_STATE_PREFIX | (unsigned long long)(base + total), cuda::memory_order_relaxed);
     if (first + blocks_in_sec == gridDim.x) *out_count = base + total;
   }
   return base;
@@ -287,35 +287,34 @@ static __device__ __forceinline__ unsigned ir_ink_find_block(const unsigned *off
 
 /* §2.3 stage 4: the controller block moves the section's staged survivors to out[base...]. The
  * loop runs over 4-element chunks of the staged blocks (16-byte loads: each staged block starts
- * 16-byte aligned), each chunk finding its block by a binary search of the chunk offsets.
- * UNROLL chunks in flight per thread: one block moves the survivors of 32, and the move runs at
- * (bytes in flight per controller) x (controllers at work), so it needs many. */
-template <int UNROLL = 8>
+ * 16-byte aligned), each chunk finding its block by a binary search of the chunk offsets; four
+ * chunks in flight per thread hide the latency of the intermediate buffer. */
 static __device__ __forceinline__ void ir_ink_section_move(const uint32_t *__restrict__ staged,
                                                            size_t block_stride, unsigned first,
                                                            const unsigned *block_offsets,
                                                            const unsigned *chunk_offsets, unsigned base,
                                                            uint32_t *__restrict__ out) {
   const unsigned chunks = chunk_offsets[IR_INK_SECTION_BLOCKS];
+  enum { UNROLL = 4 };
   for (unsigned c0 = threadIdx.x; c0 < chunks; c0 += UNROLL * blockDim.x) {
     uint4 v[UNROLL];
+    unsigned b[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
       const unsigned c = c0 + u * blockDim.x;
       if (c < chunks) {
-        const unsigned b = ir_ink_find_block(chunk_offsets, c);
-        const uint4 *src = reinterpret_cast<const uint4 *>(staged + (first + b) * block_stride);
-        v[u] = __ldcg(src + (c - chunk_offsets[b]));
+        b[u] = ir_ink_find_block(chunk_offsets, c);
+        const uint4 *src = reinterpret_cast<const uint4 *>(staged + (first + b[u]) * block_stride);
+        v[u] = __ldcg(src + (c - chunk_offsets[b[u]]));
       }
     }
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
       const unsigned c = c0 + u * blockDim.x;
       if (c < chunks) {
-        const unsigned b = ir_ink_find_block(chunk_offsets, c);
-        const unsigned within = 4 * (c - chunk_offsets[b]); /* element offset in its block */
-        const unsigned count = block_offsets[b + 1] - block_offsets[b];
-        uint32_t *dst = out + base + block_offsets[b] + within;
+        const unsigned within = 4 * (c - chunk_offsets[b[u]]); /* element offset in its block */
+        const unsigned count = block_offsets[b[u] + 1] - block_offsets[b[u]];
+        uint32_t *dst = out + base + block_offsets[b[u]] + within;
         const uint32_t e[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
 #pragma unroll
         for (int q = 0; q < 4; q++)
@@ -330,36 +329,10 @@ static __device__ __forceinline__ void ir_ink_section_move(const uint32_t *__res
   }
 }
 
-/* Look-back mode, stage 4 without the intermediate buffer: a block that is not its section's
- * controller waits until the controller has published the section's inclusive offset, then
- * derives its own output offset from it and the counts of its section (whole warp; every lane
- * returns the offset). Forward progress needs at least 32 blocks resident at once besides the
- * in-order dispatch: the lowest unfinished section then always has all its blocks resident. */
-static __device__ __forceinline__ unsigned ir_ink_own_offset(const ir_ink_sections &s, unsigned sec,
-                                                             unsigned blocks_in_sec) {
-  const unsigned lane = threadIdx.x & 31u;
-  unsigned inclusive = 0;
-  if (lane == 0) {
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> mine(s.state[sec]);
-    unsigned long long word;
-    while (!((word = mine.load(cuda::memory_order_acquire)) & IR_INK_STATE_PREFIX)) {
-    }
-    inclusive = (unsigned)word;
-  }
-  inclusive = __shfl_sync(IR_INK_FULL_MASK, inclusive, 0);
-  const unsigned first = sec * IR_INK_SECTION_BLOCKS;
-  const unsigned count = lane < blocks_in_sec ? __ldcg(&s.block_counts[first + lane]) : 0u;
-  const unsigned total = ir_ink_warp_sum(count);
-  const unsigned before = ir_ink_warp_sum(first + lane < blockIdx.x ? count : 0u);
-  return inclusive - total + before;
-}
-
 /* Output order equals input order (thread order within a block, block order within the grid).
  * Stage 1 stages the block's survivors in s.staged; the last block of each section to finish
  * (the section controller) scans the section's block counts, chains the section offsets and
- * moves the section's survivors to `out`. The other blocks leave at once (stage 2).
- * Look-back mode (an extra): no staging; every block waits for its section's offset and writes
- * its own survivors. */
+ * moves the section's survivors to `out`. The other blocks leave at once (stage 2). */
 static __device__ __forceinline__ void ir_ink_compact_emit(bool keep, uint32_t value, uint32_t *out,
                                                            uint32_t *out_count,
                                                            const ir_ink_sections &s) {
@@ -370,12 +343,11 @@ static __device__ __forceinline__ void ir_ink_compact_emit(bool keep, uint32_t v
   __shared__ bool is_controller;
   if (gridDim.x > s.grid_blocks || blockDim.x > s.block_threads) __trap(); /* scratch too small */
   __syncthreads(); /* an earlier emit in this kernel may still read the shared words */
-  const bool staging = s.mode != IR_INK_SECTIONS_LOOKBACK;
 
   /* Stage 1: local compaction into the intermediate buffer. */
   unsigned local;
   const unsigned block_count = ir_ink_block_offset(keep, warp_offsets, &local);
-  if (keep && staging) s.staged[(size_t)blockIdx.x * blockDim.x + local] = value;
+  if (keep) s.staged[(size_t)blockIdx.x * blockDim.x + local] = value;
 
   /* Stage 2: count the block in; the block that completes the section becomes its controller. */
   const unsigned sec = blockIdx.x / IR_INK_SECTION_BLOCKS;
@@ -388,25 +360,18 @@ static __device__ __forceinline__ void ir_ink_compact_emit(bool keep, uint32_t v
     is_controller = atomicAdd(&s.arrivals[sec], 1u) == blocks_in_sec - 1;
   }
   __syncthreads();
-  if (!is_controller && staging) return;
+  if (!is_controller) return;
   __threadfence(); /* acquire side of the pattern above */
 
   /* Stages 2-3 (one warp), then stage 4: move the section's data to its place. Block counts are
    * at most 1024: 11 bit planes (the paper's log2(w_s * w_n) scans). */
   if (threadIdx.x < 32) {
-    unsigned base;
-    if (is_controller) {
-      base = ir_ink_section_controller(s, sec, blocks_in_sec, 11, block_offsets, chunk_offsets, out_count);
-      __syncwarp(); /* block_offsets[] written by other lanes */
-      if (!staging) base += block_offsets[blockIdx.x - first];
-    } else {
-      base = ir_ink_own_offset(s, sec, blocks_in_sec);
-    }
+    const unsigned base =
+        ir_ink_section_controller(s, sec, blocks_in_sec, 11, block_offsets, chunk_offsets, out_count);
     if (threadIdx.x == 0) section_base = base;
   }
   __syncthreads();
-  if (staging) ir_ink_section_move(s.staged, blockDim.x, first, block_offsets, chunk_offsets, section_base, out);
-  else if (keep) out[section_base + local] = value;
+  ir_ink_section_move(s.staged, blockDim.x, first, block_offsets, chunk_offsets, section_base, out);
 }
 
 #endif

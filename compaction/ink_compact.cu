@@ -6,9 +6,7 @@
  * section; the block that completes the section (the section controller) scans the 32 tile
  * counts with bit-plane ballots. Stage 3: the controller waits for the previous section's flag
  * (chained) or sums its predecessors' totals (look-back, an extra). Stage 4: it publishes its
- * offset and moves the section's survivors to the output. In the look-back extra, every tile
- * instead waits for its section's offset and writes its own survivors from shared memory: no
- * intermediate buffer, the bytes of CUB's single pass.
+ * offset and moves the section's survivors to the output.
  *
  * Departures from the paper: a block takes a tile of IR_INK_THREADS * ITEMS elements instead of
  * one per thread. With one element per thread, a 2^27 stream is 4096 sections of 1024-thread
@@ -42,7 +40,6 @@ __global__ void __launch_bounds__(IR_INK_THREADS)
   const size_t tile_start = (size_t)blockIdx.x * TILE;
 
   /* Stage 1: tiles past a device-side n take part with a count of 0 (the sections need them). */
-  const bool staging = s.mode != IR_INK_SECTIONS_LOOKBACK;
   unsigned total = 0;
   if (tile_start < n) {
     uint32_t v[ITEMS];
@@ -51,10 +48,8 @@ __global__ void __launch_bounds__(IR_INK_THREADS)
     total = ir_tile_offset<ITEMS>(mask, warp_scan, &offset);
     ir_tile_stage<ITEMS>(mask, v, offset, staged);
     __syncthreads();
-    if (staging) {
-      uint32_t *dst = s.staged + (size_t)blockIdx.x * TILE;
-      for (unsigned i = threadIdx.x; i < total; i += IR_INK_THREADS) dst[i] = staged[i];
-    }
+    uint32_t *dst = s.staged + (size_t)blockIdx.x * TILE;
+    for (unsigned i = threadIdx.x; i < total; i += IR_INK_THREADS) dst[i] = staged[i];
   }
 
   /* Stage 2: count the tile in; the last tile of the section to arrive is its controller. */
@@ -68,30 +63,17 @@ __global__ void __launch_bounds__(IR_INK_THREADS)
     is_controller = atomicAdd(&s.arrivals[sec], 1u) == blocks_in_sec - 1;
   }
   __syncthreads();
-  if (!is_controller && staging) return;
+  if (!is_controller) return;
   __threadfence();
 
-  /* Stages 2-4 for the controller: tile counts <= TILE need log2(TILE) + 1 bit planes. In
-   * look-back mode every tile waits for its offset and writes its survivors from shared memory,
-   * so nothing goes through the intermediate buffer. */
+  /* Stages 2-4 for the controller: tile counts <= TILE need log2(TILE) + 1 bit planes. */
   if (threadIdx.x < 32) {
-    unsigned base;
-    if (is_controller) {
-      base = ir_ink_section_controller(s, sec, blocks_in_sec, ir_log2<TILE>::value + 1, block_offsets,
-                                       chunk_offsets, count);
-      __syncwarp(); /* block_offsets[] written by other lanes */
-      if (!staging) base += block_offsets[blockIdx.x - first];
-    } else {
-      base = ir_ink_own_offset(s, sec, blocks_in_sec);
-    }
+    const unsigned base = ir_ink_section_controller(s, sec, blocks_in_sec, ir_log2<TILE>::value + 1,
+                                                    block_offsets, chunk_offsets, count);
     if (threadIdx.x == 0) section_base = base;
   }
   __syncthreads();
-  if (staging) {
-    ir_ink_section_move(s.staged, TILE, first, block_offsets, chunk_offsets, section_base, out);
-  } else {
-    for (unsigned i = threadIdx.x; i < total; i += IR_INK_THREADS) out[section_base + i] = staged[i];
-  }
+  ir_ink_section_move(s.staged, TILE, first, block_offsets, chunk_offsets, section_base, out);
 }
 
 static const int ink_items_options[] = {4, 8, 16};
@@ -118,7 +100,7 @@ static int pick_items(size_t n, int mode) {
     forced = (value == 4 || value == 8 || value == 16) ? value : 0;
   }
   if (forced) return forced;
-  if (mode == IR_INK_SECTIONS_LOOKBACK) return n <= ((size_t)1 << 22) ? 4 : 8;
+  if (mode == IR_INK_SECTIONS_LOOKBACK) return 8;
   for (int items : ink_items_options)
     if ((n + (size_t)IR_INK_SECTION_BLOCKS * IR_INK_THREADS * items - 1) /
             ((size_t)IR_INK_SECTION_BLOCKS * IR_INK_THREADS * items) <=
