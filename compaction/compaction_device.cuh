@@ -30,8 +30,7 @@
  *     which removes the serial section chain.
  *   - Stage 4 moves 16-byte chunks with the whole controller block, several in flight per
  *     thread: one block moves 32 blocks' survivors, and one element per thread left it
- *     latency-bound. Afterwards the staged lines are discarded from L2 (sm_80+), so that the
- *     intermediate buffer is not written back to DRAM.
+ *     latency-bound.
  *   - InK-Collate issues its atomicAdd right after __syncthreads_count, overlapping the
  *     warp-offset scan, and publishes base and offsets with one barrier.
  *
@@ -185,22 +184,6 @@ static __device__ __forceinline__ void ir_ink_collate_emit(bool keep, uint32_t v
   if (keep) out[block_base + local] = value;
 }
 
-/* Sections: after the move, the intermediate lines are dead. Discarding them from L2 (sm_80+)
- * spares their write-back to DRAM, so that the intermediate buffer costs L2 traffic only when
- * the controller reads it soon after it was written. 128-byte lines; [begin, end) must lie in
- * lines that nothing else uses (each block's staging area is a multiple of 128 bytes). */
-static __device__ __forceinline__ void ir_ink_discard_l2(const uint32_t *begin, size_t words) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const char *p = reinterpret_cast<const char *>(begin);
-  const size_t lines = (words * sizeof(uint32_t) + 127) / 128;
-  for (size_t l = threadIdx.x; l < lines; l += blockDim.x)
-    asm volatile("discard.global.L2 [%0], 128;" ::"l"(p + l * 128) : "memory");
-#else
-  (void)begin;
-  (void)words;
-#endif
-}
-
 /* ---- InK-Compact (§2.1-2.3) -------------------------------------------------------------------- */
 
 /* §2.3 stage 3 (chained): the inclusive offset of section `sec - 1`, waiting for its flag. */
@@ -321,11 +304,6 @@ static __device__ __forceinline__ void ir_ink_section_move(const uint32_t *__res
           if (within + q < count) dst[q] = e[q];
       }
     }
-  }
-  __syncthreads(); /* every staged word is read before its line is discarded */
-  for (unsigned b = 0; b < IR_INK_SECTION_BLOCKS; b++) {
-    const unsigned count = block_offsets[b + 1] - block_offsets[b];
-    if (count) ir_ink_discard_l2(staged + (first + b) * block_stride, count);
   }
 }
 

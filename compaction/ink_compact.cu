@@ -20,7 +20,7 @@
 #include "compaction/tile.cuh"
 
 /* Chained sections: aim for at most this many sections (hops of the flag chain). */
-#define IR_INK_TARGET_SECTIONS 64u
+#define IR_INK_TARGET_SECTIONS 128u
 /* 16 warps: the section controller is one block, and its move (stage 4) of 32 tiles' survivors
  * wants many threads; 4096-8192-element tiles keep the chain short. */
 #define IR_INK_THREADS 512
