@@ -35,11 +35,11 @@ typedef struct bench_desc {
   const char *csv;   /* CSV file to write, or NULL */
 } bench_desc;
 
-typedef enum case_kind { CASE_COPY, CASE_METHOD, CASE_REFERENCE, CASE_REDZONE_LIST, CASE_FUSED } case_kind;
+typedef enum case_kind { CASE_COPY, CASE_METHOD, CASE_REFERENCE, CASE_REMOVE_LIST, CASE_FUSED } case_kind;
 
 typedef struct bench_case {
   case_kind kind;
-  int which;          /* method, reference or producer */
+  int which;          /* method (also for in-place removal), reference or producer */
   int then;           /* fused sparse producer: the out-of-kernel method afterwards (-1: a reference) */
   int then_ref;
   bool shuffled;      /* Redzone: removal list in random order instead of ascending */
@@ -92,7 +92,7 @@ static bool cuda_check(cudaError_t err, const char *what, bench_state *s) {
 
 /* Untimed preparation before each run (restores Redzone's list, which it edits in place). */
 static cudaError_t prepare_run(bench_state *s, const bench_case *c) {
-  if (c->kind == CASE_REDZONE_LIST)
+  if (c->kind == CASE_REMOVE_LIST)
     return cudaMemcpyAsync(s->d_work, s->d_in, s->n * sizeof(uint32_t), cudaMemcpyDeviceToDevice, s->stream);
   return cudaSuccess;
 }
@@ -109,9 +109,9 @@ static cudaError_t enqueue_run(bench_state *s, const bench_case *c) {
   case CASE_REFERENCE:
     return ir_compact_reference_flagged(s->ctx, (ir_compact_reference)c->which, s->d_in, s->d_flags, s->d_out,
                                         s->d_count, n, s->stream);
-  case CASE_REDZONE_LIST:
-    return ir_compact_remove_indices(s->ctx, IR_COMPACT_REDZONE, s->d_work, n, s->d_list, s->k, s->d_count,
-                                     s->stream);
+  case CASE_REMOVE_LIST:
+    return ir_compact_remove_indices(s->ctx, (ir_compact_method)c->which, s->d_work, n, s->d_list, s->k,
+                                     s->d_count, s->stream);
   case CASE_FUSED:
     if (c->which != IR_PRODUCER_SPARSE)
       return ir_compact_producer_run(s->ctx, (ir_compact_producer)c->which, s->d_in, s->threshold, s->d_out, NULL,
@@ -252,11 +252,17 @@ static int bench_size(bench_state *s, const int *pcts, int pct_count, uint32_t *
                         "uploading the removal list", s))
           return 1;
       }
-      bench_case c = {CASE_REDZONE_LIST, 0, 0, 0, shuffled != 0, ""};
+      bench_case c = {CASE_REMOVE_LIST, IR_COMPACT_REDZONE, 0, 0, shuffled != 0, ""};
       snprintf(c.name, sizeof c.name, "redzone in place, %s list", shuffled ? "shuffled" : "sorted");
       const double us = time_case(s, &c, &min_us);
       if (us < 0) return 1;
       report(s, pcts[f], c.name, us, min_us, bytes, copy_gbps, cub_us);
+      if (shuffled) continue;
+      /* the same list through an O(n) method: keep flags built from the list, compaction, copy back */
+      bench_case o = {CASE_REMOVE_LIST, IR_COMPACT_INK_COLLATE, 0, 0, false, "ink-collate in place, sorted list"};
+      const double o_us = time_case(s, &o, &min_us);
+      if (o_us < 0) return 1;
+      report(s, pcts[f], o.name, o_us, min_us, bytes, copy_gbps, cub_us);
     }
 
     /* Fused: producer + out-of-kernel compaction against the producer with an in-kernel emit. */
