@@ -6,8 +6,9 @@
  * the renderer measures around the whole frame (CUDA events on the GPU, host work included).
  *
  * Per-stage times are taken in a separate diagnostic pass (one frame per view with
- * ir_frame_desc.stage_timing), because the events between stages perturb the frame they time;
- * its rows are reported apart from the timed frames, in the summary and in the CSV.
+ * ir_frame_desc.stage_timing, for which the GPU renderer runs the frame a second time, driven
+ * from the host with events between the stages), because those events perturb the frame they
+ * time; its rows are reported apart from the timed frames, in the summary and in the CSV.
  *
  * Checks that cost nothing: every configuration of one isovalue renders the same last view, so
  * their images must agree pixel for pixel whatever the compaction method or pipeline. --verify
@@ -61,7 +62,7 @@ typedef struct hl_config {
 
 /* Means over the diagnostic pass's frames. */
 typedef struct hl_stage_means {
-  double frame_ms, bvh_update_ms, raygen_ms, traverse_ms, intersect_ms, shade_ms, compact_ms;
+  double bvh_update_ms, raygen_ms, traverse_ms, intersect_ms, shade_ms, compact_ms;
   double iterations, rays_generated, rays_hit;
 } hl_stage_means;
 
@@ -475,7 +476,6 @@ static int run_config(hl_run *run, int index, int count, const hl_config *c, uin
     rc = render_one(run, c, view, true, &s);
     if (rc) return rc;
     if (run->csv) csv_row(run->csv, index, o, run->volume, c, "stages", view, view, view_azimuth(o, view), &s);
-    m->frame_ms += s.frame_ms;
     m->bvh_update_ms += s.bvh_update_ms;
     m->raygen_ms += s.raygen_ms;
     m->traverse_ms += s.traverse_ms;
@@ -486,7 +486,7 @@ static int run_config(hl_run *run, int index, int count, const hl_config *c, uin
     m->rays_generated += s.rays_generated;
     m->rays_hit += s.rays_hit;
   }
-  double *fields[] = {&m->frame_ms, &m->bvh_update_ms, &m->raygen_ms, &m->traverse_ms, &m->intersect_ms,
+  double *fields[] = {&m->bvh_update_ms, &m->raygen_ms, &m->traverse_ms, &m->intersect_ms,
                       &m->shade_ms, &m->compact_ms, &m->iterations, &m->rays_generated, &m->rays_hit};
   for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) *fields[k] /= o->orbit;
   r->have_stages = true;
@@ -601,18 +601,19 @@ static void print_summary(const hl_options *o, const hl_result *results, int n) 
            r->p95_ms, r->sd_ms, 1000.0 / r->mean_ms, 1000.0 / r->median_ms);
   }
   if (!o->stage_pass) return;
-  printf("\nper-stage split in ms (separate diagnostic pass with per-stage timing: %d frame%s, one per "
-         "view; means; these frames run slower than the timed ones)\n",
+  printf("\nper-stage split in ms (diagnostic pass with per-stage timing; the GPU runs each frame again with events "
+         "between stages; %d frame%s, one per view; means; they need not add up to a timed frame)\n",
          o->orbit, o->orbit == 1 ? "" : "s");
-  printf("%-10s %-8s %-13s %8s %8s %8s %8s %9s %8s %8s %6s %9s %9s\n", "isovalue", "pipeline", "method",
-         "frame", "bvh", "raygen", "traverse", "intersect", "shade", "compact", "rounds", "rays", "hits");
+  printf("%-10s %-8s %-13s %8s %8s %8s %9s %8s %8s %8s %6s %9s %9s\n", "isovalue", "pipeline", "method", "bvh",
+         "raygen", "traverse", "intersect", "shade", "sum", "compact", "rounds", "rays", "hits");
   for (int k = 0; k < n; k++) {
     const hl_result *r = &results[k];
     const hl_stage_means *m = &r->stages;
-    printf("%-10.5g %-8s %-13s %8.3f %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %6.1f %9.0f %9.0f\n",
+    double sum = m->bvh_update_ms + m->raygen_ms + m->traverse_ms + m->intersect_ms + m->shade_ms;
+    printf("%-10.5g %-8s %-13s %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %8.3f %6.1f %9.0f %9.0f\n",
            r->config.isovalue, ir_pipeline_name(r->config.pipeline), method_label(&r->config),
-           m->frame_ms, m->bvh_update_ms, m->raygen_ms, m->traverse_ms, m->intersect_ms, m->shade_ms,
-           m->compact_ms, m->iterations, m->rays_generated, m->rays_hit);
+           m->bvh_update_ms, m->raygen_ms, m->traverse_ms, m->intersect_ms, m->shade_ms, sum, m->compact_ms,
+           m->iterations, m->rays_generated, m->rays_hit);
   }
 }
 

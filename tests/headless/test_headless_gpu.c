@@ -1,6 +1,6 @@
 /* inkray --headless on the GPU through the built binary: every method in both pipelines renders,
  * writes a PNG of the asked size and a CSV with a row per frame, all configurations of one
- * isovalue give the same image, the per-stage pass fills stage times, and --verify finds the
+ * isovalue give the same image, the per-stage pass fills stage times (compaction inside them), and --verify finds the
  * GPU image in agreement with the CPU reference renderer. Skipped where there is no CUDA device. */
 #include <cuda_runtime_api.h>
 
@@ -43,8 +43,8 @@ static void run_and_check(const char *volume, const char *size, int w, int h) {
   CHECK_MSG(stages * 6 == timed * 3, "%d per-stage rows for %d timed rows", stages, timed);
   CHECK_EQ_INT(csv_count(&t, "device", "gpu"), t.rows);
 
-  /* The diagnostic pass times the stages; their sum cannot exceed the frame by much. */
-  int pass = csv_column(&t, "pass"), frame = csv_column(&t, "frame_ms");
+  /* The diagnostic pass times the stages; out-of-kernel compaction time lies inside them. */
+  int pass = csv_column(&t, "pass"), compact = csv_column(&t, "compact_ms");
   const char *stage_names[] = {"bvh_update_ms", "raygen_ms", "traverse_ms", "intersect_ms", "shade_ms"};
   for (int r = 0; r < t.rows; r++) {
     char field[64];
@@ -53,13 +53,12 @@ static void run_and_check(const char *volume, const char *size, int w, int h) {
     double sum = 0;
     for (int s = 0; s < 5; s++) {
       csv_field(t.lines[r], csv_column(&t, stage_names[s]), field, sizeof field);
+      CHECK_MSG(atof(field) >= 0.0, "row %d: %s is negative", r, stage_names[s]);
       sum += atof(field);
     }
-    csv_field(t.lines[r], frame, field, sizeof field);
-    double frame_ms = atof(field);
+    csv_field(t.lines[r], compact, field, sizeof field);
     CHECK_MSG(sum > 0.0, "row %d: per-stage pass with no stage times", r);
-    CHECK_MSG(frame_ms > 0.0 && sum <= frame_ms * 1.05 + 0.05, "row %d: stages %.3f ms in a %.3f ms frame", r, sum,
-              frame_ms);
+    CHECK_MSG(atof(field) <= sum + 0.01, "row %d: %s ms compacting within %.3f ms of stages", r, field, sum);
   }
   csv_free(&t);
   remove_scratch(dir);
