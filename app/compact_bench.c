@@ -207,7 +207,7 @@ static void report(bench_state *s, int kept_pct, const char *name, double us, do
   printf("\n");
   fflush(stdout);
   if (s->csv)
-    fprintf(s->csv, "%zu,%d,%s,%.2f,%.2f,%.1f,%.3f,%.3f,\"%s\"\n", s->n, kept_pct, name, us, min_us, gbps,
+    fprintf(s->csv, "%zu,%d,\"%s\",%.2f,%.2f,%.1f,%.3f,%.3f,\"%s\"\n", s->n, kept_pct, name, us, min_us, gbps,
             copy_gbps > 0 ? gbps / copy_gbps : 1.0, base_us > 0 ? us / base_us : 0.0, s->gpu);
 }
 

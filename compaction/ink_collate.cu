@@ -4,8 +4,9 @@
  * total lives in the context and resets itself (ir_grid_total_arrive), so a call is one launch.
  *
  * Departure from the paper: a block takes a tile of IR_TILE_THREADS * 16 (or 4) elements rather
- * than one element per thread, so that the atomic is paid once per 4096 elements and the tile's survivors
- * leave as one coalesced run (the in-kernel emit in compaction_device.cuh is the paper's form). */
+ * than one element per thread, so that the atomic is paid once per tile and the tile's
+ * survivors leave as one coalesced run (the in-kernel emit in compaction_device.cuh is the
+ * paper's form). */
 #include "compaction/tile.cuh"
 
 /* Large streams: 4096-element tiles, one atomic pair per tile. Small ones (a single wave of

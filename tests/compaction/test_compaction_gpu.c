@@ -502,8 +502,9 @@ static bool setup(void) {
   for (int i = 0; i < 5; i++) golden_inverse *= 2u - GOLDEN * golden_inverse;
   max_n = sanitize_mode ? 400009 + 5000 : (size_t)1 << 26;
   const size_t words = max_n + GUARD;
-  if (ir_compact_ctx_create(&ctx, max_n) != cudaSuccess) {
-    fprintf(stderr, "context: %s\n", ir_compact_last_error(ctx));
+  const cudaError_t created = ir_compact_ctx_create(&ctx, max_n);
+  if (created != cudaSuccess) {
+    fprintf(stderr, "compaction context for %zu elements: %s\n", max_n, cudaGetErrorString(created));
     return false;
   }
   if (cudaStreamCreate(&stream) != cudaSuccess || cudaMalloc((void **)&d_in, words * 4) != cudaSuccess ||
