@@ -3,7 +3,8 @@
  *
  *   test_render_gpu           the suite (exit 77 without a CUDA device)
  *   test_render_gpu --small [FILTER]  one small frame per method and pipeline (those whose name
- *                             contains FILTER; "host": the host-driven ones), for compute-sanitizer
+ *                             contains FILTER; "host": the host-driven ones and the single
+ *                             kernel, no CUDA graph), for compute-sanitizer
  *   test_render_gpu --probe   exit 0 with a device, 77 without (the sanitizer tests ask first)
  *
  * GPU vs CPU tolerance (docs/render.md, "Tolerance"): the per-ray arithmetic is the same IEEE
@@ -347,8 +348,8 @@ static int small_mode(const char *filter) {
   int bad = 0;
   int done = 0;
   for (int k = 0; k < variant_count; k++) {
-    if (filter && !strstr(variants[k].name, filter) && !(strcmp(filter, "host") == 0 && variants[k].host_loop))
-      continue;
+    bool host_driven = variants[k].host_loop || variants[k].pipeline == IR_PIPELINE_SINGLE;
+    if (filter && !strstr(variants[k].name, filter) && !(strcmp(filter, "host") == 0 && host_driven)) continue;
     printf("  %s%s\n", variants[k].name, variants[k].host_loop ? " (host loop)" : "");
     fflush(stdout);
     uint8_t *img = render(IR_DEVICE_GPU, &v, f, &variants[k], NULL);
