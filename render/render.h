@@ -2,7 +2,8 @@
  *
  * Two devices: the GPU (the InK multi-kernel pipeline with run-time selectable compaction, or
  * the single-kernel baseline) and the CPU reference renderer, which runs the same per-ray math
- * multithreaded. All produce an RGBA8 image of width*height pixels, row 0 at the top.
+ * multithreaded. All produce an RGBA8 image of width*height pixels, row 0 at the top; surface
+ * pixels have alpha 255, background pixels are dark grey with alpha 0 (docs/render.md).
  *
  * Library functions never print or exit: they return an ir_status and fill `err`.
  */
