@@ -68,12 +68,15 @@ enum { IR_TRAVERSE_LEAF = 0, IR_TRAVERSE_DONE = 1 };
 /* Pops nodes until a leaf is on top of the stack (left there for ir_intersect) or the stack
  * is empty (the ray leaves the volume without a hit). Children the ray misses are never
  * pushed; of two hit children the nearer is pushed last, so it is visited first and leaves
- * come off the stack in the order the ray meets them (sibling boxes do not overlap). */
+ * come off the stack in the order the ray meets them (sibling boxes do not overlap).
+ * The node just pushed is the next one visited, and it is already loaded: it stays in
+ * registers instead of being read back from the stack and loaded again, so each level of the
+ * descent costs one dependent load (the children) instead of three. */
 static inline IR_HD int ir_traverse(const ir_trace_params *p, const ir_ray *r, uint32_t *stack,
                                     size_t stride, int *sp) {
-  while (*sp > 0) {
-    uint32_t id = stack[(*sp - 1) * stride];
-    ir_bvh_node n = ir_load_node(p->nodes, id);
+  if (*sp == 0) return IR_TRAVERSE_DONE;
+  ir_bvh_node n = ir_load_node(p->nodes, stack[(*sp - 1) * stride]);
+  for (;;) {
     if (ir_bvh_is_leaf(&n)) return IR_TRAVERSE_LEAF;
     --*sp;
     ir_bvh_node c0 = ir_load_node(p->nodes, n.a), c1 = ir_load_node(p->nodes, n.b);
@@ -84,13 +87,18 @@ static inline IR_HD int ir_traverse(const ir_trace_params *p, const ir_ray *r, u
       bool first0 = n0 <= n1;
       stack[(*sp)++ * stride] = first0 ? n.b : n.a;
       stack[(*sp)++ * stride] = first0 ? n.a : n.b;
+      n = first0 ? c0 : c1;
     } else if (h0) {
       stack[(*sp)++ * stride] = n.a;
+      n = c0;
     } else if (h1) {
       stack[(*sp)++ * stride] = n.b;
+      n = c1;
+    } else {
+      if (*sp == 0) return IR_TRAVERSE_DONE;
+      n = ir_load_node(p->nodes, stack[(*sp - 1) * stride]);
     }
   }
-  return IR_TRAVERSE_DONE;
 }
 
 static inline IR_HD bool ir_is_crossing(float s0, float s1, float iso) {
@@ -98,6 +106,20 @@ static inline IR_HD bool ir_is_crossing(float s0, float s1, float iso) {
 }
 
 static inline IR_HD ir_vec3 ir_ray_at(const ir_ray *r, float t) { return ir_add(r->o, ir_scale(r->d, t)); }
+
+/* Samples fetched before any of them is tested. A march is a chain of dependent texture reads
+ * when each sample is tested before the next is fetched; fetching a batch first keeps
+ * IR_MARCH_BATCH reads in flight per ray. The samples and the order of the tests are those of
+ * a one-at-a-time march, so the result is the same; a batch that overshoots the crossing or
+ * the end of the leaf reads at most IR_MARCH_BATCH - 1 samples that are never used. */
+#ifndef IR_MARCH_BATCH
+#define IR_MARCH_BATCH 4
+#endif
+#ifdef __CUDA_ARCH__ /* the device pass only: the host compiler warns about the pragma */
+#define IR_UNROLL _Pragma("unroll")
+#else
+#define IR_UNROLL
+#endif
 
 /* Steps through [t0, t1] in equal steps of at most `dt` and returns the first crossing,
  * refined by linear interpolation and one more regula falsi step. */
@@ -107,27 +129,36 @@ static inline IR_HD bool ir_march(const ir_trace_params *p, const ir_ray *r, flo
   if (n < 1) n = 1;
   float h = (t1 - t0) / (float)n;
   float ta = t0, sa = ir_sample(&p->vol, ir_ray_at(r, t0));
-  for (int i = 1; i <= n; i++) {
-    float tb = i == n ? t1 : t0 + (float)i * h;
-    float sb = ir_sample(&p->vol, ir_ray_at(r, tb));
-    if (ir_is_crossing(sa, sb, p->iso)) {
-      float tc = ta + (tb - ta) * ((p->iso - sa) / (sb - sa));
-      float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
-      if (sc == sc) {
-        if ((sc >= p->iso) == (sa >= p->iso)) {
-          ta = tc;
-          sa = sc;
-        } else {
-          tb = tc;
-          sb = sc;
-        }
-        tc = ta + (tb - ta) * ((p->iso - sa) / (sb - sa));
-      }
-      *t_hit = tc;
-      return true;
+  for (int i = 1; i <= n; i += IR_MARCH_BATCH) {
+    float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
+    IR_UNROLL
+    for (int j = 0; j < IR_MARCH_BATCH; j++) {
+      tbs[j] = i + j >= n ? t1 : t0 + (float)(i + j) * h;
+      sbs[j] = ir_sample(&p->vol, ir_ray_at(r, tbs[j]));
     }
-    ta = tb;
-    sa = sb;
+    IR_UNROLL
+    for (int j = 0; j < IR_MARCH_BATCH; j++) {
+      if (i + j > n) break;
+      float tb = tbs[j], sb = sbs[j];
+      if (ir_is_crossing(sa, sb, p->iso)) {
+        float tc = ta + (tb - ta) * ((p->iso - sa) / (sb - sa));
+        float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
+        if (sc == sc) {
+          if ((sc >= p->iso) == (sa >= p->iso)) {
+            ta = tc;
+            sa = sc;
+          } else {
+            tb = tc;
+            sb = sc;
+          }
+          tc = ta + (tb - ta) * ((p->iso - sa) / (sb - sa));
+        }
+        *t_hit = tc;
+        return true;
+      }
+      ta = tb;
+      sa = sb;
+    }
   }
   return false;
 }
