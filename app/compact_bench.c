@@ -5,9 +5,14 @@
  * same producer writing a sparse array followed by an out-of-kernel compaction.
  *
  * Each figure is the median of --runs runs (default 25) after 3 warm-up runs, each run timed
- * alone with CUDA events. Effective GB/s counts the bytes a compaction must move: values and
- * flags read (5n) plus survivors written (4k); for the fused case the producer's values read
- * plus survivors written (4n + 4k); for the copy, 4n read plus 4n written.
+ * alone with CUDA events. Each run is queued behind a short kernel that holds the GPU
+ * (BENCH_HOLD_US), so that the timed work starts as soon as the GPU reaches it, as it does in a
+ * pipeline whose launches run ahead: the figure is the GPU's time for the work, launch gaps
+ * between its own kernels included, without the host's latency for the first launch. --idle
+ * times runs that start on an idle GPU instead (the host's launch latency inside the figure).
+ * Effective GB/s counts the bytes a compaction must move: values and flags read (5n) plus
+ * survivors written (4k); for the fused case the producer's values read plus survivors written
+ * (4n + 4k); for the copy, 4n read plus 4n written.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +28,7 @@
 #define BENCH_WARMUP 3
 #define BENCH_MAX_SIZES 8
 #define BENCH_GOLDEN 0x9E3779B1u
+#define BENCH_HOLD_US 50 /* longer than the host needs to queue any case's launches */
 
 typedef struct bench_desc {
   bool quick;        /* a subset that finishes in well under a minute */
@@ -33,6 +39,7 @@ typedef struct bench_desc {
   int pct_count;     /* 0 = 2, 10, 50, 90, 98 % kept */
   const char *only;  /* time only the cases whose name contains this (and the baselines) */
   const char *csv;   /* CSV file to write, or NULL */
+  bool idle;         /* start each run on an idle GPU (launch latency inside the figure) */
 } bench_desc;
 
 typedef enum case_kind { CASE_COPY, CASE_METHOD, CASE_REFERENCE, CASE_REMOVE_LIST, CASE_FUSED } case_kind;
@@ -58,12 +65,13 @@ typedef struct bench_state {
   int runs;
   FILE *csv;
   const char *only;
+  bool idle;
   char gpu[256];
 } bench_state;
 
 static const char *const bench_usage =
     "Usage: inkray compact-bench [--quick] [--runs N] [--sizes L,...] [--kept P,...] [--only TEXT]\n"
-    "                            [--csv FILE]\n"
+    "                            [--idle] [--csv FILE]\n"
     "Times the compaction methods on int32 streams with uint8 flags: the median of N runs\n"
     "(default 25) after warm-up, with CUDA events, for n = 2^20, 2^24, 2^27 and kept fractions\n"
     "2, 10, 50, 90, 98 %, against CUB DeviceSelect::Flagged and a device copy of the same bytes.\n"
@@ -72,6 +80,8 @@ static const char *const bench_usage =
     "  --runs N       timed runs per figure (20..1000)\n"
     "  --kept P,...   kept fractions in percent (1..99)\n"
     "  --only TEXT    only the cases whose name contains TEXT (plus the copy and CUB baselines)\n"
+    "  --idle         start each timed run on an idle GPU, so that the host's launch latency is\n"
+    "                 inside the figure (default: runs are queued behind a short kernel)\n"
     "  --csv FILE     also write the figures as CSV\n"
     "Exit status: 0 done, 2 bad input, 1 runtime failure.\n";
 
@@ -136,6 +146,8 @@ static double time_case(bench_state *s, const bench_case *c, double *min_us) {
     return 0;
   for (int r = 0; r < BENCH_WARMUP + s->runs; r++) {
     if (!cuda_check(prepare_run(s, c), c->name, s)) return -1;
+    if (!s->idle && !cuda_check(ir_compact_hold_gpu(BENCH_HOLD_US, s->stream), "queueing behind a hold kernel", s))
+      return -1;
     if (!cuda_check(cudaEventRecord(s->start, s->stream), "cudaEventRecord", s)) return -1;
     if (!cuda_check(enqueue_run(s, c), c->name, s)) return -1;
     if (!cuda_check(cudaEventRecord(s->stop, s->stream), "cudaEventRecord", s)) return -1;
@@ -312,6 +324,8 @@ static int parse_options(int argc, char **argv, bench_desc *d) {
       return -1;
     } else if (strcmp(a, "--quick") == 0) {
       d->quick = true;
+    } else if (strcmp(a, "--idle") == 0) {
+      d->idle = true;
     } else if (strcmp(a, "--csv") == 0 && i + 1 < argc) {
       d->csv = argv[++i];
     } else if (strcmp(a, "--runs") == 0 && i + 1 < argc) {
@@ -424,8 +438,10 @@ static int run_bench(const bench_desc *d) {
   char date[32];
   time_t now = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-  printf("inkray %s compact-bench on %s (%d SMs), %s; median of %d runs after %d warm-up, CUDA events\n",
-         INKRAY_VERSION, s.gpu, prop.multiProcessorCount, date, s.runs, BENCH_WARMUP);
+  s.idle = d->idle;
+  printf("inkray %s compact-bench on %s (%d SMs), %s; median of %d runs after %d warm-up, CUDA events, %s\n",
+         INKRAY_VERSION, s.gpu, prop.multiProcessorCount, date, s.runs, BENCH_WARMUP,
+         s.idle ? "each run started on an idle GPU" : "each run queued behind a hold kernel");
 #ifndef NDEBUG
   printf("note: a debug build (removal lists are checked with a host sync): figures are not representative\n");
 #endif

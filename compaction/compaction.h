@@ -128,6 +128,12 @@ cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_producer pro
                                     uint8_t *d_flags, uint32_t *d_count, size_t n,
                                     cudaStream_t stream);
 
+/* Keeps the GPU busy on `stream` for about `microseconds` (one small kernel spinning on the
+ * global timer). A timing harness enqueues it before its start event, so that the work it times
+ * is already queued when the GPU reaches it and host launch latency stays out of the figure
+ * (NVBench's "blocking kernel" does the same). */
+cudaError_t ir_compact_hold_gpu(unsigned microseconds, cudaStream_t stream);
+
 /* One readable line for the last error of a call on this context (what failed and why). */
 const char *ir_compact_last_error(const ir_compact_ctx *ctx);
 

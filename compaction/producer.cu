@@ -96,3 +96,16 @@ extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_p
   }
   return cudaSuccess;
 }
+
+static __global__ void hold_gpu_kernel(unsigned long long nanoseconds) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < nanoseconds);
+}
+
+extern "C" cudaError_t ir_compact_hold_gpu(unsigned microseconds, cudaStream_t stream) {
+  hold_gpu_kernel<<<1, 32, 0, stream>>>(microseconds * 1000ull);
+  return cudaGetLastError();
+}
