@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build everything, run the GPU test suite (and the CPU tests), run a
 # short benchmark, and print a short summary last. Logs go to $OUT (or ./out) when set.
-# Usage: scripts/gpu-check.sh [--quick]
+# Usage: scripts/gpu-check.sh [--no-bench]
+# Environment: OUT (logs), INKRAY_BUILD_DIR (default ./build-gpu), INKRAY_CUDA_ARCH (default 90),
+#   INKRAY_SHARED_DATA (the real datasets, when they are not at ../shared/data),
+#   INKRAY_CMAKE_ARGS (more configure arguments).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
@@ -12,8 +15,12 @@ note() { summary+=("$*"); }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
 t0=$(date +%s)
-if cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-     -DCMAKE_CUDA_ARCHITECTURES="${INKRAY_CUDA_ARCH:-90}" -DINKRAY_WINDOW=OFF >"$out/configure.log" 2>&1 &&
+args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${INKRAY_CUDA_ARCH:-90}"
+      -DINKRAY_WINDOW=OFF)
+[[ -n ${INKRAY_SHARED_DATA:-} ]] && args+=(-DINKRAY_SHARED_DATA="$INKRAY_SHARED_DATA")
+# shellcheck disable=SC2206
+args+=(${INKRAY_CMAKE_ARGS:-})
+if cmake "${args[@]}" >"$out/configure.log" 2>&1 &&
    cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1; then
   note "build: ok in $(( $(date +%s) - t0 )) s"
 else

@@ -1,12 +1,13 @@
 /* render_bench: frame times of every pipeline variant on one volume, for docs/render.md.
  *
  *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
- *                [--tail N] [--only NAME] [--rounds]
+ *                [--distance D] [--tail N] [--only NAME] [--rounds]
  *
  * For each variant (every compaction method in the multi-kernel pipeline, as a CUDA graph
  * where the method allows it, then again with the tail kernel taking over at N rays; InK-Compact
  * with the host-driven loop and with fixed-size grids; the single kernel)
- * it renders `warmup` frames, then `frames` frames cycling through K orbit views, and prints
+ * it renders `warmup` frames, then `frames` frames cycling through K orbit views (at distance D,
+ * default 1: the volume's bounding sphere fills the image height; smaller is closer), and prints
  * mean, median and p95 of frame_ms (CUDA events around the whole frame, host work included)
  * and the FPS of the mean. Then one diagnostic frame per view (stage_timing: a separate
  * host-driven pass with events between stages) gives the mean per-stage split. --rounds prints
@@ -37,13 +38,14 @@ static int cmp_double(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]\n");
+    fprintf(stderr, "usage: render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] "
+                    "[--elevation DEG] [--distance D] [--tail N] [--only NAME] [--rounds]\n");
     return 2;
   }
   int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0;
   uint32_t tail = 16384;
   const char *only = NULL;
-  float elevation = 25.0f, iso = (float)atof(argv[2]);
+  float elevation = 25.0f, distance = 1.0f, iso = (float)atof(argv[2]);
   for (int i = 3; i < argc; i += 2) {
     if (!strcmp(argv[i], "--rounds")) {
       rounds = 1, i--;
@@ -55,6 +57,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--frames")) frames = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--elevation")) elevation = (float)atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--distance")) distance = (float)atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--tail")) tail = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
   }
@@ -85,9 +88,10 @@ int main(int argc, char **argv) {
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, true, 0, "ink-compact/fixed-grids"};
   vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single"};
 
-  printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g, %d frames after %d warm-up, tail %u\n",
-         prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation, frames,
-         warmup, tail);
+  printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g distance %g, %d frames after %d warm-up, "
+         "tail %u\n",
+         prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation,
+         (double)distance, frames, warmup, tail);
   printf("%-24s %8s %8s %8s %7s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n", "variant",
          "mean_ms", "median", "p95", "FPS", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
          "rb", "it", "gen", "hit", "cover", "loop");
@@ -101,13 +105,13 @@ int main(int argc, char **argv) {
     memset(&sum, 0, sizeof sum);
     int ok = 1;
     for (int i = -warmup; i < frames && ok; i++) {
-      f.camera = ir_camera_orbit(&v, 360.0f * (float)((i + warmup) % views) / (float)views, elevation, 1.0f);
+      f.camera = ir_camera_orbit(&v, 360.0f * (float)((i + warmup) % views) / (float)views, elevation, distance);
       ok = ir_render_frame(r, &f, &s, err) == IR_OK;
       if (i >= 0) ms[i] = s.frame_ms;
     }
     f.stage_timing = true;
     for (int i = 0; i < views && ok; i++) {
-      f.camera = ir_camera_orbit(&v, 360.0f * (float)i / (float)views, elevation, 1.0f);
+      f.camera = ir_camera_orbit(&v, 360.0f * (float)i / (float)views, elevation, distance);
       ok = ir_render_frame(r, &f, &s, err) == IR_OK;
       if (ok && rounds && i == 0 && f.pipeline == IR_PIPELINE_MULTI) {
         printf("## %s view 0: round traverse_rays intersect_rays traverse_ms intersect_ms (tail %u rays, %.3f ms)\n",
