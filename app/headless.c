@@ -52,6 +52,7 @@ typedef struct hl_options {
   bool verify;
   bool quiet;
   int cpu_threads;
+  int tail_rays; /* GPU multi-kernel: finish the last rounds in one kernel at this many rays (0: off) */
 } hl_options;
 
 typedef struct hl_config {
@@ -109,6 +110,9 @@ static void print_help(FILE *to) {
         "                        diagnostic frames (pass=stages) with stage times, iterations\n"
         "                        and ray counts per round\n"
         "  --png FILE            the last timed frame of the last configuration as a PNG\n"
+        "  --tail-rays N         multi-kernel pipeline on the GPU: once no more than N rays are\n"
+        "                        left, finish them in one kernel (same image; off by default,\n"
+        "                        the paper's pipeline runs every round; 65536 suits 1024x1024)\n"
         "  --no-stages           skip the per-stage diagnostic pass\n"
         "  --verify              also render the last view on the CPU reference renderer and\n"
         "                        compare (GPU only); exit 1 if they disagree\n"
@@ -265,7 +269,7 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     static const char *const with_value[] = {"--device", "--frames", "--warmup", "--size",
                                              "--orbit", "--elevation", "--distance", "--iso",
                                              "--method", "--pipeline", "--csv", "--png",
-                                             "--threads", NULL};
+                                             "--threads", "--tail-rays", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known = known || strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'%s", opt, "");
@@ -285,6 +289,8 @@ static int parse_options(int argc, char **argv, hl_options *o) {
       o->orbit_given = true;
     } else if (strcmp(opt, "--threads") == 0) {
       rc = parse_count(opt, value, 1, 4096, &o->cpu_threads);
+    } else if (strcmp(opt, "--tail-rays") == 0) {
+      rc = parse_count(opt, value, 0, 1 << 28, &o->tail_rays);
     } else if (strcmp(opt, "--size") == 0) {
       if (!cli_parse_size2(value, &o->width, &o->height))
         rc = bad_option("--size '%s': expected WxH with each from 1 to 16384, e.g. 1024x1024%s", value, "");
@@ -417,6 +423,7 @@ static ir_frame_desc frame_for(const hl_run *run, const hl_config *c, int view, 
       .method = c->method,
       .pipeline = c->pipeline,
       .stage_timing = stage_timing,
+      .tail_rays = (uint32_t)o->tail_rays,
   };
 }
 
@@ -587,6 +594,9 @@ static void print_header(const hl_options *o, const ir_volume *v, const char *de
   printf("%dx%d, %d configuration%s, each %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg elevation\n",
          o->width, o->height, config_count, config_count == 1 ? "" : "s", o->frames, o->frames == 1 ? "" : "s",
          o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation);
+  if (o->tail_rays > 0 && o->device == IR_DEVICE_GPU)
+    printf("multi-kernel pipeline with the tail kernel: the last %d rays of each frame are finished in one kernel\n",
+           o->tail_rays);
 }
 
 static void print_summary(const hl_options *o, const hl_result *results, int n) {

@@ -29,10 +29,13 @@ static bool has_flag(int argc, char **argv, const char *flag) {
   return false;
 }
 
+/* A display, or an SDL video driver asked for by name (SDL_VIDEODRIVER=offscreen renders the
+ * window into an EGL surface with no display at all: scripted runs on GPU servers). */
 static bool display_present(void) {
   const char *x = getenv("DISPLAY");
   const char *wayland = getenv("WAYLAND_DISPLAY");
-  return (x && *x) || (wayland && *wayland);
+  const char *sdl = getenv("SDL_VIDEODRIVER");
+  return (x && *x) || (wayland && *wayland) || (sdl && *sdl);
 }
 
 int main(int argc, char **argv) {
@@ -53,7 +56,7 @@ int main(int argc, char **argv) {
     return app_headless_main(argc, argv);
   }
   if (!display_present()) {
-    fprintf(stderr, "inkray: no display (DISPLAY is not set); running headless\n");
+    fprintf(stderr, "inkray: no display (neither DISPLAY nor SDL_VIDEODRIVER is set); running headless\n");
     return app_headless_main(argc, argv);
   }
   return app_window_main(argc, argv);

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# The window on a GPU server with no display: starts a virtual X server (Xvfb) when DISPLAY is
-# unset, opens the inkray window through GLX with NVIDIA's GLX vendor library (so that the GL
-# context is on the NVIDIA GPU and frames can use CUDA-GL interop), and plays a script that
+# The window on a GPU server with no display: opens the inkray window with its OpenGL context on
+# the NVIDIA GPU (so that frames can reach it through CUDA-GL interop) and plays a script that
 # shows each compaction method, the single-kernel pipeline and an isovalue step, taking a
 # screenshot of each. Prints the GL renderer, the display path and the FPS each screenshot line
 # reported, and a summary last.
 #
+# Two ways to get a GPU context without a display (WINDOW_GL):
+#   egl (default)  SDL's offscreen video driver: the window is an EGL surface, and NVIDIA's EGL
+#                  vendor library gives the context on the GPU (no X server at all);
+#   glx            a virtual X server (Xvfb) and GLX with NVIDIA's GLX vendor library. This needs
+#                  an X server with NVIDIA's GLX; against Xvfb's Mesa GLX the NVIDIA library
+#                  offers no visuals, and SDL fails with "Couldn't find matching GLX visual".
+#
 # Usage: scripts/window-gpu-check.sh [INKRAY] [VOLUME]
 #   INKRAY  a window-enabled inkray (default build/inkray); VOLUME default builtin:fractal:256
 # Environment: OUT (default ./out) receives window-gpu/ with the screenshots and the log;
-#   WINDOW_SIZE (default 1024x1024); XVFB (default: Xvfb from PATH).
+#   WINDOW_SIZE (default 1024x1024); WINDOW_GL (egl or glx); XVFB (glx: default Xvfb from PATH).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 inkray=$(realpath "${1:-$root/build/inkray}")
@@ -22,7 +28,13 @@ cd "$out" || exit 1
 xvfb_pid=
 cleanup() { [[ -n $xvfb_pid ]] && kill "$xvfb_pid" 2>/dev/null; }
 trap cleanup EXIT
-if [[ -z ${DISPLAY:-} ]]; then
+mode=${WINDOW_GL:-egl}
+if [[ $mode == egl ]]; then
+  export SDL_VIDEODRIVER=offscreen
+  for f in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
+    [[ -z ${__EGL_VENDOR_LIBRARY_FILENAMES:-} && -f $f ]] && export __EGL_VENDOR_LIBRARY_FILENAMES=$f
+  done
+elif [[ -z ${DISPLAY:-} ]]; then
   export DISPLAY=:97
   "${XVFB:-Xvfb}" "$DISPLAY" -screen 0 1600x1600x24 -nolisten tcp -fp built-ins >"$out/xvfb.log" 2>&1 &
   xvfb_pid=$!

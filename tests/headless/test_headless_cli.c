@@ -136,6 +136,7 @@ static void test_bad_options_exit_2_with_one_line(void) {
       {"--iso", "abc"},          {"--iso", "suggested:0"},  {"--elevation", "95"},
       {"--distance", "0"},       {"--no-such-option"},      {"--verify", "--device", "cpu"},
       {"--dims", "1x2"},         {"--type", "complex"},     {"one.raw", "two.raw"},
+      {"--tail-rays", "-5"},     {"--tail-rays", "many"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const char *args[8] = {"--headless"};
