@@ -22,7 +22,7 @@
 #               sweeps run first, the report last); what was left out is listed in the report.
 #               Default 540 (--quick: 100), so that the whole suite fits in 10 (2) minutes.
 # Environment: INKRAY_BUILD_DIR (default ./build): built there (inkray target only) if missing;
-# INKRAY_COMMIT names the commit when the tree is an export without git history.
+# INKRAY_COMMIT names the commit of an exported or copied tree (it wins over git's answer).
 # Needs: bash, cmake + a CUDA toolkit to build, python3 for the report (matplotlib for plots).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -117,8 +117,12 @@ rm -f "$out"/render/*.csv "$out"/images/*.png "$out"/compact*.csv
   echo "mode=$mode"
   echo "date=$(date -u +%Y-%m-%d)"
   echo "time_utc=$(date -u +%H:%M:%S)"
-  # A copy without git history (an exported commit) names its commit in INKRAY_COMMIT.
-  if commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null); then
+  # A copy without git history, or with a .git that is not its own (an exported or copied tree),
+  # names its commit in INKRAY_COMMIT, which wins over what git says.
+  if [[ -n ${INKRAY_COMMIT:-} ]]; then
+    echo "commit=$INKRAY_COMMIT"
+    echo "worktree=exported commit"
+  elif commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null); then
     echo "commit=$commit"
     if [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]]; then
       echo "worktree=modified"
@@ -126,8 +130,8 @@ rm -f "$out"/render/*.csv "$out"/images/*.png "$out"/compact*.csv
       echo "worktree=clean"
     fi
   else
-    echo "commit=${INKRAY_COMMIT:-unknown}"
-    echo "worktree=${INKRAY_COMMIT:+exported commit}"
+    echo "commit=unknown"
+    echo "worktree="
   fi
   echo "inkray=$("$inkray" --version 2>/dev/null)"
   if command -v nvidia-smi >/dev/null 2>&1; then
