@@ -123,10 +123,10 @@ static cudaError_t enqueue_run(bench_state *s, const bench_case *c) {
     return ir_compact_remove_indices(s->ctx, (ir_compact_method)c->which, s->d_work, n, s->d_list, s->k,
                                      s->d_count, s->stream);
   case CASE_FUSED:
-    if (c->which != IR_PRODUCER_SPARSE)
+    if (c->which != IR_PRODUCER_SPARSE && c->which != IR_PRODUCER_SPARSE_X4)
       return ir_compact_producer_run(s->ctx, (ir_compact_producer)c->which, s->d_in, s->threshold, s->d_out, NULL,
                                      s->d_count, n, s->stream);
-    err = ir_compact_producer_run(s->ctx, IR_PRODUCER_SPARSE, s->d_in, s->threshold, s->d_sparse,
+    err = ir_compact_producer_run(s->ctx, (ir_compact_producer)c->which, s->d_in, s->threshold, s->d_sparse,
                                   s->d_sparse_flags, NULL, n, s->stream);
     if (err != cudaSuccess) return err;
     if (c->then >= 0)
@@ -291,12 +291,25 @@ static int bench_size(bench_state *s, const int *pcts, int pct_count, uint32_t *
       if (us < 0) return 1;
       report(s, pcts[f], c.name, us, min_us, fused_bytes, copy_gbps, base_us);
     }
-    for (int p = IR_PRODUCER_INK_COLLATE; p < IR_PRODUCER_COUNT; p++) {
+    for (int p = IR_PRODUCER_INK_COLLATE; p <= IR_PRODUCER_INK_COMPACT_LOOKBACK; p++) {
       bench_case c = {CASE_FUSED, p, 0, 0, false, ""};
       snprintf(c.name, sizeof c.name, "fused: in-kernel %s", ir_compact_producer_name((ir_compact_producer)p));
       const double us = time_case(s, &c, &min_us);
       if (us < 0) return 1;
       report(s, pcts[f], c.name, us, min_us, fused_bytes, copy_gbps, base_us);
+    }
+    /* The same comparison with four elements per thread in both producers. */
+    bench_case base4 = {CASE_FUSED, IR_PRODUCER_SPARSE_X4, -1, IR_COMPACT_REF_CUB, false, "fused: sparse-x4 + cub"};
+    const double base4_us = time_case(s, &base4, &min_us);
+    if (base4_us < 0) return 1;
+    report(s, pcts[f], base4.name, base4_us, min_us, fused_bytes, copy_gbps, base4_us);
+    bench_case x4[] = {{CASE_FUSED, IR_PRODUCER_SPARSE_X4, IR_COMPACT_INK_COLLATE, 0, false,
+                        "fused: sparse-x4 + ink-collate"},
+                       {CASE_FUSED, IR_PRODUCER_INK_COLLATE_X4, 0, 0, false, "fused: in-kernel ink-collate-x4"}};
+    for (size_t k = 0; k < sizeof x4 / sizeof x4[0]; k++) {
+      const double us = time_case(s, &x4[k], &min_us);
+      if (us < 0) return 1;
+      report(s, pcts[f], x4[k].name, us, min_us, fused_bytes, copy_gbps, base4_us);
     }
   }
   return 0;
@@ -455,7 +468,8 @@ static int run_bench(const bench_desc *d) {
     s.n = (size_t)1 << sizes[i];
     status = bench_size(&s, pcts, pct_count, &h_list, &h_list_cap);
   }
-  printf("vs base: time over CUB's for plain streams, over 'fused: sparse + cub' for fused rows\n");
+  printf("vs base: time over CUB's for plain streams, over 'fused: sparse + cub' ('fused: sparse-x4 + cub' for the\n"
+         "x4 rows) for fused rows\n");
 done:
   if (s.csv) fclose(s.csv);
   cudaFree(s.d_in);

@@ -111,13 +111,18 @@ cudaError_t ir_compact_reference_flagged(ir_compact_ctx *ctx, ir_compact_referen
 
 /* A producer kernel for the in-kernel ("fused") benchmark: for each i < n it computes a hashed
  * predicate of d_in[i] (keeps about keep_threshold / 2^32 of them) and either writes the value
- * and a flag to a sparse array (IR_PRODUCER_SPARSE: d_out[i], d_flags[i], for an out-of-kernel
+ * and a flag to a sparse array (IR_PRODUCER_SPARSE[_X4]: d_out[i], d_flags[i], for an out-of-kernel
  * compaction afterwards) or emits the survivors from inside the kernel into d_out, *d_count. */
 typedef enum ir_compact_producer {
   IR_PRODUCER_SPARSE = 0,
   IR_PRODUCER_INK_COLLATE,
   IR_PRODUCER_INK_COMPACT,          /* the paper's chained sections */
   IR_PRODUCER_INK_COMPACT_LOOKBACK, /* sections with decoupled look-back */
+  /* The same two producers with four elements per thread, their loads issued together (one
+   * element per thread leaves a memory-bound producer latency-bound). InK-Compact's sections
+   * allow one emit per thread and launch, so it has no such form. */
+  IR_PRODUCER_SPARSE_X4,
+  IR_PRODUCER_INK_COLLATE_X4,       /* four emits per thread: order kept within each emit's block */
   IR_PRODUCER_COUNT
 } ir_compact_producer;
 const char *ir_compact_producer_name(ir_compact_producer p);

@@ -5,15 +5,19 @@
  * same code up to the output, one element per thread. Block sizes: 256 threads for the sparse
  * and InK-Collate forms (8 blocks per SM hide the latency of each block's atomic and barriers),
  * 1024 for InK-Compact with chained sections (the chain has one hop per 32 blocks, so larger
- * blocks mean fewer hops), 256 again for its look-back form (no chain). */
+ * blocks mean fewer hops), 256 again for its look-back form (no chain). The _X4 forms of the sparse
+ * and InK-Collate producers take four elements per thread with their loads in flight together,
+ * so that the memory system, not each block's chain of latencies, sets the pace. */
 #include "compaction/compaction_device.cuh"
 #include "compaction/compaction_internal.h"
 
 #define PRODUCER_THREADS 256
 #define PRODUCER_SECTION_THREADS 1024
 
-static const char *const producer_names[IR_PRODUCER_COUNT] = {"sparse", "ink-collate", "ink-compact",
-                                                              "ink-compact-lb"};
+#define PRODUCER_ITEMS 4 /* elements per thread of the _X4 producers */
+
+static const char *const producer_names[IR_PRODUCER_COUNT] = {"sparse",    "ink-collate",    "ink-compact",
+                                                              "ink-compact-lb", "sparse-x4", "ink-collate-x4"};
 
 extern "C" const char *ir_compact_producer_name(ir_compact_producer p) {
   return (unsigned)p < IR_PRODUCER_COUNT ? producer_names[p] : "?";
@@ -57,21 +61,66 @@ __global__ void __launch_bounds__(PRODUCER_SECTION_THREADS)
   ir_ink_compact_emit(keep, value, out, count, s);
 }
 
+/* Four elements per thread, PRODUCER_THREADS apart (coalesced), all four loads in flight before
+ * the first predicate is tested. */
+static __device__ __forceinline__ void produce_x4(const uint32_t *in, uint32_t keep_threshold, size_t n,
+                                                  size_t first, uint32_t value[PRODUCER_ITEMS],
+                                                  bool keep[PRODUCER_ITEMS]) {
+#pragma unroll
+  for (int j = 0; j < PRODUCER_ITEMS; j++) {
+    const size_t i = first + (size_t)j * PRODUCER_THREADS;
+    value[j] = i < n ? in[i] : 0u;
+  }
+#pragma unroll
+  for (int j = 0; j < PRODUCER_ITEMS; j++)
+    keep[j] = first + (size_t)j * PRODUCER_THREADS < n && ir_compact_hash(value[j]) < keep_threshold;
+}
+
+__global__ void __launch_bounds__(PRODUCER_THREADS)
+    producer_sparse_x4(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
+                       uint8_t *__restrict__ flags, size_t n) {
+  const size_t first = (size_t)blockIdx.x * PRODUCER_THREADS * PRODUCER_ITEMS + threadIdx.x;
+  uint32_t value[PRODUCER_ITEMS];
+  bool keep[PRODUCER_ITEMS];
+  produce_x4(in, keep_threshold, n, first, value, keep);
+#pragma unroll
+  for (int j = 0; j < PRODUCER_ITEMS; j++) {
+    const size_t i = first + (size_t)j * PRODUCER_THREADS;
+    if (i < n) {
+      out[i] = keep[j] ? value[j] : 0u;
+      flags[i] = keep[j];
+    }
+  }
+}
+
+__global__ void __launch_bounds__(PRODUCER_THREADS)
+    producer_collate_x4(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
+                        uint32_t *count, size_t n) {
+  uint32_t value[PRODUCER_ITEMS];
+  bool keep[PRODUCER_ITEMS];
+  produce_x4(in, keep_threshold, n, (size_t)blockIdx.x * PRODUCER_THREADS * PRODUCER_ITEMS + threadIdx.x, value,
+             keep);
+#pragma unroll
+  for (int j = 0; j < PRODUCER_ITEMS; j++) ir_ink_collate_emit(keep[j], value[j], out, count);
+}
+
 extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_producer producer,
                                                const uint32_t *d_in, uint32_t keep_threshold, uint32_t *d_out,
                                                uint8_t *d_flags, uint32_t *d_count, size_t n, cudaStream_t stream) {
   if (!ctx) return cudaErrorInvalidValue;
   if ((unsigned)producer >= IR_PRODUCER_COUNT)
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "producer %d is not one of sparse, ink-collate, "
-                           "ink-compact, ink-compact-lb", (int)producer);
+                           "ink-compact, ink-compact-lb, sparse-x4, ink-collate-x4", (int)producer);
   if (n > ctx->capacity)
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "n = %zu exceeds the context's capacity of %zu elements",
                            n, ctx->capacity);
-  if (!d_in || !d_out || (producer == IR_PRODUCER_SPARSE ? !d_flags : !d_count))
+  const bool sparse = producer == IR_PRODUCER_SPARSE || producer == IR_PRODUCER_SPARSE_X4;
+  if (!d_in || !d_out || (sparse ? !d_flags : !d_count))
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "producer %s: NULL buffer", producer_names[producer]);
   if (n == 0) return cudaSuccess;
   const unsigned blocks = (unsigned)((n + PRODUCER_THREADS - 1) / PRODUCER_THREADS);
   const unsigned section_blocks = (unsigned)((n + PRODUCER_SECTION_THREADS - 1) / PRODUCER_SECTION_THREADS);
+  const unsigned x4_blocks = (unsigned)((n + PRODUCER_THREADS * PRODUCER_ITEMS - 1) / (PRODUCER_THREADS * PRODUCER_ITEMS));
   switch (producer) {
   case IR_PRODUCER_SPARSE:
     producer_sparse<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_flags, n);
@@ -81,6 +130,15 @@ extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_p
     IR_CUDA_TRY(ctx, cudaMemsetAsync(d_count, 0, sizeof *d_count, stream));
     producer_collate<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n);
     IR_LAUNCH_TRY(ctx, "producer_collate");
+    break;
+  case IR_PRODUCER_SPARSE_X4:
+    producer_sparse_x4<<<x4_blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_flags, n);
+    IR_LAUNCH_TRY(ctx, "producer_sparse_x4");
+    break;
+  case IR_PRODUCER_INK_COLLATE_X4:
+    IR_CUDA_TRY(ctx, cudaMemsetAsync(d_count, 0, sizeof *d_count, stream));
+    producer_collate_x4<<<x4_blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n);
+    IR_LAUNCH_TRY(ctx, "producer_collate_x4");
     break;
   default: {
     const bool chained = producer == IR_PRODUCER_INK_COMPACT;
