@@ -118,36 +118,32 @@ extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_p
   if (!d_in || !d_out || (sparse ? !d_flags : !d_count))
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "producer %s: NULL buffer", producer_names[producer]);
   if (n == 0) return cudaSuccess;
-  const unsigned blocks = (unsigned)((n + PRODUCER_THREADS - 1) / PRODUCER_THREADS);
-  const unsigned section_blocks = (unsigned)((n + PRODUCER_SECTION_THREADS - 1) / PRODUCER_SECTION_THREADS);
-  const unsigned x4_blocks = (unsigned)((n + PRODUCER_THREADS * PRODUCER_ITEMS - 1) / (PRODUCER_THREADS * PRODUCER_ITEMS));
+  /* The one- and four-element forms differ only in kernel and grid. */
+  const bool x4 = producer == IR_PRODUCER_SPARSE_X4 || producer == IR_PRODUCER_INK_COLLATE_X4;
+  const unsigned per_block = PRODUCER_THREADS * (x4 ? PRODUCER_ITEMS : 1);
+  const unsigned grid = (unsigned)((n + per_block - 1) / per_block);
   switch (producer) {
   case IR_PRODUCER_SPARSE:
-    producer_sparse<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_flags, n);
-    IR_LAUNCH_TRY(ctx, "producer_sparse");
+  case IR_PRODUCER_SPARSE_X4:
+    (x4 ? producer_sparse_x4 : producer_sparse)<<<grid, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out,
+                                                                                       d_flags, n);
+    IR_LAUNCH_TRY(ctx, x4 ? "producer_sparse_x4" : "producer_sparse");
     break;
   case IR_PRODUCER_INK_COLLATE:
-    IR_CUDA_TRY(ctx, cudaMemsetAsync(d_count, 0, sizeof *d_count, stream));
-    producer_collate<<<blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n);
-    IR_LAUNCH_TRY(ctx, "producer_collate");
-    break;
-  case IR_PRODUCER_SPARSE_X4:
-    producer_sparse_x4<<<x4_blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_flags, n);
-    IR_LAUNCH_TRY(ctx, "producer_sparse_x4");
-    break;
   case IR_PRODUCER_INK_COLLATE_X4:
     IR_CUDA_TRY(ctx, cudaMemsetAsync(d_count, 0, sizeof *d_count, stream));
-    producer_collate_x4<<<x4_blocks, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n);
-    IR_LAUNCH_TRY(ctx, "producer_collate_x4");
+    (x4 ? producer_collate_x4 : producer_collate)<<<grid, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out,
+                                                                                         d_count, n);
+    IR_LAUNCH_TRY(ctx, x4 ? "producer_collate_x4" : "producer_collate");
     break;
   default: {
     const bool chained = producer == IR_PRODUCER_INK_COMPACT;
     const unsigned threads = chained ? PRODUCER_SECTION_THREADS : PRODUCER_THREADS;
-    const unsigned grid = chained ? section_blocks : blocks;
-    const ir_ink_sections s = ir_ink_sections_bind_mode(ctx->sections, grid, threads,
+    const unsigned blocks = (unsigned)((n + threads - 1) / threads);
+    const ir_ink_sections s = ir_ink_sections_bind_mode(ctx->sections, blocks, threads,
                                                         chained ? IR_INK_SECTIONS_CHAINED : IR_INK_SECTIONS_LOOKBACK);
     IR_CUDA_TRY(ctx, ir_ink_sections_reset(&s, stream));
-    producer_compact<<<grid, threads, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n, s);
+    producer_compact<<<blocks, threads, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n, s);
     IR_LAUNCH_TRY(ctx, "producer_compact");
     break;
   }
