@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <stb_easy_font.h>
+#include <stb/stb_easy_font.h>
 
 #include "app/window/window_internal.h"
 
