@@ -28,7 +28,7 @@
 #include "render/render.h"
 
 #define HL_MAX_ISOVALUES 16
-#define HL_MAX_CONFIGS (HL_MAX_ISOVALUES * (IR_COMPACT_METHOD_COUNT + 1))
+#define HL_MAX_CONFIGS (HL_MAX_ISOVALUES * (2 * IR_COMPACT_METHOD_COUNT + 2))
 /* A GPU-rendered image may differ from the CPU reference on silhouette pixels (fused
  * multiply-adds, float rounding in the ray march); more than this share of pixels is a bug. */
 #define HL_VERIFY_MAX_DIFFERING 0.01
@@ -42,7 +42,7 @@ typedef struct hl_options {
   bool size_given, frames_given, warmup_given, orbit_given;
   float elevation, distance;
   bool use_method[IR_COMPACT_METHOD_COUNT];
-  bool use_pipeline[2];
+  bool use_pipeline[IR_PIPELINE_COUNT];
   int iso_count;
   double isovalues[HL_MAX_ISOVALUES];
   int suggested_wanted; /* --iso suggested[:N]: 0 = not asked, -1 = all, N = that many */
@@ -52,7 +52,7 @@ typedef struct hl_options {
   bool verify;
   bool quiet;
   int cpu_threads;
-  int tail_rays; /* GPU multi-kernel: finish the last rounds in one kernel at this many rays (0: off) */
+  uint32_t tail_rays; /* ir_frame_desc.tail_rays: 0 automatic (multi) / off (paper), IR_TAIL_OFF */
 } hl_options;
 
 typedef struct hl_config {
@@ -103,16 +103,22 @@ static void print_help(FILE *to) {
   const ir_compact_method_info *methods = ir_compact_methods();
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
     fprintf(to, "                          %-13s %s\n", methods[m].name, methods[m].description);
-  fputs("  --pipeline multi|single|both  the multi-kernel pipeline, the single-kernel baseline\n"
-        "                        or both (default multi); the single-kernel pipeline runs once\n"
-        "                        per isovalue, whatever --method says\n"
+  fputs("  --pipeline NAME[,NAME...]|all  renderer(s) (default multi); `all` is multi,paper,single;\n"
+        "                        the single kernel and plain run once per isovalue, whatever\n"
+        "                        --method says; NAME is one of:\n",
+        to);
+  for (int p = 0; p < IR_PIPELINE_COUNT; p++)
+    fprintf(to, "                          %-8s %s\n", ir_pipeline_name((ir_pipeline)p),
+            ir_pipeline_description((ir_pipeline)p));
+  fputs(
         "  --csv FILE            one row per frame: timed frames (pass=timed) and the per-stage\n"
         "                        diagnostic frames (pass=stages) with stage times, iterations\n"
         "                        and ray counts per round\n"
         "  --png FILE            the last timed frame of the last configuration as a PNG\n"
-        "  --tail-rays N         multi-kernel pipeline on the GPU: once no more than N rays are\n"
-        "                        left, finish them in one kernel (same image; off by default,\n"
-        "                        the paper's pipeline runs every round; 65536 suits 1024x1024)\n"
+        "  --tail-rays N|auto|off  multi-kernel pipelines on the GPU: once no more than N rays\n"
+        "                        are left, finish them in one kernel (same image). Default auto:\n"
+        "                        a threshold from the image size for multi, off for paper (the\n"
+        "                        paper's pipeline runs every round)\n"
         "  --no-stages           skip the per-stage diagnostic pass\n"
         "  --verify              also render the last view on the CPU reference renderer and\n"
         "                        compare (GPU only); exit 1 if they disagree\n"
@@ -122,7 +128,7 @@ static void print_help(FILE *to) {
         "\n"
         "With no options at all: 20 frames at 512x512 of the default volume on the GPU, the\n"
         "last frame written to inkray.png.\n"
-        "Example: inkray --headless --frames 100 --size 1024x1024 --method all --pipeline both\n"
+        "Example: inkray --headless --frames 100 --size 1024x1024 --method all --pipeline all\n"
         "         --orbit 8 --csv frames.csv --png last.png builtin:sphere:256\n"
         "\n",
         to);
@@ -169,14 +175,25 @@ static int parse_methods(const char *text, hl_options *o) {
 }
 
 static int parse_pipelines(const char *text, hl_options *o) {
-  ir_pipeline p;
-  o->use_pipeline[0] = o->use_pipeline[1] = false;
-  if (strcmp(text, "both") == 0) {
+  memset(o->use_pipeline, 0, sizeof o->use_pipeline);
+  if (strcmp(text, "all") == 0) {
+    o->use_pipeline[IR_PIPELINE_MULTI] = o->use_pipeline[IR_PIPELINE_PAPER] = o->use_pipeline[IR_PIPELINE_SINGLE] = true;
+    return 0;
+  }
+  if (strcmp(text, "both") == 0) { /* the two of earlier versions */
     o->use_pipeline[IR_PIPELINE_MULTI] = o->use_pipeline[IR_PIPELINE_SINGLE] = true;
-  } else if (ir_pipeline_parse(text, &p)) {
-    o->use_pipeline[p] = true;
-  } else {
-    return bad_option("--pipeline '%s': use multi, single or both%s", text, "");
+    return 0;
+  }
+  char word[64];
+  for (const char *p = text; *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    ir_pipeline pl;
+    snprintf(word, sizeof word, "%.*s", (int)(len < sizeof word ? len : sizeof word - 1), p);
+    if (len >= sizeof word || !ir_pipeline_parse(word, &pl))
+      return bad_option("--pipeline '%s': use multi, paper, single, plain (comma-separated) or all%s", text, "");
+    o->use_pipeline[pl] = true;
+    p = end ? end + 1 : p + len;
   }
   return 0;
 }
@@ -290,7 +307,10 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     } else if (strcmp(opt, "--threads") == 0) {
       rc = parse_count(opt, value, 1, 4096, &o->cpu_threads);
     } else if (strcmp(opt, "--tail-rays") == 0) {
-      rc = parse_count(opt, value, 0, 1 << 28, &o->tail_rays);
+      int tail = 0;
+      if (strcmp(value, "auto") == 0) o->tail_rays = 0;
+      else if (strcmp(value, "off") == 0) o->tail_rays = IR_TAIL_OFF;
+      else if ((rc = parse_count(opt, value, 1, 1 << 28, &tail)) == 0) o->tail_rays = (uint32_t)tail;
     } else if (strcmp(opt, "--size") == 0) {
       if (!cli_parse_size2(value, &o->width, &o->height))
         rc = bad_option("--size '%s': expected WxH with each from 1 to 16384, e.g. 1024x1024%s", value, "");
@@ -369,7 +389,8 @@ static void csv_text(FILE *f, const char *s) {
 
 static const char *method_label(const hl_config *c) {
   /* The single-kernel pipeline uses no stream compaction between stages. */
-  return c->pipeline == IR_PIPELINE_SINGLE ? "none" : ir_compact_method_get(c->method)->name;
+  return c->pipeline == IR_PIPELINE_SINGLE || c->pipeline == IR_PIPELINE_PLAIN ? "none"
+                                                                                : ir_compact_method_get(c->method)->name;
 }
 
 /* Per-round lists go in one field each, joined with ';', so that every row has the same columns. */
@@ -423,7 +444,7 @@ static ir_frame_desc frame_for(const hl_run *run, const hl_config *c, int view, 
       .method = c->method,
       .pipeline = c->pipeline,
       .stage_timing = stage_timing,
-      .tail_rays = (uint32_t)o->tail_rays,
+      .tail_rays = o->tail_rays,
   };
 }
 
@@ -571,15 +592,18 @@ static int resolve_isovalues(const ir_volume *v, hl_options *o) {
 static int build_configs(const hl_options *o, hl_config *configs) {
   int n = 0;
   for (int k = 0; k < o->iso_count; k++) {
-    if (o->use_pipeline[IR_PIPELINE_MULTI])
-      for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
-        if (o->use_method[m]) configs[n++] = (hl_config){o->isovalues[k], IR_PIPELINE_MULTI, (ir_compact_method)m};
-    if (o->use_pipeline[IR_PIPELINE_SINGLE]) {
-      /* The single-kernel pipeline ignores the method; pass the first chosen one all the same. */
-      ir_compact_method first = IR_COMPACT_INK_COMPACT;
-      for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
-        if (o->use_method[m]) first = (ir_compact_method)m;
-      configs[n++] = (hl_config){o->isovalues[k], IR_PIPELINE_SINGLE, first};
+    /* The single kernel and the plain caster ignore the method; pass the first chosen one. */
+    ir_compact_method first = IR_COMPACT_INK_COMPACT;
+    for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
+      if (o->use_method[m]) first = (ir_compact_method)m;
+    for (int p = 0; p < IR_PIPELINE_COUNT; p++) {
+      if (!o->use_pipeline[p]) continue;
+      if (p == IR_PIPELINE_MULTI || p == IR_PIPELINE_PAPER) {
+        for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
+          if (o->use_method[m]) configs[n++] = (hl_config){o->isovalues[k], (ir_pipeline)p, (ir_compact_method)m};
+      } else {
+        configs[n++] = (hl_config){o->isovalues[k], (ir_pipeline)p, first};
+      }
     }
   }
   return n;
@@ -594,9 +618,15 @@ static void print_header(const hl_options *o, const ir_volume *v, const char *de
   printf("%dx%d, %d configuration%s, each %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg elevation\n",
          o->width, o->height, config_count, config_count == 1 ? "" : "s", o->frames, o->frames == 1 ? "" : "s",
          o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation);
-  if (o->tail_rays > 0 && o->device == IR_DEVICE_GPU)
-    printf("multi-kernel pipeline with the tail kernel: the last %d rays of each frame are finished in one kernel\n",
-           o->tail_rays);
+  if (o->device == IR_DEVICE_GPU && (o->use_pipeline[IR_PIPELINE_MULTI] || o->use_pipeline[IR_PIPELINE_PAPER])) {
+    ir_frame_desc f = {.width = o->width, .height = o->height, .tail_rays = o->tail_rays};
+    f.pipeline = IR_PIPELINE_MULTI;
+    uint32_t multi = ir_frame_tail_rays(&f);
+    f.pipeline = IR_PIPELINE_PAPER;
+    uint32_t paper = ir_frame_tail_rays(&f);
+    printf("tail kernel (the last rays of a frame finished in one kernel): multi %s%u rays, paper %s%u rays\n",
+           o->tail_rays == 0 ? "automatic, " : "", multi, paper ? "" : "off, ", paper);
+  }
 }
 
 static void print_summary(const hl_options *o, const hl_result *results, int n) {
@@ -703,6 +733,8 @@ static int run_all(const hl_options *o, hl_state *st, int count) {
   for (int k = 0; k < count; k++) {
     int rc = run_config(&run, k, count, &st->configs[k], st->image, &st->results[k]);
     if (rc) return rc;
+    /* The plain baseline caster steps differently (render.h): its image is not compared. */
+    if (st->configs[k].pipeline == IR_PIPELINE_PLAIN) continue;
     int iso = iso_index(o, st->configs[k].isovalue);
     uint8_t *ref = st->references + (size_t)iso * pixels * 4;
     if (reference_of[iso] < 0) {
@@ -724,7 +756,8 @@ static int run_all(const hl_options *o, hl_state *st, int count) {
   }
   if (run.progress) fputs("\r\033[K", stderr);
   if (count > 1 && images_agree)
-    printf("check: every configuration of each isovalue rendered the same last frame\n");
+    printf("check: every configuration of each isovalue rendered the same last frame%s\n",
+           o->use_pipeline[IR_PIPELINE_PLAIN] ? " (plain baseline not compared)" : "");
   return 0;
 }
 

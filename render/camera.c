@@ -89,4 +89,6 @@ void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace
   }
   p->iso = f->isovalue;
   p->root = IR_BVH_NONE;
+  for (int k = 0; k < 3; k++) p->bricks[k] = r->layout.dims[0][k];
+  p->ranges = NULL;
 }

@@ -1,5 +1,7 @@
-/* The CPU reference renderer: the per-frame BVH update on the host, then every pixel through
- * ir_trace_pixel (trace.cuh, the same per-ray code the GPU runs) on all cores.
+/* The CPU reference renderer: the per-frame BVH update on the host, then every pixel through the
+ * same per-ray code the GPU runs (trace.cuh) on all cores: ir_trace_pixel (BVH traversal) for
+ * the paper's pipeline, ir_trace_pixel_runs (brick walk) for the others. Both draw the same
+ * image; the round counts follow the pipeline asked for.
  *
  * It exists to check the GPU images and to let inkray run without a GPU; it is not tuned.
  * Threads take bands of rows from a shared counter; each counts rays per round locally and
@@ -19,6 +21,7 @@ enum { ROWS_PER_TASK = 4 };
 
 typedef struct frame_job {
   const ir_trace_params *p;
+  bool bvh; /* the paper's pipeline: BVH traversal */
   uint32_t *pixels;
   int width, height;
   atomic_int next_row;
@@ -48,7 +51,8 @@ static void *frame_worker(void *arg) {
     for (int y = row0; y < row1; y++)
       for (int x = 0; x < job->width; x++) {
         uint32_t pixel = (uint32_t)y * (uint32_t)job->width + (uint32_t)x;
-        job->pixels[pixel] = ir_trace_pixel(job->p, pixel, stack, &counts);
+        job->pixels[pixel] = job->bvh ? ir_trace_pixel(job->p, pixel, stack, &counts)
+                                      : ir_trace_pixel_runs(job->p, pixel, &counts);
       }
   }
   pthread_mutex_lock(&job->lock);
@@ -91,7 +95,7 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   p.nodes = r->nodes;
   p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
 
-  frame_job job = {.p = &p, .pixels = (uint32_t *)(void *)r->image, .width = f->width, .height = f->height};
+  frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER, .pixels = (uint32_t *)(void *)r->image, .width = f->width, .height = f->height};
   atomic_init(&job.next_row, 0);
   pthread_mutex_init(&job.lock, NULL);
   int threads = ir_cpu_thread_count(r->threads);

@@ -22,6 +22,23 @@
  * quarter of InK-Compact's chained sections, of a 256-thread launch over the same pixels. */
 #define IR_RAYGEN_BLOCK 1024
 
+/* ---- Tiled ray ids ---------------------------------------------------------------------------
+ * The single kernel and the multi pipeline number their rays over 8x8 pixel tiles: ray id i is
+ * pixel (8 tx + i % 8, 8 ty + i / 8 % 8) of tile i / 64, tiles row-major. A warp's 32 rays are
+ * an 8x4 block of pixels instead of 32 pixels of one row, so they meet the same bricks and
+ * texels and finish at similar depths. Ids past the image's right or bottom edge are unused. */
+#define IR_TILE 8
+static inline __host__ __device__ uint32_t ir_tiled_ray_count(int width, int height) {
+  return (uint32_t)((width + IR_TILE - 1) / IR_TILE) * (uint32_t)((height + IR_TILE - 1) / IR_TILE) * IR_TILE *
+         IR_TILE;
+}
+/* The pixel of ray `id`, or UINT32_MAX for an id outside the image. */
+static inline __device__ uint32_t ir_tiled_pixel(uint32_t id, int width, int height) {
+  uint32_t tiles_x = (uint32_t)(width + IR_TILE - 1) / IR_TILE, tile = id / (IR_TILE * IR_TILE);
+  uint32_t x = tile % tiles_x * IR_TILE + id % IR_TILE, y = tile / tiles_x * IR_TILE + id / IR_TILE % IR_TILE;
+  return x < (uint32_t)width && y < (uint32_t)height ? y * (uint32_t)width + x : 0xffffffffu;
+}
+
 /* Records "what failed where" in err and returns IR_ERR_RUNTIME. */
 ir_status ir_cuda_fail(char err[IR_ERR_LEN], cudaError_t e, const char *call, const char *file, int line);
 #define IR_CUDA(call)                                                                   \
@@ -53,6 +70,8 @@ static cudaError_t ir_launch(void (*kernel)(Params...), unsigned grid, cudaStrea
 typedef struct ir_gpu_frame {
   ir_trace_params p; /* p.nodes: the device tree; p.root: the root's index (validity is read) */
   uint32_t pixels;   /* width * height */
+  uint32_t rays;     /* tiled ray ids (ir_tiled_ray_count): the multi pipeline's first input */
+  uint32_t run_bricks; /* multi pipeline: most valid bricks per run (0: no limit) */
 } ir_gpu_frame;
 
 /* Counts of the multi-kernel loop, all on the device. Each stage reads its input count and
@@ -131,6 +150,8 @@ static __device__ __forceinline__ void ir_stage_emit(const ir_stage_out &o, bool
 
 #define IR_TIMELINE_EVENTS 1040
 #define IR_RESIZE_SLOT 64
+#define IR_GRAPH_SLOTS (2 * IR_COMPACT_METHOD_COUNT)
+static inline int ir_graph_slot(bool paper, ir_compact_method m) { return (paper ? IR_COMPACT_METHOD_COUNT : 0) + (int)m; }
 
 /* ---- The renderer's GPU state ----------------------------------------------------------------- */
 struct ir_gpu_state {
@@ -153,22 +174,23 @@ struct ir_gpu_state {
   uint32_t *d_list_t, *d_list_i, *d_list_s;
   uint8_t *d_flags_a, *d_flags_b;
   uint32_t *d_remove_a, *d_remove_b, *d_remove_c;
+  uint2 *d_seg;              /* multi pipeline, per ray: the samples to march, or .x = where to resume */
   uint8_t *d_sp;             /* stack depth per ray */
   uint32_t *d_stack;         /* per ray: levels entries, entry i of ray r at i * capacity + r */
   float4 *d_hit;             /* per ray: t and the world normal of its hit */
   void *d_sections;          /* InK-Compact state of the four in-kernel stages */
   size_t sections_stride;    /* bytes per stage */
 
-  /* Captured frames of the multi-kernel pipeline, one per method, for the size they were
-   * built for. */
-  cudaGraphExec_t graph[IR_COMPACT_METHOD_COUNT];
-  int graph_width[IR_COMPACT_METHOD_COUNT], graph_height[IR_COMPACT_METHOD_COUNT];
-  bool graph_sized[IR_COMPACT_METHOD_COUNT];  /* loop kernels resized on the device */
-  bool graph_fixed[IR_COMPACT_METHOD_COUNT];  /* built for fixed_grids */
-  uint32_t graph_tail[IR_COMPACT_METHOD_COUNT]; /* built for tail_rays */
-  bool graph_failed[IR_COMPACT_METHOD_COUNT]; /* capture refused: host loop from then on */
+  /* Captured frames of the multi-kernel pipelines, one per pipeline (multi, paper) and method
+   * (slot = ir_graph_slot), for the size they were built for. */
+  cudaGraphExec_t graph[IR_GRAPH_SLOTS];
+  int graph_width[IR_GRAPH_SLOTS], graph_height[IR_GRAPH_SLOTS];
+  bool graph_sized[IR_GRAPH_SLOTS];  /* loop kernels resized on the device */
+  bool graph_fixed[IR_GRAPH_SLOTS];  /* built for fixed_grids */
+  uint32_t graph_tail[IR_GRAPH_SLOTS]; /* built for tail_rays */
+  bool graph_failed[IR_GRAPH_SLOTS]; /* capture refused: host loop from then on */
   bool last_graph; /* the last multi-kernel frame ran as a graph */
-  void *d_resize; /* per method, IR_RESIZE_SLOT bytes: the loop's device-updatable nodes */
+  void *d_resize; /* per slot, IR_RESIZE_SLOT bytes: the loop's device-updatable nodes */
 
   /* Events of the stage-timing pass (gpu_pipeline.cu): eight per round for 128 rounds. */
   cudaEvent_t timeline[IR_TIMELINE_EVENTS];
@@ -190,6 +212,7 @@ typedef struct ir_ray_buffers {
   size_t stride; /* = capacity */
   float4 *hit;
   uint32_t *image;
+  uint2 *seg; /* multi pipeline: per ray, the run of samples to march / where to resume */
 } ir_ray_buffers;
 
 /* raygen.cu: one thread per pixel; background into the image, stack = {root} for rays that
@@ -211,8 +234,32 @@ cudaError_t ir_shade_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const
 /* tail_finish.cu: the rest of the loop for the rays in[0..counters->trav_in), in one kernel. */
 cudaError_t ir_tail_finish_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                   ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream);
-/* single_kernel.cu: the whole per-pixel pipeline in one kernel. */
-cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, uint32_t pixels, cudaStream_t stream);
+/* single_kernel.cu: brick walk and march per pixel, in one kernel over tiled ray ids. */
+cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, int width, int height,
+                                    cudaStream_t stream);
+/* plain_caster.cu: the plain macrocell DDA caster (benchmark baseline), 16x8 thread blocks. */
+cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, uint32_t *image,
+                                   int width, int height, cudaStream_t stream);
+
+/* The multi pipeline's stages (walk_*.cu). Its rays carry no stack: only seg, the run of
+ * samples traversal found for intersection, or where traversal resumes (.x). */
+/* walk_raygen.cu: one thread per tiled ray id; background into the image, rays that meet the
+ * volume (and a valid brick exists) to `out` with seg.x = 0. Writes counters->pixels. */
+cudaError_t ir_walk_raygen_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, ir_gpu_counters *counters,
+                                  ir_stage_out out, uint32_t rays, cudaStream_t stream);
+/* walk_traverse.cu: rays in[0..*n) walk the bricks to their next run (to `out`, seg = the run)
+ * or out of the volume (dropped). */
+cudaError_t ir_walk_traverse_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
+                                    const uint32_t *n, ir_stage_out out, unsigned grid, cudaStream_t stream,
+                                    cudaLaunchAttribute *attr, int attr_count);
+/* walk_intersect.cu: rays in[0..*n) march their run; a hit is shaded into the image at once
+ * (counted in counters->shade), a miss with volume left goes back to traversal (`to_traverse`). */
+cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
+                                     const uint32_t *n, ir_gpu_counters *counters, ir_stage_out to_traverse,
+                                     unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
+/* walk_intersect.cu: the rest of the walk for rays in[0..counters->trav_in), in one kernel. */
+cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
+                                ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream);
 
 /* gpu_pipeline.cu: one multi-kernel frame (graph or host-driven loop); fills the stage times
  * when `timed` (host loop with events between stages). */

@@ -1,8 +1,16 @@
-/* The multi-kernel pipeline of one frame (InK §3, Fig. 3): BVH update, ray generation, then
- * traversal and intersection alternating until no ray is left to traverse, shading the hits of
- * each round as they come. Four compaction stages hand rays from kernel to kernel, each in the
- * selected method's natural form (gpu_internal.cuh, ir_stage_out; docs/render.md, "Compaction
- * stages"):
+/* The multi-kernel pipelines of one frame: BVH update, ray generation, then traversal and
+ * intersection alternating until no ray is left to traverse. Two designs share this driver:
+ *
+ *   multi (default)  walk_*.cu: tiled ray ids; traversal walks the brick grid to the ray's next
+ *                    run of valid bricks, intersection marches the run and shades a hit at
+ *                    once; three compaction stages (generation -> traversal, traversal ->
+ *                    intersection, intersection -> traversal); a tail kernel for the last rays
+ *   paper            raygen/traverse/intersect/shade.cu: the InK paper's pipeline (§3, Fig. 3),
+ *                    BVH traversal with per-ray stacks, a shading stage per round, four
+ *                    compaction stages (the fourth: intersection -> shading)
+ *
+ * Each compaction stage hands rays on in the selected method's natural form (gpu_internal.cuh,
+ * ir_stage_out; docs/render.md, "Compaction stages"):
  *
  *   stage                      InK-Compact/-Collate   Thrust, Jumping Jack      Redzone
  *   generation -> traversal    emit in raygen         flags + flagged call      removal list + in-place removal
@@ -118,10 +126,11 @@ static __device__ void resize_grids(const ir_resize *resize, uint32_t rays, ir_g
     if (cudaGraphKernelNodeSetGridDim(resize->node[k], dim3(grid ? grid : 1)) != cudaSuccess) c->resize_errors++;
 }
 
-static ir_resize *resize_slot(const struct ir_gpu_state *g, ir_compact_method m) {
+static ir_resize *resize_slot(const struct ir_gpu_state *g, int slot) {
   static_assert(sizeof(ir_resize) <= IR_RESIZE_SLOT, "ir_resize slot too small");
-  return (ir_resize *)((char *)g->d_resize + (size_t)m * IR_RESIZE_SLOT);
+  return (ir_resize *)((char *)g->d_resize + (size_t)slot * IR_RESIZE_SLOT);
 }
+
 
 /* End of a round: statistics, counts moved on to the next round, outputs zeroed, and in the
  * graph the loop condition and the next round's grid sizes. One block. */
@@ -183,6 +192,7 @@ enum {
 
 typedef struct ir_pass {
   ir_renderer *r;
+  bool paper;  /* the paper's pipeline; else the default multi design */
   bool timed;
   int marks;
   struct ir_gpu_state *g;
@@ -191,11 +201,36 @@ typedef struct ir_pass {
   ir_ray_buffers b;
   cudaStream_t stream;
   uint32_t pixels;
+  uint32_t gen_n; /* ray generation's input: pixels (paper) or tiled ray ids (multi) */
+  int slot;       /* ir_graph_slot of pipeline and method */
   bool host_n; /* counts known on the host (host loop): exact sizes, host-count calls */
   uint32_t tail_rays; /* finish in one kernel at or below this many rays (0: never) */
   ir_resize resize; /* graph capture: the loop's device-updatable nodes */
   char *err;
 } ir_pass;
+
+/* The stage kernels of either design (the multi design's intersection shades its own hits). */
+static cudaError_t launch_traverse(ir_pass *p, unsigned grid, cudaStream_t s, cudaLaunchAttribute *attr, int na) {
+  struct ir_gpu_state *g = p->g;
+  return p->paper ? ir_traverse_launch(g->d_frame, p->b, g->d_list_t, &g->d_counters->trav_in, p->w.trav, grid, s,
+                                       attr, na)
+                  : ir_walk_traverse_launch(g->d_frame, p->b, g->d_list_t, &g->d_counters->trav_in, p->w.trav, grid,
+                                            s, attr, na);
+}
+
+static cudaError_t launch_intersect(ir_pass *p, unsigned grid, cudaStream_t s, cudaLaunchAttribute *attr, int na) {
+  struct ir_gpu_state *g = p->g;
+  return p->paper ? ir_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect, p->w.to_shade,
+                                        p->w.to_trav, grid, s, attr, na)
+                  : ir_walk_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect,
+                                             g->d_counters, p->w.to_trav, grid, s, attr, na);
+}
+
+static cudaError_t launch_tail(ir_pass *p, uint32_t max_rays) {
+  struct ir_gpu_state *g = p->g;
+  return p->paper ? ir_tail_finish_launch(g->d_frame, p->b, g->d_list_t, g->d_counters, max_rays, p->stream)
+                  : ir_walk_tail_launch(g->d_frame, p->b, g->d_list_t, g->d_counters, max_rays, p->stream);
+}
 
 static ir_status compact_fail(ir_pass *p, cudaError_t e, const char *stage) {
   snprintf(p->err, IR_ERR_LEN, "%s compaction (%s) failed: %s", stage, ir_compact_method_get(p->method)->name,
@@ -209,11 +244,11 @@ static ir_status compact_gen(ir_pass *p) {
   ir_gpu_counters *c = g->d_counters;
   cudaError_t e = cudaSuccess;
   if (p->w.mode == IR_OUT_FLAGS)
-    e = ir_compact_flagged(g->cctx, p->method, g->d_identity, g->d_flags_a, g->d_list_t, &c->trav_in, p->pixels,
+    e = ir_compact_flagged(g->cctx, p->method, g->d_identity, g->d_flags_a, g->d_list_t, &c->trav_in, p->gen_n,
                            p->stream);
   else if (p->w.mode == IR_OUT_REMOVE)
-    e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_t, &c->pixels, p->pixels, g->d_remove_a,
-                                     &c->k_gen, p->pixels, &c->trav_in, p->stream);
+    e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_t, &c->pixels, p->gen_n, g->d_remove_a,
+                                     &c->k_gen, p->gen_n, &c->trav_in, p->stream);
   return e == cudaSuccess ? IR_OK : compact_fail(p, e, "generation -> traversal");
 }
 
@@ -233,24 +268,29 @@ static ir_status compact_trav(ir_pass *p, size_t max_n) {
   return e == cudaSuccess ? IR_OK : compact_fail(p, e, "traversal -> intersection");
 }
 
+/* The multi design shades in the intersection kernel: only its to-traversal output is compacted. */
 static ir_status compact_isect(ir_pass *p, size_t max_n) {
   struct ir_gpu_state *g = p->g;
   ir_gpu_counters *c = g->d_counters;
   cudaError_t e = cudaSuccess, e2 = cudaSuccess;
+  bool shade = p->paper;
   if (p->w.mode == IR_OUT_FLAGS && p->host_n) {
-    e = ir_compact_flagged(g->cctx, p->method, g->d_list_i, g->d_flags_a, g->d_list_s, &c->shade, max_n, p->stream);
+    if (shade)
+      e = ir_compact_flagged(g->cctx, p->method, g->d_list_i, g->d_flags_a, g->d_list_s, &c->shade, max_n, p->stream);
     if (e == cudaSuccess)
       e2 = ir_compact_flagged(g->cctx, p->method, g->d_list_i, g->d_flags_b, g->d_list_t, &c->trav_out, max_n,
                               p->stream);
   } else if (p->w.mode == IR_OUT_FLAGS) {
-    e = ir_compact_flagged_dn(g->cctx, p->method, g->d_list_i, g->d_flags_a, g->d_list_s, &c->shade, &c->isect,
-                              max_n, p->stream);
+    if (shade)
+      e = ir_compact_flagged_dn(g->cctx, p->method, g->d_list_i, g->d_flags_a, g->d_list_s, &c->shade, &c->isect,
+                                max_n, p->stream);
     if (e == cudaSuccess)
       e2 = ir_compact_flagged_dn(g->cctx, p->method, g->d_list_i, g->d_flags_b, g->d_list_t, &c->trav_out,
                                  &c->isect, max_n, p->stream);
   } else if (p->w.mode == IR_OUT_REMOVE) {
-    e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_s, &c->isect, max_n, g->d_remove_b, &c->k_isect_s,
-                                     max_n, &c->shade, p->stream);
+    if (shade)
+      e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_s, &c->isect, max_n, g->d_remove_b,
+                                       &c->k_isect_s, max_n, &c->shade, p->stream);
     if (e == cudaSuccess)
       e2 = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_t, &c->isect, max_n, g->d_remove_c,
                                         &c->k_isect_t, max_n, &c->trav_out, p->stream);
@@ -289,12 +329,13 @@ static ir_status enqueue_prologue(ir_pass *p, bool graph) {
   IR_CUDA(cudaGetLastError());
   IR_CUDA(ir_bvh_update_launch(&p->r->layout, g->d_ranges, g->d_nodes, g->d_frame, p->stream));
   IR_CUDA(mark(p, IR_MARK_BVH, 0));
-  IR_CUDA(ir_raygen_launch(g->d_frame, p->b, g->d_counters, p->w.gen, p->pixels, p->stream));
+  IR_CUDA(p->paper ? ir_raygen_launch(g->d_frame, p->b, g->d_counters, p->w.gen, p->pixels, p->stream)
+                   : ir_walk_raygen_launch(g->d_frame, p->b, g->d_counters, p->w.gen, p->gen_n, p->stream));
   IR_CUDA(mark(p, IR_MARK_RAYGEN, 0));
   ir_status st = compact_gen(p);
   if (st == IR_OK && p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_GEN, 0));
   if (st == IR_OK && graph) {
-    loop_begin_kernel<<<1, 32, 0, p->stream>>>(g->d_counters, resize_slot(g, p->method));
+    loop_begin_kernel<<<1, 32, 0, p->stream>>>(g->d_counters, resize_slot(g, p->slot));
     IR_CUDA(cudaGetLastError());
   }
   return st;
@@ -310,21 +351,19 @@ static ir_status host_loop(ir_pass *p) {
   if (st == IR_OK) st = read_counters(p, 0);
   uint32_t n = h->trav_in, max_rounds = p->r->layout.node_count + 2;
   for (uint32_t round = 0; st == IR_OK && n > p->tail_rays && round < max_rounds; round++) {
-    IR_CUDA(ir_traverse_launch(g->d_frame, p->b, g->d_list_t, &g->d_counters->trav_in, p->w.trav, ir_grid_for(n),
-                               p->stream, NULL, 0));
+    IR_CUDA(launch_traverse(p, ir_grid_for(n), p->stream, NULL, 0));
     IR_CUDA(mark(p, IR_MARK_TRAV, round));
     if ((st = compact_trav(p, n)) != IR_OK) return st;
     if (p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_TRAV, round));
     if ((st = read_counters(p, round)) != IR_OK) return st;
     uint32_t isect = h->isect;
     if (isect > 0) {
-      IR_CUDA(ir_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect, p->w.to_shade,
-                                  p->w.to_trav, ir_grid_for(isect), p->stream, NULL, 0));
+      IR_CUDA(launch_intersect(p, ir_grid_for(isect), p->stream, NULL, 0));
       IR_CUDA(mark(p, IR_MARK_ISECT, round));
       if ((st = compact_isect(p, isect)) != IR_OK) return st;
       if (p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_ISECT, round));
       if ((st = read_counters(p, round)) != IR_OK) return st;
-      if (h->shade > 0) {
+      if (p->paper && h->shade > 0) {
         IR_CUDA(ir_shade_launch(g->d_frame, p->b, g->d_list_s, &g->d_counters->shade, ir_grid_for(h->shade),
                                 p->stream, NULL, 0));
         IR_CUDA(mark(p, IR_MARK_SHADE, round));
@@ -336,7 +375,7 @@ static ir_status host_loop(ir_pass *p) {
     IR_CUDA(mark(p, IR_MARK_CONTROL, round));
   }
   if (st == IR_OK && n > 0 && p->tail_rays > 0) {
-    IR_CUDA(ir_tail_finish_launch(g->d_frame, p->b, g->d_list_t, g->d_counters, n, p->stream));
+    IR_CUDA(launch_tail(p, n));
     IR_CUDA(mark(p, IR_MARK_TAIL, 0));
   }
   return st;
@@ -359,22 +398,20 @@ static ir_status enqueue_body(ir_pass *p, cudaStream_t s, cudaGraphConditionalHa
   cudaStream_t saved = p->stream;
   p->stream = s; /* the compaction calls enqueue on p->stream */
   ir_status st = IR_OK;
-  cudaError_t e = ir_traverse_launch(g->d_frame, p->b, g->d_list_t, &g->d_counters->trav_in, p->w.trav, grid, s,
-                                     &attr[0], na);
+  cudaError_t e = launch_traverse(p, grid, s, &attr[0], na);
   if (e == cudaSuccess && (st = compact_trav(p, g->capacity)) == IR_OK) {
-    e = ir_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect, p->w.to_shade, p->w.to_trav,
-                            grid, s, &attr[1], na);
+    e = launch_intersect(p, grid, s, &attr[1], na);
     if (e == cudaSuccess) st = compact_isect(p, g->capacity);
   }
   p->stream = saved;
   IR_CUDA(e);
   if (st != IR_OK) return st;
-  IR_CUDA(ir_shade_launch(g->d_frame, p->b, g->d_list_s, &g->d_counters->shade, grid, s, &attr[2], na));
+  if (p->paper) IR_CUDA(ir_shade_launch(g->d_frame, p->b, g->d_list_s, &g->d_counters->shade, grid, s, &attr[2], na));
   ir_resize rs;
   memset(&rs, 0, sizeof rs);
   if (resize) {
-    rs.count = 3;
-    for (int k = 0; k < 3; k++) rs.node[k] = attr[k].val.deviceUpdatableKernelNode.devNode;
+    rs.count = p->paper ? 3 : 2;
+    for (int k = 0; k < rs.count; k++) rs.node[k] = attr[k].val.deviceUpdatableKernelNode.devNode;
   }
   /* The node handles are known only now; loop_begin_kernel, captured earlier, reads them from
    * device memory, which capture_frame fills once the capture has ended. */
@@ -382,7 +419,7 @@ static ir_status enqueue_body(ir_pass *p, cudaStream_t s, cudaGraphConditionalHa
   /* A ray passes at most one round per valid leaf; the cap only guards against a bug looping. */
   uint32_t max_rounds = p->r->layout.node_count + 2;
   round_end_kernel<<<1, 256, 0, s>>>(g->d_counters, round_zero_list(g, p->w.mode), cond, 1,
-                                     resize_slot(g, p->method), max_rounds, p->tail_rays);
+                                     resize_slot(g, p->slot), max_rounds, p->tail_rays);
   IR_CUDA(cudaGetLastError());
   return IR_OK;
 }
@@ -423,12 +460,12 @@ static ir_status capture_frame(ir_pass *p, bool resize, cudaGraphExec_t *out) {
       if (st == IR_OK) e = e2;
     }
     if (e == cudaSuccess && st == IR_OK && p->tail_rays > 0)
-      e = ir_tail_finish_launch(p->g->d_frame, p->b, p->g->d_list_t, p->g->d_counters, p->tail_rays, p->stream);
+      e = launch_tail(p, p->tail_rays);
   }
   cudaError_t e3 = cudaStreamEndCapture(p->stream, &graph);
   if (e == cudaSuccess && st == IR_OK) e = e3;
   if (e == cudaSuccess && st == IR_OK)
-    e = cudaMemcpy(resize_slot(p->g, p->method), &p->resize, sizeof p->resize, cudaMemcpyHostToDevice);
+    e = cudaMemcpy(resize_slot(p->g, p->slot), &p->resize, sizeof p->resize, cudaMemcpyHostToDevice);
   if (e == cudaSuccess && st == IR_OK) e = cudaGraphInstantiate(out, graph, 0);
   if (graph) cudaGraphDestroy(graph);
   cudaStreamDestroy(body_stream);
@@ -442,7 +479,7 @@ static ir_status capture_frame(ir_pass *p, bool resize, cudaGraphExec_t *out) {
 
 static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grids) {
   struct ir_gpu_state *g = p->g;
-  int m = (int)p->method;
+  int m = p->slot;
   if (g->graph[m] && g->graph_width[m] == width && g->graph_height[m] == height && g->graph_fixed[m] == fixed_grids &&
       g->graph_tail[m] == p->tail_rays)
     return IR_OK;
@@ -462,7 +499,7 @@ static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grid
 }
 
 void ir_gpu_graphs_destroy(struct ir_gpu_state *g) {
-  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
+  for (int m = 0; m < IR_GRAPH_SLOTS; m++) {
     if (g->graph[m]) cudaGraphExecDestroy(g->graph[m]);
     g->graph[m] = NULL;
   }
@@ -502,6 +539,8 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->r = r;
   p->g = g;
   p->timed = timed;
+  p->paper = f->pipeline == IR_PIPELINE_PAPER;
+  p->slot = ir_graph_slot(p->paper, f->method);
   p->method = f->method;
   p->w = wire(g, f->method);
   p->b.sp = g->d_sp;
@@ -509,9 +548,11 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->b.stride = g->capacity;
   p->b.hit = g->d_hit;
   p->b.image = g->d_image;
+  p->b.seg = g->d_seg;
   p->stream = g->stream;
   p->pixels = (uint32_t)f->width * (uint32_t)f->height;
-  p->tail_rays = f->tail_rays;
+  p->gen_n = p->paper ? p->pixels : ir_tiled_ray_count(f->width, f->height);
+  p->tail_rays = ir_frame_tail_rays(f);
   p->err = err;
   ir_status st = IR_OK;
   if (timed) {
@@ -520,17 +561,17 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   }
   /* A method whose calls cannot be captured (or a driver without conditional nodes) runs the
    * host loop; stats->graph says which way a frame ran. */
-  if (st == IR_OK && !host_loop_mode && !g->graph_failed[f->method] && ir_compact_supports_device_n(f->method)) {
+  if (st == IR_OK && !host_loop_mode && !g->graph_failed[p->slot] && ir_compact_supports_device_n(f->method)) {
     ir_status gs = ensure_graph(p, f->width, f->height, f->fixed_grids);
-    if (gs != IR_OK) g->graph_failed[f->method] = true;
+    if (gs != IR_OK) g->graph_failed[p->slot] = true;
   }
-  bool use_graph = !host_loop_mode && g->graph[f->method] && ir_compact_supports_device_n(f->method);
+  bool use_graph = !host_loop_mode && g->graph[p->slot] && ir_compact_supports_device_n(f->method);
   g->last_graph = use_graph;
   if (st == IR_OK && !use_graph) {
     p->host_n = true;
     st = host_loop(p);
   } else if (st == IR_OK) {
-    cudaError_t e = cudaGraphLaunch(g->graph[f->method], g->stream);
+    cudaError_t e = cudaGraphLaunch(g->graph[p->slot], g->stream);
     if (e != cudaSuccess) st = ir_cuda_fail(err, e, "cudaGraphLaunch", __FILE__, __LINE__);
   }
   if (st == IR_OK && timed) {

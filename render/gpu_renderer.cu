@@ -115,8 +115,8 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   IR_CUDA(cudaMalloc(&g->d_frame, sizeof(ir_gpu_frame)));
   IR_CUDA(cudaMalloc(&g->d_counters, sizeof(ir_gpu_counters)));
   IR_CUDA(cudaMallocHost(&g->h_counters, sizeof(ir_gpu_counters)));
-  IR_CUDA(cudaMalloc(&g->d_resize, IR_COMPACT_METHOD_COUNT * IR_RESIZE_SLOT));
-  IR_CUDA(cudaMemset(g->d_resize, 0, IR_COMPACT_METHOD_COUNT * IR_RESIZE_SLOT));
+  IR_CUDA(cudaMalloc(&g->d_resize, IR_GRAPH_SLOTS * IR_RESIZE_SLOT));
+  IR_CUDA(cudaMemset(g->d_resize, 0, IR_GRAPH_SLOTS * IR_RESIZE_SLOT));
   e = ir_compact_ctx_create(&g->cctx, 1024);
   if (e != cudaSuccess) return ir_cuda_fail(err, e, "ir_compact_ctx_create", __FILE__, __LINE__);
   return IR_OK;
@@ -124,12 +124,14 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
 
 static void free_pixel_buffers(struct ir_gpu_state *g) {
   void *bufs[] = {g->d_image, g->d_identity, g->d_list_t, g->d_list_i, g->d_list_s, g->d_flags_a, g->d_flags_b,
-                  g->d_remove_a, g->d_remove_b, g->d_remove_c, g->d_sp, g->d_stack, g->d_hit, g->d_sections};
+                  g->d_remove_a, g->d_remove_b, g->d_remove_c, g->d_sp, g->d_stack, g->d_hit, g->d_sections,
+                  g->d_seg};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
   g->d_image = g->d_identity = g->d_list_t = g->d_list_i = g->d_list_s = NULL;
   g->d_remove_a = g->d_remove_b = g->d_remove_c = g->d_stack = NULL;
   g->d_flags_a = g->d_flags_b = g->d_sp = NULL;
   g->d_hit = NULL;
+  g->d_seg = NULL;
   g->d_sections = NULL;
   g->capacity = 0;
 }
@@ -183,6 +185,7 @@ static ir_status ensure_capacity(ir_renderer *r, size_t pixels, char err[IR_ERR_
   IR_CUDA(cudaMalloc(&g->d_sp, n));
   IR_CUDA(cudaMalloc(&g->d_stack, n * levels * 4));
   IR_CUDA(cudaMalloc(&g->d_hit, n * sizeof(float4)));
+  IR_CUDA(cudaMalloc(&g->d_seg, n * sizeof(uint2)));
   IR_CUDA(cudaMalloc(&g->d_sections, 4 * g->sections_stride));
   iota_kernel<<<grid, IR_BLOCK, 0, g->stream>>>(g->d_identity, (uint32_t)n);
   IR_CUDA(cudaGetLastError());
@@ -202,6 +205,11 @@ static ir_status upload_frame(ir_renderer *r, const ir_frame_desc *f, char err[I
   hf.p.nodes = g->d_nodes;
   hf.p.root = ir_bvh_root(&r->layout);
   hf.pixels = (uint32_t)f->width * (uint32_t)f->height;
+  hf.rays = ir_tiled_ray_count(f->width, f->height);
+  hf.run_bricks = f->run_bricks;
+  /* The single kernel and the plain caster test bricks against the isovalue themselves
+   * (no BVH update in their frames); the multi-kernel pipelines read this frame's tree. */
+  if (f->pipeline == IR_PIPELINE_SINGLE || f->pipeline == IR_PIPELINE_PLAIN) hf.p.ranges = g->d_ranges;
   /* From pageable memory: the copy is staged before the call returns, so `hf` may go. */
   IR_CUDA(cudaMemcpyAsync(g->d_frame, &hf, sizeof hf, cudaMemcpyHostToDevice, g->stream));
   return IR_OK;
@@ -210,28 +218,26 @@ static ir_status upload_frame(ir_renderer *r, const ir_frame_desc *f, char err[I
 static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, bool timed, ir_frame_stats *stats,
                               char err[IR_ERR_LEN]) {
   struct ir_gpu_state *g = r->gpu;
-  uint32_t pixels = (uint32_t)f->width * (uint32_t)f->height;
   if (timed) IR_CUDA(cudaEventRecord(g->timeline[0], g->stream));
-  IR_CUDA(ir_bvh_update_launch(&r->layout, g->d_ranges, g->d_nodes, g->d_frame, g->stream));
-  if (timed) IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
-  IR_CUDA(ir_single_kernel_launch(g->d_frame, g->d_image, pixels, g->stream));
+  IR_CUDA(f->pipeline == IR_PIPELINE_PLAIN
+              ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, f->width, f->height, g->stream)
+              : ir_single_kernel_launch(g->d_frame, g->d_image, f->width, f->height, g->stream));
   if (!timed) return IR_OK;
-  IR_CUDA(cudaEventRecord(g->timeline[2], g->stream));
-  IR_CUDA(cudaEventSynchronize(g->timeline[2]));
-  float a = 0, b = 0;
-  IR_CUDA(cudaEventElapsedTime(&a, g->timeline[0], g->timeline[1]));
-  IR_CUDA(cudaEventElapsedTime(&b, g->timeline[1], g->timeline[2]));
-  stats->bvh_update_ms = a;
+  IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
+  IR_CUDA(cudaEventSynchronize(g->timeline[1]));
+  float b = 0;
+  IR_CUDA(cudaEventElapsedTime(&b, g->timeline[0], g->timeline[1]));
   stats->kernel_ms = b;
   return IR_OK;
 }
 
 ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]) {
   struct ir_gpu_state *g = r->gpu;
-  size_t pixels = (size_t)f->width * (size_t)f->height;
-  ir_status st = ensure_capacity(r, pixels, err);
+  /* Per-ray buffers hold the tiled ray ids, a few more than the pixels. */
+  size_t rays = ir_tiled_ray_count(f->width, f->height);
+  ir_status st = ensure_capacity(r, rays, err);
   if (st != IR_OK) return st;
-  bool multi = f->pipeline == IR_PIPELINE_MULTI;
+  bool multi = f->pipeline == IR_PIPELINE_MULTI || f->pipeline == IR_PIPELINE_PAPER;
   bool host_loop = f->host_loop || !ir_compact_supports_device_n(f->method);
 
   IR_CUDA(cudaEventRecord(g->ev_start, g->stream));

@@ -3,11 +3,28 @@
 
 #include "render/render.h"
 
-const char *ir_pipeline_name(ir_pipeline p) { return p == IR_PIPELINE_SINGLE ? "single" : "multi"; }
+static const struct {
+  const char *name, *description;
+} pipelines[IR_PIPELINE_COUNT] = {
+    [IR_PIPELINE_MULTI] = {"multi", "multi-kernel InK pipeline: brick-walk traversal and intersection kernels, "
+                                    "rays compacted between them (default)"},
+    [IR_PIPELINE_SINGLE] = {"single", "single kernel: every pixel walks the bricks and marches them itself"},
+    [IR_PIPELINE_PAPER] = {"paper", "the InK paper's pipeline: BVH traversal with per-ray stacks, leaf "
+                                    "intersection, shading, four compaction stages"},
+    [IR_PIPELINE_PLAIN] = {"plain", "benchmark baseline: a plain macrocell 3D-DDA caster (GPU)"},
+};
+
+const char *ir_pipeline_name(ir_pipeline p) {
+  return (unsigned)p < IR_PIPELINE_COUNT ? pipelines[p].name : "unknown";
+}
+
+const char *ir_pipeline_description(ir_pipeline p) {
+  return (unsigned)p < IR_PIPELINE_COUNT ? pipelines[p].description : "";
+}
 
 bool ir_pipeline_parse(const char *word, ir_pipeline *out) {
-  if (word && strcmp(word, "multi") == 0) return (*out = IR_PIPELINE_MULTI), true;
-  if (word && strcmp(word, "single") == 0) return (*out = IR_PIPELINE_SINGLE), true;
+  for (int p = 0; word && p < IR_PIPELINE_COUNT; p++)
+    if (strcmp(word, pipelines[p].name) == 0) return (*out = (ir_pipeline)p), true;
   return false;
 }
 

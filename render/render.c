@@ -104,8 +104,8 @@ static ir_status check_frame(const ir_frame_desc *f, char err[IR_ERR_LEN]) {
     snprintf(err, IR_ERR_LEN, "unknown compaction method %d", (int)f->method);
     return IR_ERR_INPUT;
   }
-  if (f->pipeline != IR_PIPELINE_MULTI && f->pipeline != IR_PIPELINE_SINGLE) {
-    snprintf(err, IR_ERR_LEN, "unknown pipeline %d; use multi or single", (int)f->pipeline);
+  if ((unsigned)f->pipeline >= IR_PIPELINE_COUNT) {
+    snprintf(err, IR_ERR_LEN, "unknown pipeline %d; use multi, single, paper or plain", (int)f->pipeline);
     return IR_ERR_INPUT;
   }
   return IR_OK;
@@ -138,4 +138,18 @@ ir_status ir_render_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LE
 
 const void *ir_render_device_image(const ir_renderer *r) {
   return r && r->device == IR_DEVICE_GPU ? ir_gpu_device_image(r) : NULL;
+}
+
+/* The tail kernel pays off once a round's launches and its slowest ray cost more than the rays
+ * it carries: measured on an H100 (docs/render.md), that is below about 1/16 of the rays a
+ * frame starts with, and never more than 65536 rays (a few waves of the GPU). */
+uint32_t ir_tail_auto(uint32_t rays) {
+  uint32_t t = rays / 16;
+  return t < 1024 ? 1024 : (t > 65536 ? 65536 : t);
+}
+
+uint32_t ir_frame_tail_rays(const ir_frame_desc *f) {
+  if (f->tail_rays == IR_TAIL_OFF) return 0;
+  if (f->tail_rays != 0 || f->pipeline != IR_PIPELINE_MULTI) return f->tail_rays;
+  return ir_tail_auto((uint32_t)f->width * (uint32_t)f->height);
 }

@@ -21,9 +21,21 @@ extern "C" {
 #endif
 
 typedef enum ir_device { IR_DEVICE_GPU = 0, IR_DEVICE_CPU } ir_device;
-typedef enum ir_pipeline { IR_PIPELINE_MULTI = 0, IR_PIPELINE_SINGLE } ir_pipeline;
+/* Renderers. All but `plain` draw the same image, bit for bit on the GPU (docs/render.md). */
+typedef enum ir_pipeline {
+  IR_PIPELINE_MULTI = 0, /* the default InK design: brick-walk traversal and intersection as
+                            separate kernels, rays compacted between them by the chosen method */
+  IR_PIPELINE_SINGLE,    /* one kernel: each pixel walks the bricks and marches them itself */
+  IR_PIPELINE_PAPER,     /* the InK paper's pipeline as published: BVH traversal with per-ray
+                            stacks, leaf intersection, shading, four compaction stages */
+  IR_PIPELINE_PLAIN,     /* benchmark baseline (GPU): a plain macrocell 3D-DDA caster; its image
+                            is close to the others', not identical (it steps from each cell's
+                            entry); the CPU draws the default image for it */
+  IR_PIPELINE_COUNT
+} ir_pipeline;
 
-const char *ir_pipeline_name(ir_pipeline p);               /* "multi" | "single" */
+const char *ir_pipeline_name(ir_pipeline p);               /* "multi" | "single" | "paper" | "plain" */
+const char *ir_pipeline_description(ir_pipeline p);        /* one line for help texts */
 bool ir_pipeline_parse(const char *word, ir_pipeline *out);
 const char *ir_device_name(ir_device d);                   /* "gpu" | "cpu" */
 bool ir_device_parse(const char *word, ir_device *out);
@@ -69,9 +81,17 @@ typedef struct ir_frame_desc {
                                    left; for measuring what the resizing saves */
   uint32_t tail_rays;           /* GPU multi-kernel: once no more than this many rays are left to
                                    traverse, finish them in one kernel running the rest of the
-                                   per-ray loop (same image). 0, the default: the paper's loop to
-                                   the last ray */
+                                   per-ray loop (same image). 0, the default: automatic for the
+                                   multi pipeline (IR_TAIL_AUTO), off for the paper's (its loop
+                                   runs to the last ray); IR_TAIL_OFF: never */
+  uint32_t run_bricks;          /* multi pipeline: most valid bricks traversal hands intersection
+                                   in one run; 0 = IR_RUN_BRICKS_DEFAULT (no limit) */
 } ir_frame_desc;
+
+#define IR_TAIL_OFF 0xffffffffu
+/* The multi pipeline's automatic tail threshold for a frame of `rays` rays. */
+uint32_t ir_tail_auto(uint32_t rays);
+#define IR_RUN_BRICKS_DEFAULT 0u
 
 /* What one frame cost and did. Times in milliseconds; stage times are filled when
  * stage_timing was asked for (and are 0 otherwise). */
@@ -110,6 +130,9 @@ ir_status ir_render_frame(ir_renderer *r, const ir_frame_desc *frame, ir_frame_s
 
 /* Copies the last frame to host memory: width*height*4 bytes, row 0 at the top. */
 ir_status ir_render_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]);
+
+/* The tail threshold a frame runs with (resolving 0 and IR_TAIL_OFF); 0 = no tail kernel. */
+uint32_t ir_frame_tail_rays(const ir_frame_desc *f);
 
 /* GPU device only: device pointer to the last frame's RGBA8 pixels (for CUDA-GL interop);
  * NULL on the CPU device. Valid until the next frame or a size change. */

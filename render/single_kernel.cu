@@ -1,18 +1,26 @@
-/* The single-kernel baseline (InK §4, "Single-Kernel"): one thread per pixel runs the same
- * per-ray code as the multi-kernel pipeline (trace.cuh: ir_trace_pixel) with its stack in
- * local memory, so no compaction and no round trips, and an identical image. */
+/* The single kernel: one thread per pixel walks the brick grid (3D-DDA over the leaves of this
+ * frame's BVH update) and marches each run of valid bricks on the ray's sample grid
+ * (trace.cuh: ir_trace_pixel_runs), so no compaction and no round trips, and the same image as
+ * the multi-kernel pipelines. Threads are numbered over 8x8 pixel tiles (gpu_internal.cuh):
+ * a warp's rays are an 8x4 block of pixels. */
 #include "render/gpu_internal.cuh"
 
-static __global__ void single_kernel(const ir_gpu_frame *__restrict__ frame, uint32_t *__restrict__ image) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= frame->pixels) return;
-  ir_trace_params p = frame->p;
-  ir_bvh_node root = ir_load_node(p.nodes, p.root);
-  if (!ir_bvh_valid(&root)) p.root = IR_BVH_NONE;
-  uint32_t stack[IR_BVH_MAX_LEVELS];
-  image[i] = ir_trace_pixel(&p, i, stack, NULL);
+/* 128 threads: two 8x8 tiles per block, small enough that a 1024x1024 frame has 8192 blocks to
+ * spread the uneven per-ray work over the GPU, big enough to fill it with resident warps. */
+#define IR_SINGLE_BLOCK 128
+
+static __global__ void __launch_bounds__(IR_SINGLE_BLOCK)
+    single_kernel(const ir_gpu_frame *__restrict__ frame, uint32_t *__restrict__ image) {
+  /* p.ranges is set: bricks are tested against the isovalue as the walk meets them. */
+  const ir_trace_params &p = frame->p;
+  uint32_t pixel = ir_tiled_pixel(blockIdx.x * blockDim.x + threadIdx.x, p.cam.width, p.cam.height);
+  if (pixel == 0xffffffffu) return;
+  image[pixel] = ir_trace_pixel_runs(&p, pixel, NULL);
 }
 
-cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, uint32_t pixels, cudaStream_t stream) {
-  return ir_launch(single_kernel, ir_grid_for(pixels), stream, NULL, 0, d_frame, image);
+cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, int width, int height,
+                                    cudaStream_t stream) {
+  unsigned grid = (ir_tiled_ray_count(width, height) + IR_SINGLE_BLOCK - 1) / IR_SINGLE_BLOCK;
+  single_kernel<<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image);
+  return cudaGetLastError();
 }

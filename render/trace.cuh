@@ -1,16 +1,22 @@
-/* The per-ray work of the pipeline (InK §3.1.3-3.1.6), shared by every renderer:
+/* The per-ray work of every renderer (InK §3.1.3-3.1.6), shared by the CPU and the GPU:
  *
- *   ir_ray_start   ray generation: the pixel's ray against the volume bounds, stack = {root}
- *   ir_traverse    stack-based BVH traversal, nearer child first, until a leaf is on top
- *   ir_intersect   step through the leaf on top of the stack; on a miss peek the stack and go
- *                  on while the next item is a leaf
- *   ir_hit_color   gradient normal and Blinn-Phong shading of a hit
- *   ir_trace_pixel all of the above in one loop (the single-kernel GPU path and the CPU)
+ *   ir_ray_span       the ray against the volume box, and its grid of samples (below)
+ *   ir_ray_start      ray generation for the BVH pipeline: stack = {root}
+ *   ir_traverse       stack-based BVH traversal, nearer child first, until a leaf is on top
+ *   ir_intersect      march the leaf on top of the stack; on a miss peek the stack and go on
+ *                     while the next item is a leaf
+ *   ir_next_run       brick walk: 3D-DDA over the brick grid to the next run of valid bricks
+ *   ir_march_run      march a run of samples and refine the first crossing
+ *   ir_trace_pixel    the BVH pipeline in one loop (the paper's pipeline on the CPU)
+ *   ir_trace_pixel_runs  brick walk + march in one loop (the single kernel, the CPU reference)
  *
- * The multi-kernel pipeline calls the first four from separate kernels, keeping the stack in
- * global memory between them; the single kernel and the CPU call ir_trace_pixel with a local
- * stack. Since the per-ray code is the same, so are the images, bit for bit.
- * A stack is `items[i * stride]`, i = 0 at the bottom.
+ * One sample grid per ray. A ray's samples sit at t_k = t_entry + k * dt (k = 0 .. K, the last
+ * one clamped to the exit), dt = half a voxel, wherever the ray is in the volume. Every way of
+ * finding the bricks to march (the BVH's leaves one at a time, runs of bricks from the DDA walk,
+ * runs cut short to hand rays back to the traversal stage) marches segments of this one grid,
+ * each brick's range widened by one segment at both ends, in increasing t. A crossing lies in a
+ * valid brick, so the first segment with a crossing is the same however the bricks were found:
+ * every pipeline draws the same image, bit for bit. A stack is `items[i * stride]`.
  */
 #ifndef INKRAY_RENDER_TRACE_CUH
 #define INKRAY_RENDER_TRACE_CUH
@@ -27,6 +33,9 @@ typedef struct ir_trace_params {
   float box_lo[3], box_hi[3]; /* the volume bounds, voxel coordinates */
   float iso;                  /* data units */
   uint32_t root;              /* root node index, IR_BVH_NONE when no brick is valid */
+  uint32_t bricks[3];         /* brick grid = the BVH's level 0, nodes[x + bx * (y + by * z)] */
+  const ir_brick_range *ranges; /* brick walk: when set, a brick is valid where its range holds
+                                   iso (frames without a BVH update); else its leaf's validity */
 } ir_trace_params;
 
 /* Half-voxel steps: the step in t that moves half a voxel in voxel space. */
@@ -107,11 +116,31 @@ static inline IR_HD bool ir_is_crossing(float s0, float s1, float iso) {
 
 static inline IR_HD ir_vec3 ir_ray_at(const ir_ray *r, float t) { return ir_add(r->o, ir_scale(r->d, t)); }
 
+/* The ray's sample grid: t_k = t0 + k * dt for k < k_end, t_{k_end} = t1 (the exit). */
+typedef struct ir_span {
+  float t0, t1, dt;
+  int32_t k_end;
+} ir_span;
+
+static inline IR_HD float ir_span_t(const ir_span *s, int32_t k) {
+  return k >= s->k_end ? s->t1 : fminf(s->t0 + (float)k * s->dt, s->t1);
+}
+
+/* Samples [*ka, *kb] whose segments cover [ta, tb], widened by one segment at each end so that
+ * two computations of the same interval (a leaf's box, a run of DDA cells) that differ in the
+ * last bit still cover the same segments. */
+static inline IR_HD void ir_span_range(const ir_span *s, float ta, float tb, int32_t *ka, int32_t *kb) {
+  float a = floorf((ta - s->t0) / s->dt) - 1.0f, b = ceilf((tb - s->t0) / s->dt) + 1.0f;
+  float end = (float)s->k_end;
+  *ka = a <= 0.0f ? 0 : (int32_t)fminf(a, end);
+  *kb = b <= 0.0f ? 0 : (int32_t)fminf(b, end);
+}
+
 /* Samples fetched before any of them is tested. A march is a chain of dependent texture reads
  * when each sample is tested before the next is fetched; fetching a batch first keeps
  * IR_MARCH_BATCH reads in flight per ray. The samples and the order of the tests are those of
  * a one-at-a-time march, so the result is the same; a batch that overshoots the crossing or
- * the end of the leaf reads at most IR_MARCH_BATCH - 1 samples that are never used. */
+ * the end of the run reads at most IR_MARCH_BATCH - 1 samples that are never used. */
 #ifndef IR_MARCH_BATCH
 #define IR_MARCH_BATCH 4
 #endif
@@ -121,24 +150,22 @@ static inline IR_HD ir_vec3 ir_ray_at(const ir_ray *r, float t) { return ir_add(
 #define IR_UNROLL
 #endif
 
-/* Steps through [t0, t1] in equal steps of at most `dt` and returns the first crossing,
- * refined by linear interpolation and one more regula falsi step. */
-static inline IR_HD bool ir_march(const ir_trace_params *p, const ir_ray *r, float t0, float t1, float dt,
-                                  float *t_hit) {
-  int n = (int)ceilf((t1 - t0) / dt);
-  if (n < 1) n = 1;
-  float h = (t1 - t0) / (float)n;
-  float ta = t0, sa = ir_sample(&p->vol, ir_ray_at(r, t0));
-  for (int i = 1; i <= n; i += IR_MARCH_BATCH) {
+/* Tests the segments between samples ka .. kb in order and returns the first crossing, refined
+ * by linear interpolation and one more regula falsi step with a new sample. */
+static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
+                                      int32_t kb, float *t_hit) {
+  if (kb <= ka) return false;
+  float ta = ir_span_t(s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta));
+  for (int32_t k = ka + 1; k <= kb; k += IR_MARCH_BATCH) {
     float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
     IR_UNROLL
     for (int j = 0; j < IR_MARCH_BATCH; j++) {
-      tbs[j] = i + j >= n ? t1 : t0 + (float)(i + j) * h;
+      tbs[j] = ir_span_t(s, k + j <= kb ? k + j : kb);
       sbs[j] = ir_sample(&p->vol, ir_ray_at(r, tbs[j]));
     }
     IR_UNROLL
     for (int j = 0; j < IR_MARCH_BATCH; j++) {
-      if (i + j > n) break;
+      if (k + j > kb) break;
       float tb = tbs[j], sb = sbs[j];
       if (ir_is_crossing(sa, sb, p->iso)) {
         float tc = ta + (tb - ta) * ((p->iso - sa) / (sb - sa));
@@ -165,19 +192,35 @@ static inline IR_HD bool ir_march(const ir_trace_params *p, const ir_ray *r, flo
 
 static inline IR_HD float ir_ray_step(const ir_ray *r) { return IR_STEP_VOXELS / sqrtf(ir_dot(r->d, r->d)); }
 
+/* The ray's span in the volume and its sample grid; false if the ray misses the volume. */
+static inline IR_HD bool ir_ray_span(const ir_trace_params *p, const ir_ray *r, ir_span *s) {
+  float tn, tf;
+  if (!ir_ray_box(r, p->box_lo, p->box_hi, &tn, &tf)) return false;
+  s->t0 = tn;
+  s->t1 = tf;
+  s->dt = ir_ray_step(r);
+  float n = ceilf((tf - tn) / s->dt); /* at most a few times the volume's diagonal in voxels */
+  s->k_end = n < 1.0f ? 1 : (int32_t)n;
+  return true;
+}
+
 enum { IR_INTERSECT_HIT = 0, IR_INTERSECT_TRAVERSE = 1, IR_INTERSECT_DONE = 2 };
 
-/* Pops the leaf on top of the stack and looks for a crossing in it; on a miss, while the next
+/* Pops the leaf on top of the stack and marches the samples of its box; on a miss, while the next
  * item on the stack is a leaf too, pops and tests that one (the stack peek of InK §3.1.5).
  * Returns HIT (t in *t_hit), TRAVERSE (an inner node is on top) or DONE (stack empty). */
 static inline IR_HD int ir_intersect(const ir_trace_params *p, const ir_ray *r, uint32_t *stack,
                                      size_t stride, int *sp, float *t_hit) {
-  float dt = ir_ray_step(r);
+  ir_span s;
+  if (!ir_ray_span(p, r, &s)) s.t0 = s.t1 = s.dt = 1.0f, s.k_end = 0; /* never: the ray met the box */
   for (;;) {
     ir_bvh_node leaf = ir_load_node(p->nodes, stack[--*sp * stride]);
     float tn, tf;
-    if (ir_ray_box(r, leaf.lo, leaf.hi, &tn, &tf) && ir_march(p, r, tn, tf, dt, t_hit))
-      return IR_INTERSECT_HIT;
+    int32_t ka, kb;
+    if (ir_ray_box(r, leaf.lo, leaf.hi, &tn, &tf)) {
+      ir_span_range(&s, tn, tf, &ka, &kb);
+      if (ir_march_run(p, r, &s, ka, kb, t_hit)) return IR_INTERSECT_HIT;
+    }
     if (*sp == 0) return IR_INTERSECT_DONE;
     ir_bvh_node top = ir_load_node(p->nodes, stack[(*sp - 1) * stride]);
     if (!ir_bvh_is_leaf(&top)) return IR_INTERSECT_TRAVERSE;
@@ -217,6 +260,103 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
       return ir_shade(ir_hit_normal(p, &r, t), r.dir_world);
     }
     if (s == IR_INTERSECT_DONE) return IR_BACKGROUND_RGBA;
+  }
+}
+
+/* ---- Brick walk ------------------------------------------------------------------------------
+ * 3D-DDA over the brick grid (the BVH's level 0, updated every frame), for the single kernel and
+ * the traversal stage of the default multi-kernel pipeline. Brick b along an axis spans
+ * [16b + 0.5, 16b + 16.5] in voxel coordinates (the first from 0, the last to the volume's
+ * face; bvh.cuh), so the cell boundaries are 16b + 0.5. */
+static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, const int c[3]) {
+  uint32_t i = (uint32_t)c[0] + p->bricks[0] * ((uint32_t)c[1] + p->bricks[1] * (uint32_t)c[2]);
+#ifdef __CUDA_ARCH__
+  if (p->ranges) {
+    float2 m = __ldg((const float2 *)(p->ranges + i));
+    return m.x <= p->iso && p->iso <= m.y;
+  }
+  return __ldg(&p->nodes[i].a) != IR_BVH_NONE;
+#else
+  if (p->ranges) return p->ranges[i].min <= p->iso && p->iso <= p->ranges[i].max;
+  return p->nodes[i].a != IR_BVH_NONE;
+#endif
+}
+
+/* t where the ray leaves cell c along axis k; infinite where it leaves the grid there (the
+ * volume's exit, t1, ends the walk instead) or runs parallel to the axis. */
+static inline IR_HD float ir_cell_exit(const ir_trace_params *p, const ir_ray *r, int k, int c, int step) {
+  float o = k == 0 ? r->o.x : (k == 1 ? r->o.y : r->o.z);
+  float inv = k == 0 ? r->inv_d.x : (k == 1 ? r->inv_d.y : r->inv_d.z);
+  if (step == 0 || (step > 0 && c + 1 >= (int)p->bricks[k]) || (step < 0 && c == 0)) return INFINITY;
+  float boundary = (float)((step > 0 ? c + 1 : c) * IR_BRICK_CELLS) + 0.5f;
+  return (boundary - o) * inv;
+}
+
+/* From sample k on, walks the bricks the ray passes and returns the next run of consecutive
+ * valid bricks (at most max_bricks of them, 0 = no limit) as the samples [*ka, *kb] to march;
+ * false when the ray leaves the volume first. */
+static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
+                                     int max_bricks, int32_t *ka, int32_t *kb) {
+  float t = ir_span_t(s, k);
+  ir_vec3 x = ir_ray_at(r, t);
+  float pos[3] = {x.x, x.y, x.z}, dir[3] = {r->d.x, r->d.y, r->d.z};
+  int c[3], step[3];
+  float exit[3];
+  for (int j = 0; j < 3; j++) {
+    float b = floorf((pos[j] - 0.5f) * (1.0f / (float)IR_BRICK_CELLS));
+    c[j] = b < 0.0f ? 0 : (b >= (float)p->bricks[j] ? (int)p->bricks[j] - 1 : (int)b);
+    step[j] = dir[j] > 0.0f ? 1 : (dir[j] < 0.0f ? -1 : 0);
+    exit[j] = ir_cell_exit(p, r, j, c[j], step[j]);
+  }
+  float run_start = 0.0f, run_end = s->t1;
+  int bricks = 0;
+  for (;;) {
+    int j = exit[0] <= exit[1] ? (exit[0] <= exit[2] ? 0 : 2) : (exit[1] <= exit[2] ? 1 : 2);
+    float t_out = fminf(exit[j], s->t1);
+    if (ir_brick_valid(p, c)) {
+      if (bricks++ == 0) run_start = t;
+      if (bricks == max_bricks) {
+        run_end = t_out;
+        break;
+      }
+    } else if (bricks > 0) {
+      run_end = t;
+      break;
+    }
+    if (t_out >= s->t1) break; /* run_end stays t1 */
+    c[j] += step[j];
+    exit[j] = ir_cell_exit(p, r, j, c[j], step[j]);
+    t = fmaxf(t, t_out);
+  }
+  if (bricks == 0) return false;
+  ir_span_range(s, run_start, run_end, ka, kb);
+  /* A run always ends past sample k (its range is widened by a segment); should rounding ever
+   * say otherwise, the ray ends here rather than walking the same run forever. */
+  return *kb > k;
+}
+
+/* Brick walk and march for one pixel: the single kernel and the CPU reference of the default
+ * pipelines. `counts` (may be NULL) gets one round per run of bricks. */
+static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint32_t pixel, ir_round_counts *counts) {
+  ir_ray r = ir_camera_ray(&p->cam, pixel);
+  ir_span s;
+  if (!ir_ray_span(p, &r, &s)) return IR_BACKGROUND_RGBA;
+  if (counts) counts->generated++;
+  if (p->root == IR_BVH_NONE) return IR_BACKGROUND_RGBA;
+  int32_t k = 0;
+  for (int round = 0;; round++) {
+    if (counts && round < 64) counts->traverse[round]++;
+    if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
+    int32_t ka, kb;
+    if (!ir_next_run(p, &r, &s, k, 0, &ka, &kb)) return IR_BACKGROUND_RGBA;
+    if (counts && round < 64) counts->intersect[round]++;
+    float t = 0.0f;
+    if (ir_march_run(p, &r, &s, ka, kb, &t)) {
+      if (counts) counts->hit++;
+      return ir_shade(ir_hit_normal(p, &r, t), r.dir_world);
+    }
+    if (kb >= s.k_end) return IR_BACKGROUND_RGBA;
+    k = kb;
   }
 }
 

@@ -108,8 +108,9 @@ static void main_lines(const wnd_overlay_info *info, text_lines *lines) {
   add_line(lines, "render %.2f ms on %s, %s", info->render_ms, info->device, info->display_path);
   if (info->device_note) add_line(lines, "!%s", info->device_note);
   add_line(lines, "method %d/%d %s%s", info->method_index + 1, IR_COMPACT_METHOD_COUNT,
-           methods[info->method_index].name, info->pipeline == IR_PIPELINE_SINGLE ? " (unused)" : "");
-  add_line(lines, "pipeline %s-kernel", info->pipeline == IR_PIPELINE_SINGLE ? "single" : "multi");
+           methods[info->method_index].name,
+           info->pipeline == IR_PIPELINE_SINGLE || info->pipeline == IR_PIPELINE_PLAIN ? " (unused)" : "");
+  add_line(lines, "pipeline %s", ir_pipeline_name(info->pipeline));
   add_line(lines, "iso %.6g", info->isovalue);
   add_line(lines, "%.40s", v->name);
   add_line(lines, "%zux%zux%zu %s", v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type));
@@ -134,7 +135,7 @@ static void main_lines(const wnd_overlay_info *info, text_lines *lines) {
 /* Key help: keys in one column, what they do in the next (the font is proportional). */
 static const char *const HELP[][2] = {
     {"left drag", "orbit"},          {"right/mid drag", "pan"},    {"wheel", "zoom"},
-    {"1-5", "compaction method"},    {"Tab", "next method"},       {"P", "multi/single-kernel"},
+    {"1-5", "compaction method"},    {"Tab", "next method"},       {"P", "pipeline: multi/paper/single"},
     {"Up/Down", "isovalue"},         {"Shift+Up/Down", "coarse"},  {"R", "reset view"},
     {"S or F12", "screenshot"},      {"F", "overlay on/off"},      {"H", "this help"},
     {"Esc or Q", "quit"},

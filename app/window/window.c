@@ -56,14 +56,15 @@ static void print_help(FILE *to) {
         to);
   for (int k = 0; k < IR_COMPACT_METHOD_COUNT; k++) fprintf(to, " %s", ir_compact_methods()[k].name);
   fputs("\n"
-        "  --pipeline multi|single  multi-kernel pipeline (default) or single-kernel baseline\n"
+        "  --pipeline multi|paper|single  the default multi-kernel InK pipeline, the paper's\n"
+        "                        pipeline as published, or the single kernel\n"
         "  --iso V               isovalue in data units (default: the volume's first suggested one)\n"
         "  --threads N           CPU renderer threads (default: all cores)\n"
         "  --script FILE         timed key/mouse/resize/screenshot/quit events (docs/window.md)\n"
         "  --help                this text\n"
         "\n"
         "Controls: left-drag orbit, right/middle-drag pan, wheel zoom, 1..5 method, Tab next method,\n"
-        "P multi/single-kernel, Up/Down isovalue (Shift: coarse), R reset view, S or F12 screenshot,\n"
+        "P pipeline (multi, paper, single), Up/Down isovalue (Shift: coarse), R reset view, S or F12 screenshot,\n"
         "F overlay, H key help, Esc or Q quit.\n"
         "\n",
         to);
@@ -126,7 +127,8 @@ static int parse_options(int argc, char **argv, win_options *o) {
       if (!ir_compact_method_parse(value, &o->method))
         return bad_option("--method '%s': unknown method; valid: ink-compact, ink-collate, thrust, jumping-jack, redzone", value);
     } else if (strcmp(opt, "--pipeline") == 0) {
-      if (!ir_pipeline_parse(value, &o->pipeline)) return bad_option("--pipeline '%s': use multi or single", value);
+      if (!ir_pipeline_parse(value, &o->pipeline))
+        return bad_option("--pipeline '%s': use multi, paper, single (or plain, the baseline)", value);
     } else if (strcmp(opt, "--iso") == 0) {
       if (!cli_parse_float(value, &o->iso)) return bad_option("--iso '%s': expected a number in data units", value);
       o->iso_given = true;
@@ -221,7 +223,9 @@ static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
   case SDLK_q: s->quit = true; break;
   case SDLK_TAB: select_method(s, s->method_index + (shift ? -1 : 1)); break;
   case SDLK_p:
-    s->pipeline = s->pipeline == IR_PIPELINE_MULTI ? IR_PIPELINE_SINGLE : IR_PIPELINE_MULTI;
+    /* Cycles multi -> paper -> single (the plain baseline only through --pipeline). */
+    s->pipeline = s->pipeline == IR_PIPELINE_MULTI ? IR_PIPELINE_PAPER
+                  : s->pipeline == IR_PIPELINE_PAPER ? IR_PIPELINE_SINGLE : IR_PIPELINE_MULTI;
     printf("inkray: pipeline %s\n", ir_pipeline_name(s->pipeline));
     break;
   case SDLK_UP: step_iso(s, 1, shift); break;

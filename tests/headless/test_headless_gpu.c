@@ -1,4 +1,4 @@
-/* inkray --headless on the GPU through the built binary: every method in both pipelines renders,
+/* inkray --headless on the GPU through the built binary: every method in every pipeline renders,
  * writes a PNG of the asked size and a CSV with a row per frame, all configurations of one
  * isovalue give the same image, the per-stage pass fills stage times (compaction inside them), and --verify finds the
  * GPU image in agreement with the CPU reference renderer. Skipped where there is no CUDA device. */
@@ -15,7 +15,7 @@ static void run_and_check(const char *volume, const char *size, int w, int h) {
   make_scratch(dir);
   snprintf(csv, sizeof csv, "%s/frames.csv", dir);
   snprintf(png, sizeof png, "%s/last.png", dir);
-  const char *args[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "both", "--frames", "6",
+  const char *args[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "all", "--frames", "6",
                         "--warmup", "2", "--orbit", "3", "--size", size, "--iso", "suggested:2", "--csv", csv,
                         "--png", png, "--verify", "--quiet", volume, NULL};
   run_inkray(dir, args, &result);
@@ -64,14 +64,14 @@ static void run_and_check(const char *volume, const char *size, int w, int h) {
   remove_scratch(dir);
 }
 
-static void test_builtin_volume_every_method_both_pipelines(void) { run_and_check("builtin:sphere:64", "160x120", 160, 120); }
+static void test_builtin_volume_every_method_every_pipeline(void) { run_and_check("builtin:sphere:64", "160x120", 160, 120); }
 
-static void test_real_volume_every_method_both_pipelines(void) {
+static void test_real_volume_every_method_every_pipeline(void) {
   const char *data = getenv("INKRAY_SHARED_DATA");
   char path[512];
   snprintf(path, sizeof path, "%s/neghip_66x66x66_uint8.raw", data ? data : "../shared/data");
   if (!file_exists(path)) {
-    SKIP(test_real_volume_every_method_both_pipelines, "shared data not found");
+    SKIP(test_real_volume_every_method_every_pipeline, "shared data not found");
     return;
   }
   run_and_check(path, "128x128", 128, 128);
@@ -82,12 +82,12 @@ static void test_real_volume_every_method_both_pipelines(void) {
 static void test_tail_kernel_same_image(void) {
   char dir[64];
   make_scratch(dir);
-  const char *args[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "both", "--frames", "3",
+  const char *args[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "all", "--frames", "3",
                         "--warmup", "1", "--orbit", "2", "--size", "200x150", "--tail-rays", "2000", "--verify",
                         "--quiet", "builtin:fractal:64", NULL};
   run_inkray(dir, args, &result);
   CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
-  CHECK_STR_CONTAINS(result.output, "with the tail kernel: the last 2000 rays");
+  CHECK_STR_CONTAINS(result.output, "multi 2000 rays, paper 2000 rays");
   CHECK_STR_CONTAINS(result.output, "check: every configuration of each isovalue rendered the same last frame");
   CHECK_STR_CONTAINS(result.output, ": ok");
   remove_scratch(dir);
@@ -97,8 +97,8 @@ int main(void) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) check_skip_all("no CUDA device: the GPU headless tests need one");
-  RUN(test_builtin_volume_every_method_both_pipelines);
-  RUN(test_real_volume_every_method_both_pipelines);
+  RUN(test_builtin_volume_every_method_every_pipeline);
+  RUN(test_real_volume_every_method_every_pipeline);
   RUN(test_tail_kernel_same_image);
   return check_summary();
 }

@@ -1,18 +1,21 @@
 /* render_bench: frame times of every pipeline variant on one volume, for docs/render.md.
  *
  *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
- *                [--distance D] [--tail N] [--only NAME] [--rounds]
+ *                [--distance D] [--tail N] [--run-bricks N] [--only NAME[,NAME...]] [--rounds]
  *
- * For each variant (every compaction method in the multi-kernel pipeline, as a CUDA graph
- * where the method allows it, then again with the tail kernel taking over at N rays; InK-Compact
- * with the host-driven loop and with fixed-size grids; the single kernel)
+ * Variants, in this order: the plain macrocell caster (the baseline every ratio refers to), the
+ * single kernel, the default multi-kernel pipeline with every compaction method (CUDA graph,
+ * automatic tail; then InK-Collate and InK-Compact without the tail, and InK-Compact host-driven),
+ * the paper's pipeline with every method (no tail, as published) and with InK-Collate and the
+ * tail kernel at N rays (default 65536). For each
  * it renders `warmup` frames, then `frames` frames cycling through K orbit views (at distance D,
  * default 1: the volume's bounding sphere fills the image height; smaller is closer), and prints
  * mean, median and p95 of frame_ms (CUDA events around the whole frame, host work included)
  * and the FPS of the mean. Then one diagnostic frame per view (stage_timing: a separate
  * host-driven pass with events between stages) gives the mean per-stage split. --rounds prints
  * the rays and times of every round of the first view's diagnostic frame.
- * A benchmark, not a test: nothing here passes or fails.
+ * x_plain and x_single are the baseline's and the single kernel's mean frame time divided by the
+ * variant's: above 1 the variant is faster. A benchmark, not a test: nothing here passes or fails.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -39,11 +42,12 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] "
-                    "[--elevation DEG] [--distance D] [--tail N] [--only NAME] [--rounds]\n");
+                    "[--elevation DEG] [--distance D] [--tail N] [--run-bricks N] [--only NAME[,NAME...]] "
+                    "[--rounds]\n");
     return 2;
   }
   int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0;
-  uint32_t tail = 16384;
+  uint32_t tail = 65536, run_bricks = 0;
   const char *only = NULL;
   float elevation = 25.0f, distance = 1.0f, iso = (float)atof(argv[2]);
   for (int i = 3; i < argc; i += 2) {
@@ -59,6 +63,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--elevation")) elevation = (float)atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--distance")) distance = (float)atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--tail")) tail = (uint32_t)atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--run-bricks")) run_bricks = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
   }
   struct cudaDeviceProp prop;
@@ -75,32 +80,44 @@ int main(int argc, char **argv) {
     fprintf(stderr, "render_bench: %s\n", err);
     return 1;
   }
-  variant vars[2 * IR_COMPACT_METHOD_COUNT + 3];
+  variant vars[2 * IR_COMPACT_METHOD_COUNT + 8];
   int nv = 0;
-  for (int t = 0; t < 2; t++)
-    for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
-      vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false, false,
-                           t ? tail : 0, ""};
-      snprintf(vars[nv].label, sizeof vars[nv].label, "%s%s", vars[nv].name, t ? "/tail" : "");
-      nv++;
-    }
-  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, 0, "ink-compact/host-loop"};
-  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, true, 0, "ink-compact/fixed-grids"};
+  vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain"};
   vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single"};
+  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
+    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false, false, 0, ""};
+    snprintf(vars[nv].label, sizeof vars[nv].label, "multi/%s", vars[nv].name);
+    nv++;
+  }
+  vars[nv++] = (variant){"ink-collate", IR_PIPELINE_MULTI, IR_COMPACT_INK_COLLATE, false, false, IR_TAIL_OFF,
+                         "multi/ink-collate/no-tail"};
+  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, false, IR_TAIL_OFF,
+                         "multi/ink-compact/no-tail"};
+  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, 0,
+                         "multi/ink-compact/host-loop"};
+  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
+    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, ""};
+    snprintf(vars[nv].label, sizeof vars[nv].label, "paper/%s", vars[nv].name);
+    nv++;
+  }
+  vars[nv++] = (variant){"ink-collate", IR_PIPELINE_PAPER, IR_COMPACT_INK_COLLATE, false, false, tail,
+                         "paper/ink-collate/tail"};
 
   printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g distance %g, %d frames after %d warm-up, "
-         "tail %u\n",
+         "paper tail %u, multi tail %u (auto), run bricks %u\n",
          prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation,
-         (double)distance, frames, warmup, tail);
-  printf("%-24s %8s %8s %8s %7s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n", "variant",
-         "mean_ms", "median", "p95", "FPS", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
+         (double)distance, frames, warmup, tail, ir_tail_auto((uint32_t)w * (uint32_t)h), run_bricks);
+  printf("%-28s %8s %8s %8s %7s %7s %8s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n", "variant",
+         "mean_ms", "median", "p95", "FPS", "x_plain", "x_single", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
          "rb", "it", "gen", "hit", "cover", "loop");
   double *ms = malloc(sizeof(double) * (size_t)frames);
+  double plain_ms = 0, single_ms = 0;
   for (int k = 0; k < nv; k++) {
-    if (only && strcmp(only, vars[k].label) != 0) continue;
+    if (only && !util_in_list(only, vars[k].label)) continue;
     ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .method = vars[k].method,
                        .pipeline = vars[k].pipeline, .host_loop = vars[k].host_loop,
-                       .fixed_grids = vars[k].fixed_grids, .tail_rays = vars[k].tail_rays};
+                       .fixed_grids = vars[k].fixed_grids, .tail_rays = vars[k].tail_rays,
+                       .run_bricks = run_bricks};
     ir_frame_stats s, sum;
     memset(&sum, 0, sizeof sum);
     int ok = 1;
@@ -113,7 +130,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < views && ok; i++) {
       f.camera = ir_camera_orbit(&v, 360.0f * (float)i / (float)views, elevation, distance);
       ok = ir_render_frame(r, &f, &s, err) == IR_OK;
-      if (ok && rounds && i == 0 && f.pipeline == IR_PIPELINE_MULTI) {
+      if (ok && rounds && i == 0 && (f.pipeline == IR_PIPELINE_MULTI || f.pipeline == IR_PIPELINE_PAPER)) {
         printf("## %s view 0: round traverse_rays intersect_rays traverse_ms intersect_ms (tail %u rays, %.3f ms)\n",
                vars[k].label, s.tail_rays, s.tail_ms);
         for (int q = 0; q < s.iterations && q < IR_MAX_ITERATIONS; q++)
@@ -134,14 +151,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < frames; i++) mean += ms[i];
     mean /= frames;
     qsort(ms, (size_t)frames, sizeof *ms, cmp_double);
+    if (vars[k].pipeline == IR_PIPELINE_PLAIN) plain_ms = mean;
+    if (vars[k].pipeline == IR_PIPELINE_SINGLE) single_ms = mean;
     double d = views;
-    printf("%-24s %8.4f %8.4f %8.4f %7.1f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
-           vars[k].label, mean, ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, sum.bvh_update_ms / d,
+    printf("%-28s %8.4f %8.4f %8.4f %7.1f %7.3f %8.3f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
+           vars[k].label, mean, ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, plain_ms / mean,
+           single_ms / mean, sum.bvh_update_ms / d,
            sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.tail_ms / d,
            sum.compact_ms / d,
            sum.host_wait_ms / d, sum.control_ms / d, sum.readbacks / d, sum.iterations / d, sum.rays_generated / d,
            sum.rays_hit / d, sum.rays_hit / d / ((double)w * h),
-           vars[k].pipeline == IR_PIPELINE_SINGLE ? "-" : s.graph ? (s.graph_resized ? "graph+resize" : "graph") : "host");
+           vars[k].pipeline == IR_PIPELINE_SINGLE || vars[k].pipeline == IR_PIPELINE_PLAIN ? "-" : s.graph ? (s.graph_resized ? "graph+resize" : "graph") : "host");
     fflush(stdout);
   }
   free(ms);

@@ -12,6 +12,18 @@
 #include "data/volume.h"
 #include "render/render.h"
 
+/* Whether `word` is one of the comma-separated names in `list`. */
+static inline int util_in_list(const char *list, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, word, n) == 0) return 1;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
 /* Background pixels have alpha 0, surface pixels alpha 255 (render.h). */
 static inline size_t util_coverage(const uint8_t *rgba, int w, int h) {
   size_t n = 0;

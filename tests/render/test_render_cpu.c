@@ -271,6 +271,40 @@ static void test_thread_count_does_not_change_the_image(void) {
   ir_volume_free(&v);
 }
 
+/* The brick walk (multi, single) and the BVH traversal (paper) march the same sample grid, so
+ * they draw the same image bit for bit, from any view: axis-aligned rays (zero direction
+ * components), rays along brick edges and diagonals, the camera inside the volume. */
+static void test_brick_walk_and_bvh_draw_the_same_image(void) {
+  const char *sources[] = {"builtin:fractal:100", "builtin:sphere:64", "builtin:marschner-lobb:41"};
+  const float isos[] = {127.5f, 0.5f, 0.5f};
+  const float views[][3] = {{0, 0, 1}, {90, 0, 1}, {45, 35.26439f, 1}, {10, 25, 1}, {200, -60, 0.7f}, {33, 12, 0.15f}};
+  for (size_t s = 0; s < sizeof sources / sizeof sources[0]; s++) {
+    ir_volume v;
+    if (!util_load(sources[s], &v)) {
+      CHECK(0);
+      continue;
+    }
+    float iso = (float)(v.value_min + isos[s] * (v.value_max - v.value_min));
+    if (s == 0) iso = isos[s];
+    for (size_t k = 0; k < sizeof views / sizeof views[0]; k++) {
+      ir_frame_desc f = {.width = 96, .height = 80, .isovalue = iso,
+                         .camera = ir_camera_orbit(&v, views[k][0], views[k][1], views[k][2])};
+      f.pipeline = IR_PIPELINE_PAPER;
+      uint8_t *bvh = render_cpu(&v, &f, NULL, 0);
+      f.pipeline = IR_PIPELINE_MULTI;
+      uint8_t *walk = render_cpu(&v, &f, NULL, 0);
+      size_t differ = 0;
+      for (size_t i = 0; bvh && walk && i < 96 * 80; i++) differ += memcmp(bvh + 4 * i, walk + 4 * i, 4) != 0;
+      if (differ) fprintf(stderr, "  %s view %zu: %zu pixels differ\n", sources[s], k, differ);
+      CHECK(bvh && walk && differ == 0);
+      CHECK(bvh && util_coverage(bvh, 96, 80) > 0);
+      free(bvh);
+      free(walk);
+    }
+    ir_volume_free(&v);
+  }
+}
+
 /* Real datasets beside the project: non-empty images with plausible coverage. */
 static void test_real_datasets_render(void) {
   const char *root = getenv("INKRAY_SHARED_DATA");
@@ -384,6 +418,7 @@ int main(void) {
   RUN(test_camera_inside_the_volume);
   RUN(test_tiny_odd_and_large_image_sizes);
   RUN(test_thread_count_does_not_change_the_image);
+  RUN(test_brick_walk_and_bvh_draw_the_same_image);
   RUN(test_real_datasets_render);
   RUN(test_bad_arguments_are_input_errors);
   RUN(test_nonfinite_voxels_count_as_empty);

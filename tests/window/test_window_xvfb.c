@@ -1,5 +1,5 @@
 /* The window as a person would use it, driven by a --script under a display (Xvfb with Mesa on
- * the CI machine) with the CPU renderer: every compaction method, both pipelines, isovalue
+ * the CI machine) with the CPU renderer: every compaction method, the three pipelines, isovalue
  * steps, orbit, pan, zoom, resizes, overlay and help toggles, screenshots, quit.
  *
  * Each screenshot is checked against what it should show: the size asked for, a picture (not a
@@ -198,8 +198,10 @@ static void test_scripted_session_switches_everything(void) {
              "0.1  drag left 100 100 160 110\n"
              "0.1  wheel 2\n"
              "0.1  drag right 200 150 215 140\n"
+             "0.1  key P\n"
              "0.1  screenshot moved.png\n"
              "0.1  key F\n"
+             "0.1  key P\n"
              "0.1  screenshot plain.png\n"
              "0.1  resize 240 200\n"
              "0.1  screenshot resized.png\n"
@@ -218,7 +220,10 @@ static void test_scripted_session_switches_everything(void) {
     snprintf(line, sizeof line, "inkray: method %s\n", ir_compact_methods()[k].name);
     CHECK_STR_CONTAINS(output, line);
   }
+  /* P cycles multi -> paper -> single -> multi. */
+  CHECK_STR_CONTAINS(output, "inkray: pipeline paper");
   CHECK_STR_CONTAINS(output, "inkray: pipeline single");
+  CHECK_STR_CONTAINS(output, "inkray: pipeline multi");
 
   shot shots[MAX_SHOTS];
   int count = collect_shots(output, shots, MAX_SHOTS);
@@ -252,7 +257,9 @@ static void test_scripted_session_switches_everything(void) {
     CHECK_STR_CONTAINS(m2->method, ir_compact_methods()[1].name);
     CHECK_STR_CONTAINS(m5->method, ir_compact_methods()[4].name);
     CHECK_STR_CONTAINS(iso->method, ir_compact_methods()[0].name); /* Tab wraps around */
-    CHECK_STR_CONTAINS(iso->pipeline, "single");
+    CHECK_STR_CONTAINS(iso->pipeline, "paper");
+    CHECK_STR_CONTAINS(moved->pipeline, "single");
+    CHECK_STR_CONTAINS(plain->pipeline, "multi");
     /* Up and Shift+Up: one fine and one coarse step (ten fine ones) of 1/100 of the value range. */
     double step = (volume.value_max - volume.value_min) / 100.0;
     CHECK_NEAR(iso->iso - first->iso, 11 * step, step * 1e-3);

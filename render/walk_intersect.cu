@@ -1,0 +1,83 @@
+/* Intersection stage of the multi pipeline: each ray marches the run of samples traversal found
+ * (trace.cuh: ir_march_run, four samples in flight). A hit is shaded and written at once: the
+ * normal and the colour need nothing another kernel has, so a separate shading stage would only
+ * add a launch and a compaction per round. A miss with volume left goes back to traversal,
+ * resuming at the run's last sample (intersection -> traversal compaction).
+ *
+ * The tail kernel runs the rest of the walk for the few rays left in one launch, once the rounds
+ * would carry fewer rays than their launches cost (ir_frame_desc.tail_rays). */
+#include "render/gpu_internal.cuh"
+
+/* Adds one per thread with `flag` set, one atomic per warp. Whole warp. */
+static __device__ __forceinline__ void count_warp(bool flag, uint32_t *counter) {
+  unsigned mask = __ballot_sync(0xffffffffu, flag);
+  if (mask && (threadIdx.x & 31u) == (unsigned)__ffs((int)mask) - 1u) atomicAdd(counter, (uint32_t)__popc(mask));
+}
+
+static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                             const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
+                                             ir_gpu_counters *counters, ir_stage_out to_traverse) {
+  uint32_t n = *count, i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (blockIdx.x * blockDim.x >= n && to_traverse.mode != IR_OUT_INK_COMPACT) return; /* see walk_traverse.cu */
+  bool active = i < n, hit = false, back = false;
+  uint32_t ray = 0;
+  if (active) {
+    ray = in[i];
+    const ir_trace_params &p = frame->p;
+    uint32_t pixel = ir_tiled_pixel(ray, p.cam.width, p.cam.height);
+    ir_ray r = ir_camera_ray(&p.cam, pixel);
+    ir_span s;
+    ir_ray_span(&p, &r, &s);
+    uint2 seg = b.seg[ray];
+    float t = 0.0f;
+    hit = ir_march_run(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &t);
+    if (hit) {
+      b.image[pixel] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
+    } else if ((int32_t)seg.y < s.k_end) {
+      back = true;
+      b.seg[ray].x = seg.y;
+    }
+  }
+  count_warp(hit, &counters->shade);
+  ir_stage_emit(to_traverse, active, back, ray, i);
+}
+
+cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
+                                     const uint32_t *n, ir_gpu_counters *counters, ir_stage_out to_traverse,
+                                     unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count) {
+  return ir_launch(walk_intersect_kernel, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+}
+
+static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                        const uint32_t *__restrict__ in, ir_gpu_counters *counters) {
+  uint32_t n = counters->trav_in, hits = 0;
+  const ir_trace_params &p = frame->p;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    uint32_t ray = in[i], pixel = ir_tiled_pixel(ray, p.cam.width, p.cam.height);
+    ir_ray r = ir_camera_ray(&p.cam, pixel);
+    ir_span s;
+    ir_ray_span(&p, &r, &s);
+    int32_t k = (int32_t)b.seg[ray].x, ka, kb;
+    while (ir_next_run(&p, &r, &s, k, 0, &ka, &kb)) {
+      float t = 0.0f;
+      if (ir_march_run(&p, &r, &s, ka, kb, &t)) {
+        b.image[pixel] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
+        hits++;
+        break;
+      }
+      if (kb >= s.k_end) break;
+      k = kb;
+    }
+  }
+  if (hits) atomicAdd(&counters->hits, hits);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    counters->tail = n;
+    if (counters->round == 0) counters->generated = n; /* no loop round ran to record it */
+  }
+}
+
+cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
+                                ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream) {
+  /* Grid-stride over the count on the device: sized for max_rays, at least one block. */
+  return ir_launch(walk_tail_kernel, ir_grid_for(max_rays), stream, NULL, 0, d_frame, b, in, counters);
+}
