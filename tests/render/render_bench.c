@@ -1,13 +1,15 @@
 /* render_bench: frame times of every pipeline variant on one volume, for docs/render.md.
  *
  *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
- *                [--distance D] [--tail N] [--run-bricks N] [--only NAME[,NAME...]] [--rounds]
+ *                [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] [--only NAME[,NAME...]]
+ *                [--rounds]
  *
  * Variants, in this order: the plain macrocell caster (the baseline every ratio refers to), the
  * single kernel, the default multi-kernel pipeline with every compaction method (CUDA graph,
  * automatic tail; then InK-Collate and InK-Compact without the tail, and InK-Compact host-driven),
  * the paper's pipeline with every method (no tail, as published) and with InK-Collate and the
- * tail kernel at N rays (default 65536). For each
+ * tail kernel at N rays (default 65536). --multi-tail N sets the multi pipeline's threshold
+ * instead of the automatic one (ir_tail_auto). For each
  * it renders `warmup` frames, then `frames` frames cycling through K orbit views (at distance D,
  * default 1: the volume's bounding sphere fills the image height; smaller is closer), and prints
  * mean, median and p95 of frame_ms (CUDA events around the whole frame, host work included)
@@ -42,12 +44,13 @@ static int cmp_double(const void *a, const void *b) {
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] "
-                    "[--elevation DEG] [--distance D] [--tail N] [--run-bricks N] [--only NAME[,NAME...]] "
+                    "[--elevation DEG] [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] "
+                    "[--only NAME[,NAME...]] "
                     "[--rounds]\n");
     return 2;
   }
   int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0;
-  uint32_t tail = 65536, run_bricks = 0;
+  uint32_t tail = 65536, run_bricks = 0, multi_tail = 0;
   const char *only = NULL;
   float elevation = 25.0f, distance = 1.0f, iso = (float)atof(argv[2]);
   for (int i = 3; i < argc; i += 2) {
@@ -64,6 +67,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--distance")) distance = (float)atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--tail")) tail = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--run-bricks")) run_bricks = (uint32_t)atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--multi-tail")) multi_tail = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
   }
   struct cudaDeviceProp prop;
@@ -85,7 +89,8 @@ int main(int argc, char **argv) {
   vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain"};
   vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single"};
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
-    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false, false, 0, ""};
+    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false, false,
+                         multi_tail, ""};
     snprintf(vars[nv].label, sizeof vars[nv].label, "multi/%s", vars[nv].name);
     nv++;
   }
@@ -93,7 +98,7 @@ int main(int argc, char **argv) {
                          "multi/ink-collate/no-tail"};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, false, IR_TAIL_OFF,
                          "multi/ink-compact/no-tail"};
-  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, 0,
+  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, multi_tail,
                          "multi/ink-compact/host-loop"};
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
     vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, ""};
@@ -104,9 +109,10 @@ int main(int argc, char **argv) {
                          "paper/ink-collate/tail"};
 
   printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g distance %g, %d frames after %d warm-up, "
-         "paper tail %u, multi tail %u (auto), run bricks %u\n",
+         "paper tail %u, multi tail %u, run bricks %u\n",
          prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation,
-         (double)distance, frames, warmup, tail, ir_tail_auto((uint32_t)w * (uint32_t)h), run_bricks);
+         (double)distance, frames, warmup, tail, multi_tail ? multi_tail : ir_tail_auto((uint32_t)w * (uint32_t)h),
+         run_bricks);
   printf("%-28s %8s %8s %8s %7s %7s %8s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n", "variant",
          "mean_ms", "median", "p95", "FPS", "x_plain", "x_single", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
          "rb", "it", "gen", "hit", "cover", "loop");
