@@ -12,8 +12,8 @@
 #define IR_PLAIN_BLOCK_X 16
 #define IR_PLAIN_BLOCK_Y 8
 
-static __device__ bool plain_cell_valid(const ir_brick_range *ranges, const ir_trace_params &p, const int c[3]) {
-  ir_brick_range r = ranges[c[0] + p.bricks[0] * (c[1] + p.bricks[1] * c[2])];
+static __device__ bool plain_cell_valid(const ir_brick_range *ranges, const ir_trace_params &p, const ir_brick_cursor &q) {
+  ir_brick_range r = ranges[q.cx + p.bricks[0] * (q.cy + p.bricks[1] * q.cz)];
   return r.min <= p.iso && p.iso <= r.max;
 }
 
@@ -45,25 +45,15 @@ static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
   float t, t_end;
   if (ir_ray_box(&r, p.box_lo, p.box_hi, &t, &t_end)) {
     float dt = ir_ray_step(&r);
-    ir_vec3 e = ir_ray_at(&r, t);
-    float pos[3] = {e.x, e.y, e.z}, dir[3] = {r.d.x, r.d.y, r.d.z}, exit[3];
-    int c[3], step[3];
-    for (int j = 0; j < 3; j++) {
-      int b = (int)floorf((pos[j] - 0.5f) / (float)IR_BRICK_CELLS);
-      c[j] = min(max(b, 0), (int)p.bricks[j] - 1);
-      step[j] = dir[j] > 0.0f ? 1 : (dir[j] < 0.0f ? -1 : 0);
-      exit[j] = ir_cell_exit(&p, &r, j, c[j], step[j]);
-    }
+    ir_brick_cursor q = ir_cursor_at(&p, &r, t);
     for (;;) {
-      int j = exit[0] <= exit[1] ? (exit[0] <= exit[2] ? 0 : 2) : (exit[1] <= exit[2] ? 1 : 2);
-      float t_out = fminf(exit[j], t_end), t_hit;
-      if (plain_cell_valid(ranges, p, c) && plain_march(p, r, t, t_out, dt, &t_hit)) {
+      float t_out = fminf(ir_cursor_exit(&q), t_end), t_hit;
+      if (plain_cell_valid(ranges, p, q) && plain_march(p, r, t, t_out, dt, &t_hit)) {
         color = ir_shade(ir_hit_normal(&p, &r, t_hit), r.dir_world);
         break;
       }
       if (t_out >= t_end) break;
-      c[j] += step[j];
-      exit[j] = ir_cell_exit(&p, &r, j, c[j], step[j]);
+      ir_cursor_step(&p, &r, &q);
       t = fmaxf(t, t_out);
     }
   }

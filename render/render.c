@@ -140,12 +140,13 @@ const void *ir_render_device_image(const ir_renderer *r) {
   return r && r->device == IR_DEVICE_GPU ? ir_gpu_device_image(r) : NULL;
 }
 
-/* The tail kernel pays off once a round's launches and its slowest ray cost more than the rays
- * it carries: measured on an H100 (docs/render.md), that is below about 1/16 of the rays a
- * frame starts with, and never more than 65536 rays (a few waves of the GPU). */
+/* The tail kernel pays off once a round's launches and the latency of its slowest ray cost more
+ * than the rays it carries. Measured on an H100 (docs/render.md): after the first round about a
+ * fifth of the rays are left, and finishing all of them in the tail kernel beats a second round
+ * at 1024x1024 and at 3840x2160; so the threshold is a quarter of the image. */
 uint32_t ir_tail_auto(uint32_t rays) {
-  uint32_t t = rays / 16;
-  return t < 1024 ? 1024 : (t > 65536 ? 65536 : t);
+  uint32_t t = rays / 4;
+  return t < 1024 ? 1024 : t;
 }
 
 uint32_t ir_frame_tail_rays(const ir_frame_desc *f) {

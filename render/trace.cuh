@@ -268,8 +268,8 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
  * the traversal stage of the default multi-kernel pipeline. Brick b along an axis spans
  * [16b + 0.5, 16b + 16.5] in voxel coordinates (the first from 0, the last to the volume's
  * face; bvh.cuh), so the cell boundaries are 16b + 0.5. */
-static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, const int c[3]) {
-  uint32_t i = (uint32_t)c[0] + p->bricks[0] * ((uint32_t)c[1] + p->bricks[1] * (uint32_t)c[2]);
+static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, int x, int y, int z) {
+  uint32_t i = (uint32_t)x + p->bricks[0] * ((uint32_t)y + p->bricks[1] * (uint32_t)z);
 #ifdef __CUDA_ARCH__
   if (p->ranges) {
     float2 m = __ldg((const float2 *)(p->ranges + i));
@@ -282,14 +282,58 @@ static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, const int c[3]
 #endif
 }
 
-/* t where the ray leaves cell c along axis k; infinite where it leaves the grid there (the
- * volume's exit, t1, ends the walk instead) or runs parallel to the axis. */
-static inline IR_HD float ir_cell_exit(const ir_trace_params *p, const ir_ray *r, int k, int c, int step) {
-  float o = k == 0 ? r->o.x : (k == 1 ? r->o.y : r->o.z);
-  float inv = k == 0 ? r->inv_d.x : (k == 1 ? r->inv_d.y : r->inv_d.z);
-  if (step == 0 || (step > 0 && c + 1 >= (int)p->bricks[k]) || (step < 0 && c == 0)) return INFINITY;
+/* t where the ray leaves cell c along an axis (origin o, inverse direction inv, step -1/0/1,
+ * n cells); infinite where it leaves the grid there (the volume's exit, t1, ends the walk
+ * instead) or runs parallel to the axis. */
+static inline IR_HD float ir_cell_exit(float o, float inv, int c, int step, uint32_t n) {
+  if (step == 0 || (step > 0 && c + 1 >= (int)n) || (step < 0 && c == 0)) return INFINITY;
   float boundary = (float)((step > 0 ? c + 1 : c) * IR_BRICK_CELLS) + 0.5f;
   return (boundary - o) * inv;
+}
+
+static inline IR_HD int ir_cell_of(float x, uint32_t n) {
+  float b = floorf((x - 0.5f) * (1.0f / (float)IR_BRICK_CELLS));
+  return b < 0.0f ? 0 : (b >= (float)n ? (int)n - 1 : (int)b);
+}
+
+/* The DDA's state: the cell, the step and the exit t along each axis. Plain scalars, not arrays
+ * indexed by the axis, so that they live in registers on the GPU. */
+typedef struct ir_brick_cursor {
+  int cx, cy, cz, sx, sy, sz;
+  float ex, ey, ez;
+} ir_brick_cursor;
+
+/* The cursor at the cell holding the point at t. */
+static inline IR_HD ir_brick_cursor ir_cursor_at(const ir_trace_params *p, const ir_ray *r, float t) {
+  ir_vec3 x = ir_ray_at(r, t);
+  ir_brick_cursor q;
+  q.cx = ir_cell_of(x.x, p->bricks[0]);
+  q.cy = ir_cell_of(x.y, p->bricks[1]);
+  q.cz = ir_cell_of(x.z, p->bricks[2]);
+  q.sx = r->d.x > 0.0f ? 1 : (r->d.x < 0.0f ? -1 : 0);
+  q.sy = r->d.y > 0.0f ? 1 : (r->d.y < 0.0f ? -1 : 0);
+  q.sz = r->d.z > 0.0f ? 1 : (r->d.z < 0.0f ? -1 : 0);
+  q.ex = ir_cell_exit(r->o.x, r->inv_d.x, q.cx, q.sx, p->bricks[0]);
+  q.ey = ir_cell_exit(r->o.y, r->inv_d.y, q.cy, q.sy, p->bricks[1]);
+  q.ez = ir_cell_exit(r->o.z, r->inv_d.z, q.cz, q.sz, p->bricks[2]);
+  return q;
+}
+
+/* The t where the ray leaves the current cell. */
+static inline IR_HD float ir_cursor_exit(const ir_brick_cursor *q) { return fminf(q->ex, fminf(q->ey, q->ez)); }
+
+/* Into the next cell along the axis the ray leaves through first (x, then y, then z on ties). */
+static inline IR_HD void ir_cursor_step(const ir_trace_params *p, const ir_ray *r, ir_brick_cursor *q) {
+  if (q->ex <= q->ey && q->ex <= q->ez) {
+    q->cx += q->sx;
+    q->ex = ir_cell_exit(r->o.x, r->inv_d.x, q->cx, q->sx, p->bricks[0]);
+  } else if (q->ey <= q->ez) {
+    q->cy += q->sy;
+    q->ey = ir_cell_exit(r->o.y, r->inv_d.y, q->cy, q->sy, p->bricks[1]);
+  } else {
+    q->cz += q->sz;
+    q->ez = ir_cell_exit(r->o.z, r->inv_d.z, q->cz, q->sz, p->bricks[2]);
+  }
 }
 
 /* From sample k on, walks the bricks the ray passes and returns the next run of consecutive
@@ -298,22 +342,12 @@ static inline IR_HD float ir_cell_exit(const ir_trace_params *p, const ir_ray *r
 static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
                                      int max_bricks, int32_t *ka, int32_t *kb) {
   float t = ir_span_t(s, k);
-  ir_vec3 x = ir_ray_at(r, t);
-  float pos[3] = {x.x, x.y, x.z}, dir[3] = {r->d.x, r->d.y, r->d.z};
-  int c[3], step[3];
-  float exit[3];
-  for (int j = 0; j < 3; j++) {
-    float b = floorf((pos[j] - 0.5f) * (1.0f / (float)IR_BRICK_CELLS));
-    c[j] = b < 0.0f ? 0 : (b >= (float)p->bricks[j] ? (int)p->bricks[j] - 1 : (int)b);
-    step[j] = dir[j] > 0.0f ? 1 : (dir[j] < 0.0f ? -1 : 0);
-    exit[j] = ir_cell_exit(p, r, j, c[j], step[j]);
-  }
+  ir_brick_cursor q = ir_cursor_at(p, r, t);
   float run_start = 0.0f, run_end = s->t1;
   int bricks = 0;
   for (;;) {
-    int j = exit[0] <= exit[1] ? (exit[0] <= exit[2] ? 0 : 2) : (exit[1] <= exit[2] ? 1 : 2);
-    float t_out = fminf(exit[j], s->t1);
-    if (ir_brick_valid(p, c)) {
+    float t_out = fminf(ir_cursor_exit(&q), s->t1);
+    if (ir_brick_valid(p, q.cx, q.cy, q.cz)) {
       if (bricks++ == 0) run_start = t;
       if (bricks == max_bricks) {
         run_end = t_out;
@@ -324,8 +358,7 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
       break;
     }
     if (t_out >= s->t1) break; /* run_end stays t1 */
-    c[j] += step[j];
-    exit[j] = ir_cell_exit(p, r, j, c[j], step[j]);
+    ir_cursor_step(p, r, &q);
     t = fmaxf(t, t_out);
   }
   if (bricks == 0) return false;
