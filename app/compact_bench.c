@@ -291,7 +291,7 @@ static int bench_size(bench_state *s, const int *pcts, int pct_count, uint32_t *
       if (us < 0) return 1;
       report(s, pcts[f], c.name, us, min_us, fused_bytes, copy_gbps, base_us);
     }
-    for (int p = IR_PRODUCER_INK_COLLATE; p <= IR_PRODUCER_INK_COMPACT_LOOKBACK; p++) {
+    for (int p = IR_PRODUCER_INK_COLLATE; p <= IR_PRODUCER_INK_COMPACT_SECTIONS; p++) {
       bench_case c = {CASE_FUSED, p, 0, 0, false, ""};
       snprintf(c.name, sizeof c.name, "fused: in-kernel %s", ir_compact_producer_name((ir_compact_producer)p));
       const double us = time_case(s, &c, &min_us);
@@ -305,7 +305,8 @@ static int bench_size(bench_state *s, const int *pcts, int pct_count, uint32_t *
     report(s, pcts[f], base4.name, base4_us, min_us, fused_bytes, copy_gbps, base4_us);
     bench_case x4[] = {{CASE_FUSED, IR_PRODUCER_SPARSE_X4, IR_COMPACT_INK_COLLATE, 0, false,
                         "fused: sparse-x4 + ink-collate"},
-                       {CASE_FUSED, IR_PRODUCER_INK_COLLATE_X4, 0, 0, false, "fused: in-kernel ink-collate-x4"}};
+                       {CASE_FUSED, IR_PRODUCER_INK_COLLATE_X4, 0, 0, false, "fused: in-kernel ink-collate-x4"},
+                       {CASE_FUSED, IR_PRODUCER_INK_COMPACT_X4, 0, 0, false, "fused: in-kernel ink-compact-x4"}};
     for (size_t k = 0; k < sizeof x4 / sizeof x4[0]; k++) {
       const double us = time_case(s, &x4[k], &min_us);
       if (us < 0) return 1;

@@ -2,12 +2,16 @@
  * computes a predicate per element and either emits the survivors itself (InK-Collate or
  * InK-Compact called at its end) or writes a sparse array plus flags for an out-of-kernel
  * compaction afterwards (what the paper's Thrust and Chag::PP pipelines do). All forms run the
- * same code up to the output, one element per thread. Block sizes: 256 threads for the sparse
- * and InK-Collate forms (8 blocks per SM hide the latency of each block's atomic and barriers),
- * 1024 for InK-Compact with chained sections (the chain has one hop per 32 blocks, so larger
- * blocks mean fewer hops), 256 again for its look-back form (no chain). The _X4 forms of the sparse
- * and InK-Collate producers take four elements per thread with their loads in flight together,
- * so that the memory system, not each block's chain of latencies, sets the pace. */
+ * same code up to the output, one element per thread. Block sizes: 256 threads for the sparse,
+ * InK-Collate and look-back InK-Compact forms (8 blocks per SM hide the latency of each block's
+ * atomic or look-back and its barriers), 1024 for InK-Compact with the paper's chained sections
+ * (the chain has one hop per 32 blocks, so larger blocks mean fewer hops). The _X4 forms take
+ * four elements per thread with their loads in flight together, so that the memory system, not
+ * each block's chain of latencies, sets the pace.
+ *
+ * The look-back producers index their work by blockIdx.x and pass it as the tile: they rely on
+ * blocks being dispatched in index order (compaction_device.cuh, "Scheduling"), as the section
+ * producer does; a ticket would put an atomic round trip before every block's loads. */
 #include "compaction/compaction_device.cuh"
 #include "compaction/compaction_internal.h"
 
@@ -15,9 +19,11 @@
 #define PRODUCER_SECTION_THREADS 1024
 
 #define PRODUCER_ITEMS 4 /* elements per thread of the _X4 producers */
+IR_ASSERT_BLOCK_THREADS(PRODUCER_THREADS);
+IR_ASSERT_BLOCK_THREADS(PRODUCER_SECTION_THREADS);
 
-static const char *const producer_names[IR_PRODUCER_COUNT] = {"sparse",    "ink-collate",    "ink-compact",
-                                                              "ink-compact-lb", "sparse-x4", "ink-collate-x4"};
+static const char *const producer_names[IR_PRODUCER_COUNT] = {
+    "sparse", "ink-collate", "ink-compact", "ink-compact-sections", "sparse-x4", "ink-collate-x4", "ink-compact-x4"};
 
 extern "C" const char *ir_compact_producer_name(ir_compact_producer p) {
   return (unsigned)p < IR_PRODUCER_COUNT ? producer_names[p] : "?";
@@ -53,9 +59,17 @@ __global__ void __launch_bounds__(PRODUCER_THREADS)
   ir_ink_collate_emit(keep, value, out, count);
 }
 
-__global__ void __launch_bounds__(PRODUCER_SECTION_THREADS)
+__global__ void __launch_bounds__(PRODUCER_THREADS)
     producer_compact(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
-                     uint32_t *count, size_t n, ir_ink_sections s) {
+                     uint32_t *count, size_t n, ir_ink_scan s) {
+  uint32_t value;
+  const bool keep = produce(in, keep_threshold, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x, &value);
+  ir_ink_compact_emit(keep, value, out, count, s);
+}
+
+__global__ void __launch_bounds__(PRODUCER_SECTION_THREADS)
+    producer_compact_sections(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
+                              uint32_t *count, size_t n, ir_ink_sections s) {
   uint32_t value;
   const bool keep = produce(in, keep_threshold, n, (size_t)blockIdx.x * blockDim.x + threadIdx.x, &value);
   ir_ink_compact_emit(keep, value, out, count, s);
@@ -104,13 +118,26 @@ __global__ void __launch_bounds__(PRODUCER_THREADS)
   for (int j = 0; j < PRODUCER_ITEMS; j++) ir_ink_collate_emit(keep[j], value[j], out, count);
 }
 
+/* One emit of the four elements: element first + j * PRODUCER_THREADS is item j, the layout
+ * ir_ink_compact_emit_items orders by. */
+__global__ void __launch_bounds__(PRODUCER_THREADS)
+    producer_compact_x4(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
+                        uint32_t *count, size_t n, ir_ink_scan s) {
+  uint32_t value[PRODUCER_ITEMS];
+  bool keep[PRODUCER_ITEMS];
+  produce_x4(in, keep_threshold, n, (size_t)blockIdx.x * PRODUCER_THREADS * PRODUCER_ITEMS + threadIdx.x, value,
+             keep);
+  ir_ink_compact_emit_items<PRODUCER_ITEMS>(keep, value, blockIdx.x, out, count, s);
+}
+
 extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_producer producer,
                                                const uint32_t *d_in, uint32_t keep_threshold, uint32_t *d_out,
                                                uint8_t *d_flags, uint32_t *d_count, size_t n, cudaStream_t stream) {
   if (!ctx) return cudaErrorInvalidValue;
   if ((unsigned)producer >= IR_PRODUCER_COUNT)
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "producer %d is not one of sparse, ink-collate, "
-                           "ink-compact, ink-compact-lb, sparse-x4, ink-collate-x4", (int)producer);
+                           "ink-compact, ink-compact-sections, sparse-x4, ink-collate-x4, ink-compact-x4",
+                           (int)producer);
   if (n > ctx->capacity)
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "n = %zu exceeds the context's capacity of %zu elements",
                            n, ctx->capacity);
@@ -119,7 +146,8 @@ extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_p
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "producer %s: NULL buffer", producer_names[producer]);
   if (n == 0) return cudaSuccess;
   /* The one- and four-element forms differ only in kernel and grid. */
-  const bool x4 = producer == IR_PRODUCER_SPARSE_X4 || producer == IR_PRODUCER_INK_COLLATE_X4;
+  const bool x4 = producer == IR_PRODUCER_SPARSE_X4 || producer == IR_PRODUCER_INK_COLLATE_X4 ||
+                  producer == IR_PRODUCER_INK_COMPACT_X4;
   const unsigned per_block = PRODUCER_THREADS * (x4 ? PRODUCER_ITEMS : 1);
   const unsigned grid = (unsigned)((n + per_block - 1) / per_block);
   switch (producer) {
@@ -136,15 +164,22 @@ extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_p
                                                                                          d_count, n);
     IR_LAUNCH_TRY(ctx, x4 ? "producer_collate_x4" : "producer_collate");
     break;
+  case IR_PRODUCER_INK_COMPACT:
+  case IR_PRODUCER_INK_COMPACT_X4: {
+    const ir_ink_scan s = ir_ink_scan_bind(ctx->scan, (unsigned)((ctx->scan_bytes - 256) / sizeof(unsigned long long)));
+    IR_CUDA_TRY(ctx, ir_ink_scan_reset(&s, grid, stream));
+    (x4 ? producer_compact_x4 : producer_compact)<<<grid, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out,
+                                                                                        d_count, n, s);
+    IR_LAUNCH_TRY(ctx, x4 ? "producer_compact_x4" : "producer_compact");
+    break;
+  }
   default: {
-    const bool chained = producer == IR_PRODUCER_INK_COMPACT;
-    const unsigned threads = chained ? PRODUCER_SECTION_THREADS : PRODUCER_THREADS;
-    const unsigned blocks = (unsigned)((n + threads - 1) / threads);
-    const ir_ink_sections s = ir_ink_sections_bind_mode(ctx->sections, blocks, threads,
-                                                        chained ? IR_INK_SECTIONS_CHAINED : IR_INK_SECTIONS_LOOKBACK);
+    const unsigned blocks = (unsigned)((n + PRODUCER_SECTION_THREADS - 1) / PRODUCER_SECTION_THREADS);
+    const ir_ink_sections s = ir_ink_sections_bind(ctx->sections, blocks, PRODUCER_SECTION_THREADS);
     IR_CUDA_TRY(ctx, ir_ink_sections_reset(&s, stream));
-    producer_compact<<<blocks, threads, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n, s);
-    IR_LAUNCH_TRY(ctx, "producer_compact");
+    producer_compact_sections<<<blocks, PRODUCER_SECTION_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count,
+                                                                              n, s);
+    IR_LAUNCH_TRY(ctx, "producer_compact_sections");
     break;
   }
   }

@@ -127,8 +127,12 @@ static void test_bad_arguments_give_invalid_value_and_a_readable_error(void) {
 
 static void test_reference_and_producer_names(void) {
   CHECK(strcmp(ir_compact_reference_name(IR_COMPACT_REF_CUB), "cub") == 0);
-  CHECK(strcmp(ir_compact_reference_name(IR_COMPACT_REF_INK_LOOKBACK), "ink-compact-lb") == 0);
+  CHECK(strcmp(ir_compact_reference_name(IR_COMPACT_REF_INK_SECTIONS), "ink-compact-sections") == 0);
   CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_SPARSE), "sparse") == 0);
+  CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_INK_COMPACT), "ink-compact") == 0);
+  CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_INK_COMPACT_SECTIONS), "ink-compact-sections") == 0);
+  CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_INK_COMPACT_X4), "ink-compact-x4") == 0);
+  CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_COUNT), "?") == 0);
   CHECK(strcmp(ir_compact_reference_name(IR_COMPACT_REF_COUNT), "?") == 0);
   /* The producer predicate keeps about threshold / 2^32 of the values. */
   int kept = 0;
