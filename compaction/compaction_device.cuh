@@ -148,6 +148,8 @@ typedef struct ir_ink_scan {
   unsigned *ticket;          /* next tile to hand out (ir_ink_scan_ticket) */
   unsigned long long *state; /* per tile: status | value */
   unsigned tiles;            /* bound for launches of at most this many tiles */
+  int wide;                  /* look-back: predecessors per lane in steps after the first (1..8) */
+  unsigned backoff_ns;       /* look-back: first __nanosleep of a lane waiting for a predecessor */
 } ir_ink_scan;
 
 /* Host: scratch bytes for launches of up to `tiles` tiles (the ticket on its own 256 bytes, so
@@ -160,6 +162,8 @@ static inline ir_ink_scan ir_ink_scan_bind(void *d_scratch, unsigned tiles) {
   s.ticket = (unsigned *)d_scratch;
   s.state = (unsigned long long *)((char *)d_scratch + 256);
   s.tiles = tiles;
+  s.wide = 1;
+  s.backoff_ns = 8;
   return s;
 }
 
@@ -185,7 +189,7 @@ static __device__ __forceinline__ unsigned ir_ink_warp_sum(unsigned v) {
   return v;
 }
 
-/* Predecessors a lane reads per look-back step after the first (the window is 32 times this). */
+/* Most predecessors a lane reads per look-back step after the first (ir_ink_scan.wide). */
 #define IR_INK_LOOK_BACK_WIDE 8
 
 /* Decoupled look-back: the exclusive prefix of tile `tile` from its predecessors' words,
@@ -197,11 +201,12 @@ static __device__ __forceinline__ unsigned ir_ink_warp_sum(unsigned v) {
  * flight a 32-tile window makes the whole grid walk back serially. A lane whose predecessor has
  * published nothing yet spins on it with relaxed loads, backing off with __nanosleep. Whole
  * warp; every lane returns the sum. */
-static __device__ __forceinline__ unsigned ir_ink_look_back(const unsigned long long *state, unsigned tile) {
+static __device__ __forceinline__ unsigned ir_ink_look_back(const ir_ink_scan &s, unsigned tile) {
+  const unsigned long long *state = s.state;
   const int lane = (int)(threadIdx.x & 31u);
   unsigned sum = 0;
   int slots = 1; /* warp-uniform */
-  for (int end = (int)tile - 1; end >= 0; end -= 32 * slots, slots = IR_INK_LOOK_BACK_WIDE) {
+  for (int end = (int)tile - 1; end >= 0; end -= 32 * slots, slots = s.wide) {
     unsigned long long word[IR_INK_LOOK_BACK_WIDE];
 #pragma unroll
     for (int q = 0; q < IR_INK_LOOK_BACK_WIDE; q++) { /* all loads in flight together */
@@ -214,9 +219,9 @@ static __device__ __forceinline__ unsigned ir_ink_look_back(const unsigned long 
 #pragma unroll
     for (int q = 0; q < IR_INK_LOOK_BACK_WIDE; q++) {
       const int j = end - lane - 32 * q;
-      unsigned delay = 8;
+      unsigned delay = s.backoff_ns;
       while (q < slots && j >= 0 && !(word[q] & (IR_INK_STATE_AGGREGATE | IR_INK_STATE_PREFIX))) {
-        __nanosleep(delay);
+        if (delay) __nanosleep(delay);
         if (delay < 256) delay *= 2;
         word[q] = cuda::atomic_ref<const unsigned long long, cuda::thread_scope_device>(state[j])
                       .load(cuda::memory_order_relaxed);
@@ -254,7 +259,7 @@ static __device__ __forceinline__ unsigned ir_ink_scan_tile(const ir_ink_scan &s
     return 0;
   }
   if (lane == 0) mine.store(IR_INK_STATE_AGGREGATE | count, cuda::memory_order_relaxed);
-  const unsigned base = ir_ink_look_back(s.state, tile);
+  const unsigned base = ir_ink_look_back(s, tile);
   if (lane == 0) mine.store(IR_INK_STATE_PREFIX | (unsigned long long)(base + count), cuda::memory_order_relaxed);
   return base;
 }

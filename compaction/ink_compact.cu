@@ -23,6 +23,7 @@
  * ITEMS is picked from n (aiming at <= 128 sections), or fixed by the INKRAY_INK_ITEMS
  * environment variable (4, 8 or 16; read once, for tuning runs).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "compaction/tile.cuh"
@@ -116,14 +117,19 @@ extern "C" size_t ir_ink_compact_scratch_bytes(size_t capacity) {
  * producers' 256-element blocks. */
 extern "C" size_t ir_ink_scan_scratch_bytes(size_t capacity) { return ir_ink_scan_bytes(ir_tile_count(capacity, 256) + 1); }
 
-static int pick_section_items(size_t n) {
+/* INKRAY_INK_ITEMS (4, 8 or 16) fixes the tile size of both forms, for tuning runs; read once. */
+static int forced_items(void) {
   static int forced = -1;
   if (forced < 0) {
     const char *env = getenv("INKRAY_INK_ITEMS");
     const int value = env ? atoi(env) : 0;
     forced = (value == 4 || value == 8 || value == 16) ? value : 0;
   }
-  if (forced) return forced;
+  return forced;
+}
+
+static int pick_section_items(size_t n) {
+  if (forced_items()) return forced_items();
   for (int items : section_items_options)
     if ((n + (size_t)IR_INK_SECTION_BLOCKS * IR_INK_THREADS * items - 1) /
             ((size_t)IR_INK_SECTION_BLOCKS * IR_INK_THREADS * items) <=
@@ -132,9 +138,28 @@ static int pick_section_items(size_t n) {
   return 16;
 }
 
-static ir_ink_scan scan_of(ir_compact_ctx *ctx) {
-  return ir_ink_scan_bind(ctx->scan, (unsigned)((ctx->scan_bytes - 256) / sizeof(unsigned long long)));
+/* The context's look-back state. INKRAY_INK_LOOK_BACK="wide,backoff_ns" overrides the look-back
+ * parameters, for tuning runs; read once. */
+ir_ink_scan ir_ink_scan_of_ctx(ir_compact_ctx *ctx) {
+  static int wide = 0, backoff = -1;
+  if (backoff < 0) {
+    const char *env = getenv("INKRAY_INK_LOOK_BACK");
+    int w = 1, b = 8;
+    if (env && sscanf(env, "%d,%d", &w, &b) == 2 && w >= 1 && w <= IR_INK_LOOK_BACK_WIDE && b >= 0 && b <= 1000) {
+      wide = w;
+      backoff = b;
+    } else {
+      wide = 1;
+      backoff = 8;
+    }
+  }
+  ir_ink_scan s = ir_ink_scan_bind(ctx->scan, (unsigned)((ctx->scan_bytes - 256) / sizeof(unsigned long long)));
+  s.wide = wide;
+  s.backoff_ns = (unsigned)backoff;
+  return s;
 }
+
+static ir_ink_scan scan_of(ir_compact_ctx *ctx) { return ir_ink_scan_of_ctx(ctx); }
 
 template <int ITEMS>
 static cudaError_t launch_lookback(ir_compact_ctx *ctx, const ir_compact_job *job) {
@@ -150,6 +175,12 @@ static cudaError_t launch_lookback(ir_compact_ctx *ctx, const ir_compact_job *jo
 }
 
 extern "C" cudaError_t ir_ink_compact_run(ir_compact_ctx *ctx, const ir_compact_job *job) {
+  switch (forced_items()) {
+  case 4: return launch_lookback<4>(ctx, job);
+  case 8: return launch_lookback<8>(ctx, job);
+  case 16: return launch_lookback<16>(ctx, job);
+  default: break;
+  }
   return job->n <= IR_INK_LB_SMALL_N ? launch_lookback<IR_INK_LB_ITEMS_SMALL>(ctx, job)
                                      : launch_lookback<IR_INK_LB_ITEMS>(ctx, job);
 }

@@ -12,8 +12,9 @@
  * The look-back producers index their work by blockIdx.x and pass it as the tile: they rely on
  * blocks being dispatched in index order (compaction_device.cuh, "Scheduling"), as the section
  * producer does; a ticket would put an atomic round trip before every block's loads. */
-#include "compaction/compaction_device.cuh"
-#include "compaction/compaction_internal.h"
+#include <stdlib.h>
+
+#include "compaction/tile.cuh"
 
 #define PRODUCER_THREADS 256
 #define PRODUCER_SECTION_THREADS 1024
@@ -59,7 +60,7 @@ __global__ void __launch_bounds__(PRODUCER_THREADS)
   ir_ink_collate_emit(keep, value, out, count);
 }
 
-__global__ void __launch_bounds__(PRODUCER_THREADS)
+__global__ void __launch_bounds__(1024)
     producer_compact(const uint32_t *__restrict__ in, uint32_t keep_threshold, uint32_t *__restrict__ out,
                      uint32_t *count, size_t n, ir_ink_scan s) {
   uint32_t value;
@@ -130,6 +131,18 @@ __global__ void __launch_bounds__(PRODUCER_THREADS)
   ir_ink_compact_emit_items<PRODUCER_ITEMS>(keep, value, blockIdx.x, out, count, s);
 }
 
+/* Threads per block of the one-element look-back producer: PRODUCER_THREADS, or 512 / 1024 from
+ * INKRAY_PRODUCER_THREADS for tuning runs (read once). */
+static unsigned lookback_producer_threads(void) {
+  static unsigned threads = 0;
+  if (!threads) {
+    const char *env = getenv("INKRAY_PRODUCER_THREADS");
+    const int value = env ? atoi(env) : 0;
+    threads = (value == 512 || value == 1024) ? (unsigned)value : PRODUCER_THREADS;
+  }
+  return threads;
+}
+
 extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_producer producer,
                                                const uint32_t *d_in, uint32_t keep_threshold, uint32_t *d_out,
                                                uint8_t *d_flags, uint32_t *d_count, size_t n, cudaStream_t stream) {
@@ -166,10 +179,16 @@ extern "C" cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_p
     break;
   case IR_PRODUCER_INK_COMPACT:
   case IR_PRODUCER_INK_COMPACT_X4: {
-    const ir_ink_scan s = ir_ink_scan_bind(ctx->scan, (unsigned)((ctx->scan_bytes - 256) / sizeof(unsigned long long)));
-    IR_CUDA_TRY(ctx, ir_ink_scan_reset(&s, grid, stream));
-    (x4 ? producer_compact_x4 : producer_compact)<<<grid, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out,
-                                                                                        d_count, n, s);
+    const ir_ink_scan s = ir_ink_scan_of_ctx(ctx);
+    if (x4) {
+      IR_CUDA_TRY(ctx, ir_ink_scan_reset(&s, grid, stream));
+      producer_compact_x4<<<grid, PRODUCER_THREADS, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n, s);
+    } else {
+      const unsigned threads = lookback_producer_threads();
+      const unsigned blocks = (unsigned)((n + threads - 1) / threads);
+      IR_CUDA_TRY(ctx, ir_ink_scan_reset(&s, blocks, stream));
+      producer_compact<<<blocks, threads, 0, stream>>>(d_in, keep_threshold, d_out, d_count, n, s);
+    }
     IR_LAUNCH_TRY(ctx, x4 ? "producer_compact_x4" : "producer_compact");
     break;
   }

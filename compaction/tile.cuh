@@ -127,6 +127,9 @@ static __device__ __forceinline__ void ir_grid_total_arrive(unsigned *words, uin
   }
 }
 
+/* The context's InK-Compact look-back state (ctx->scan), bound for its capacity (ink_compact.cu). */
+ir_ink_scan ir_ink_scan_of_ctx(ir_compact_ctx *ctx);
+
 /* InK-Collate out of kernel on any selection (ink_collate.cu); *count gets the number kept. */
 cudaError_t ir_ink_collate_select(ir_compact_ctx *ctx, const ir_select &sel, size_t n_max, const uint32_t *d_n,
                                   uint32_t *out, uint32_t *count, cudaStream_t stream);
