@@ -148,8 +148,6 @@ typedef struct ir_ink_scan {
   unsigned *ticket;          /* next tile to hand out (ir_ink_scan_ticket) */
   unsigned long long *state; /* per tile: status | value */
   unsigned tiles;            /* bound for launches of at most this many tiles */
-  int wide;                  /* look-back: predecessors per lane in steps after the first (1..8) */
-  unsigned backoff_ns;       /* look-back: first __nanosleep of a lane waiting for a predecessor */
 } ir_ink_scan;
 
 /* Host: scratch bytes for launches of up to `tiles` tiles (the ticket on its own 256 bytes, so
@@ -162,8 +160,6 @@ static inline ir_ink_scan ir_ink_scan_bind(void *d_scratch, unsigned tiles) {
   s.ticket = (unsigned *)d_scratch;
   s.state = (unsigned long long *)((char *)d_scratch + 256);
   s.tiles = tiles;
-  s.wide = 1;
-  s.backoff_ns = 8;
   return s;
 }
 
@@ -189,61 +185,30 @@ static __device__ __forceinline__ unsigned ir_ink_warp_sum(unsigned v) {
   return v;
 }
 
-/* Most predecessors a lane reads per look-back step after the first (ir_ink_scan.wide). */
-#define IR_INK_LOOK_BACK_WIDE 8
-
-/* Decoupled look-back: the exclusive prefix of tile `tile` from its predecessors' words,
- * stopping at the nearest published inclusive prefix. The first step reads the 32 nearest
- * predecessors (lane l reads tile - 1 - l), which is enough whenever the tiles before have kept
- * up; later steps read 32 * IR_INK_LOOK_BACK_WIDE at once (lane l, slot q: 32 q + l further
- * back), because a tile publishes its prefix only after its own look-back, so the published
- * frontier can advance no faster than one window per L2 round trip: with many small tiles in
- * flight a 32-tile window makes the whole grid walk back serially. A lane whose predecessor has
- * published nothing yet spins on it with relaxed loads, backing off with __nanosleep. Whole
- * warp; every lane returns the sum. */
-static __device__ __forceinline__ unsigned ir_ink_look_back(const ir_ink_scan &s, unsigned tile) {
-  const unsigned long long *state = s.state;
-  const int lane = (int)(threadIdx.x & 31u);
+/* Decoupled look-back: the exclusive prefix of tile `tile` from its predecessors' words, a
+ * window of 32 predecessors per step (lane l reads tile - 1 - l), stopping at the nearest
+ * published inclusive prefix. A lane whose predecessor has published nothing yet spins on it
+ * with relaxed loads, backing off with __nanosleep. Whole warp; every lane returns the sum.
+ * (Reading 4-8 predecessors per lane per step shortens long walks but raised the register count
+ * of the kernels that inline it from 32 to 48, costing occupancy: slower overall on the H100.) */
+static __device__ __forceinline__ unsigned ir_ink_look_back(const unsigned long long *state, unsigned tile) {
+  const unsigned lane = threadIdx.x & 31u;
   unsigned sum = 0;
-  int slots = 1; /* warp-uniform */
-  for (int end = (int)tile - 1; end >= 0; end -= 32 * slots, slots = s.wide) {
-    unsigned long long word[IR_INK_LOOK_BACK_WIDE];
-#pragma unroll
-    for (int q = 0; q < IR_INK_LOOK_BACK_WIDE; q++) { /* all loads in flight together */
-      const int j = end - lane - 32 * q;
-      word[q] = IR_INK_STATE_PREFIX; /* before tile 0: an offset of 0 */
-      if (q < slots && j >= 0)
-        word[q] = cuda::atomic_ref<const unsigned long long, cuda::thread_scope_device>(state[j])
-                      .load(cuda::memory_order_relaxed);
-    }
-#pragma unroll
-    for (int q = 0; q < IR_INK_LOOK_BACK_WIDE; q++) {
-      const int j = end - lane - 32 * q;
-      unsigned delay = s.backoff_ns;
-      while (q < slots && j >= 0 && !(word[q] & (IR_INK_STATE_AGGREGATE | IR_INK_STATE_PREFIX))) {
-        if (delay) __nanosleep(delay);
+  for (int end = (int)tile - 1; end >= 0; end -= 32) {
+    const int j = end - (int)lane;
+    unsigned long long word = IR_INK_STATE_PREFIX; /* before tile 0: an offset of 0 */
+    if (j >= 0) {
+      cuda::atomic_ref<const unsigned long long, cuda::thread_scope_device> pred(state[j]);
+      unsigned delay = 8;
+      while (!((word = pred.load(cuda::memory_order_relaxed)) & (IR_INK_STATE_AGGREGATE | IR_INK_STATE_PREFIX))) {
+        __nanosleep(delay);
         if (delay < 256) delay *= 2;
-        word[q] = cuda::atomic_ref<const unsigned long long, cuda::thread_scope_device>(state[j])
-                      .load(cuda::memory_order_relaxed);
       }
     }
-    int stop_q = slots, stop_lane = 31; /* the nearest published prefix: slot stop_q, lane stop_lane */
-#pragma unroll
-    for (int q = 0; q < IR_INK_LOOK_BACK_WIDE; q++) {
-      if (q < slots && stop_q == slots) {
-        const unsigned prefixes = __ballot_sync(IR_INK_FULL_MASK, (word[q] & IR_INK_STATE_PREFIX) != 0);
-        if (prefixes) {
-          stop_q = q;
-          stop_lane = __ffs(prefixes) - 1;
-        }
-      }
-    }
-    unsigned part = 0;
-#pragma unroll
-    for (int q = 0; q < IR_INK_LOOK_BACK_WIDE; q++)
-      if (q < slots && (q < stop_q || (q == stop_q && lane <= stop_lane))) part += (unsigned)word[q];
-    sum += ir_ink_warp_sum(part);
-    if (stop_q < slots) break;
+    const unsigned prefixes = __ballot_sync(IR_INK_FULL_MASK, (word & IR_INK_STATE_PREFIX) != 0);
+    const unsigned stop = prefixes ? (unsigned)__ffs(prefixes) - 1 : 31u; /* nearest published prefix */
+    sum += ir_ink_warp_sum(lane <= stop ? (unsigned)word : 0u);
+    if (prefixes) break;
   }
   return sum;
 }
@@ -259,7 +224,7 @@ static __device__ __forceinline__ unsigned ir_ink_scan_tile(const ir_ink_scan &s
     return 0;
   }
   if (lane == 0) mine.store(IR_INK_STATE_AGGREGATE | count, cuda::memory_order_relaxed);
-  const unsigned base = ir_ink_look_back(s, tile);
+  const unsigned base = ir_ink_look_back(s.state, tile);
   if (lane == 0) mine.store(IR_INK_STATE_PREFIX | (unsigned long long)(base + count), cuda::memory_order_relaxed);
   return base;
 }

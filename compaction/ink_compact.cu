@@ -23,16 +23,14 @@
  * ITEMS is picked from n (aiming at <= 128 sections), or fixed by the INKRAY_INK_ITEMS
  * environment variable (4, 8 or 16; read once, for tuning runs).
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "compaction/tile.cuh"
 
-/* Look-back tiles: as InK-Collate's (4096 elements for large streams; 1024 below 2^22, where a
- * single wave of blocks makes each block's chain of latencies the limit). */
+/* Look-back tiles of 4096 elements at every size: each tile's look-back waits for all earlier
+ * tiles to have counted themselves, so fewer tiles mean fewer waits; at 2^20, 4096-element tiles
+ * beat 1024-element ones (11.2 against 15.2 us on the H100, docs/PERFORMANCE.md). */
 #define IR_INK_LB_ITEMS 16
-#define IR_INK_LB_ITEMS_SMALL 4
-#define IR_INK_LB_SMALL_N ((size_t)1 << 22)
 /* Chained sections: aim for at most this many sections (hops of the flag chain). */
 #define IR_INK_TARGET_SECTIONS 128u
 /* 16 warps: the section controller is one block, and its move (stage 4) of 32 tiles' survivors
@@ -138,25 +136,9 @@ static int pick_section_items(size_t n) {
   return 16;
 }
 
-/* The context's look-back state. INKRAY_INK_LOOK_BACK="wide,backoff_ns" overrides the look-back
- * parameters, for tuning runs; read once. */
+/* The context's look-back state, bound for its capacity. */
 ir_ink_scan ir_ink_scan_of_ctx(ir_compact_ctx *ctx) {
-  static int wide = 0, backoff = -1;
-  if (backoff < 0) {
-    const char *env = getenv("INKRAY_INK_LOOK_BACK");
-    int w = 1, b = 8;
-    if (env && sscanf(env, "%d,%d", &w, &b) == 2 && w >= 1 && w <= IR_INK_LOOK_BACK_WIDE && b >= 0 && b <= 1000) {
-      wide = w;
-      backoff = b;
-    } else {
-      wide = 1;
-      backoff = 8;
-    }
-  }
-  ir_ink_scan s = ir_ink_scan_bind(ctx->scan, (unsigned)((ctx->scan_bytes - 256) / sizeof(unsigned long long)));
-  s.wide = wide;
-  s.backoff_ns = (unsigned)backoff;
-  return s;
+  return ir_ink_scan_bind(ctx->scan, (unsigned)((ctx->scan_bytes - 256) / sizeof(unsigned long long)));
 }
 
 static ir_ink_scan scan_of(ir_compact_ctx *ctx) { return ir_ink_scan_of_ctx(ctx); }
@@ -181,8 +163,7 @@ extern "C" cudaError_t ir_ink_compact_run(ir_compact_ctx *ctx, const ir_compact_
   case 16: return launch_lookback<16>(ctx, job);
   default: break;
   }
-  return job->n <= IR_INK_LB_SMALL_N ? launch_lookback<IR_INK_LB_ITEMS_SMALL>(ctx, job)
-                                     : launch_lookback<IR_INK_LB_ITEMS>(ctx, job);
+  return launch_lookback<IR_INK_LB_ITEMS>(ctx, job);
 }
 
 template <int ITEMS>
