@@ -125,6 +125,10 @@ typedef enum ir_compact_producer {
   IR_PRODUCER_SPARSE_X4,
   IR_PRODUCER_INK_COLLATE_X4,       /* four emits per thread: order kept within each emit's block */
   IR_PRODUCER_INK_COMPACT_X4,       /* one look-back emit of four elements per thread: input order */
+  /* Sixteen elements per thread (4096 per block): a tile as large as the out-of-kernel forms'. */
+  IR_PRODUCER_SPARSE_X16,
+  IR_PRODUCER_INK_COLLATE_X16,
+  IR_PRODUCER_INK_COMPACT_X16,
   IR_PRODUCER_COUNT
 } ir_compact_producer;
 const char *ir_compact_producer_name(ir_compact_producer p);

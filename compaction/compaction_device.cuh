@@ -239,18 +239,17 @@ static __device__ __forceinline__ void ir_ink_compact_emit_items(const bool (&ke
                                                                  const uint32_t (&value)[ITEMS], unsigned tile,
                                                                  uint32_t *out, uint32_t *out_count,
                                                                  const ir_ink_scan &s) {
-  static_assert(ITEMS >= 1 && ITEMS <= 8, "ITEMS: 1..8 elements per thread");
+  static_assert(ITEMS >= 1 && ITEMS <= 16, "ITEMS: 1..16 elements per thread");
   __shared__ unsigned offsets[32 * ITEMS]; /* per (item, warp), in output order */
   __shared__ unsigned tile_base;
   if (gridDim.x > s.tiles) __trap(); /* scratch too small */
   __syncthreads(); /* an earlier emit in this kernel may still read the shared words */
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const unsigned lt = ir_ink_lanemask_lt();
-  unsigned ballot[ITEMS];
 #pragma unroll
   for (int j = 0; j < ITEMS; j++) {
-    ballot[j] = __ballot_sync(IR_INK_FULL_MASK, keep[j]); /* InK eq. 1-2 */
-    if (lane == 0) offsets[j * warps + warp] = (unsigned)__popc(ballot[j]);
+    const unsigned ballot = __ballot_sync(IR_INK_FULL_MASK, keep[j]); /* InK eq. 1-2 */
+    if (lane == 0) offsets[j * warps + warp] = (unsigned)__popc(ballot);
   }
   __syncthreads();
   if (warp == 0) {
@@ -271,8 +270,10 @@ static __device__ __forceinline__ void ir_ink_compact_emit_items(const bool (&ke
   }
   __syncthreads();
 #pragma unroll
-  for (int j = 0; j < ITEMS; j++)
-    if (keep[j]) out[tile_base + offsets[j * warps + warp] + (unsigned)__popc(ballot[j] & lt)] = value[j];
+  for (int j = 0; j < ITEMS; j++) { /* the ballots again rather than ITEMS registers kept across the wait */
+    const unsigned ballot = __ballot_sync(IR_INK_FULL_MASK, keep[j]);
+    if (keep[j]) out[tile_base + offsets[j * warps + warp] + (unsigned)__popc(ballot & lt)] = value[j];
+  }
 }
 
 /* One element per thread, the tile = blockIdx.x (see "Scheduling" above). */

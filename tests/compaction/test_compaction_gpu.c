@@ -455,7 +455,7 @@ static void test_in_kernel_emits_match_the_cpu(void) {
       for (size_t i = 0; i < n; i++) h_flags[i] = ir_compact_producer_keeps(h_in[i], thresholds[t]);
       const size_t kept = reference(n);
       for (int p = 1; p < IR_PRODUCER_COUNT; p++) {
-        if (p == IR_PRODUCER_SPARSE_X4) continue; /* checked below with the other sparse form */
+        if (p == IR_PRODUCER_SPARSE_X4 || p == IR_PRODUCER_SPARSE_X16) continue; /* checked below */
         char label[120];
         snprintf(label, sizeof label, "producer %s n=%zu threshold=%08x", ir_compact_producer_name(p), n,
                  thresholds[t]);
@@ -467,12 +467,12 @@ static void test_in_kernel_emits_match_the_cpu(void) {
         cudaMemcpy(h_out, d_out, (n + GUARD) * sizeof(uint32_t), cudaMemcpyDeviceToHost);
         const size_t count = read_count();
         const bool stable = p == IR_PRODUCER_INK_COMPACT || p == IR_PRODUCER_INK_COMPACT_SECTIONS ||
-                            p == IR_PRODUCER_INK_COMPACT_X4;
+                            p == IR_PRODUCER_INK_COMPACT_X4 || p == IR_PRODUCER_INK_COMPACT_X16;
         if (compare(label, h_out, count, kept, stable)) check_guard(label, count, n + GUARD);
       }
       /* the sparse producers' flags and values feed an out-of-kernel compaction */
-      const ir_compact_producer sparse_forms[] = {IR_PRODUCER_SPARSE, IR_PRODUCER_SPARSE_X4};
-      for (int f = 0; f < 2; f++) {
+      const ir_compact_producer sparse_forms[] = {IR_PRODUCER_SPARSE, IR_PRODUCER_SPARSE_X4, IR_PRODUCER_SPARSE_X16};
+      for (int f = 0; f < 3; f++) {
         poison_output(n);
         cudaMemset(d_flags, 0xAB, n);
         if (!cuda_ok(ir_compact_producer_run(ctx, sparse_forms[f], d_in, thresholds[t], d_list, d_flags, NULL, n,
