@@ -57,6 +57,9 @@ static void test_a_context_of_capacity_zero_needs_no_gpu(void) {
   CHECK(ctx != NULL);
   CHECK_EQ_INT(ir_compact_ctx_capacity(ctx), 0);
   CHECK_STR_CONTAINS(ir_compact_last_error(ctx), "no error");
+  /* no kernel ever ran on it, so there is no device-side error to read (and no CUDA call) */
+  CHECK_EQ_INT(ir_compact_device_error(ctx, 0), cudaSuccess);
+  CHECK_EQ_INT(ir_compact_device_error(NULL, 0), cudaErrorInvalidValue);
   CHECK_EQ_INT(ir_compact_ctx_create(NULL, 0), cudaErrorInvalidValue);
   ir_compact_ctx_destroy(ctx);
   ir_compact_ctx_destroy(NULL);
