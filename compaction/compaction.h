@@ -145,9 +145,10 @@ cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_producer pro
  * (NVBench's "blocking kernel" does the same). */
 cudaError_t ir_compact_hold_gpu(unsigned microseconds, cudaStream_t stream);
 
-/* Bad input that only a kernel can see (Redzone: a removal index >= n, an index listed twice in
- * the red zone, or orphan counts that do not match): the kernels leave the data untouched, set
- * *d_count = n and record the problem in the context, where it stays until this call reads it.
+/* Bad input that only a kernel can see (Redzone: a removal index >= n or an index listed twice in
+ * the red zone - the data are left untouched - or orphan counts that do not match, which skips
+ * the last phase): the kernels set *d_count = n and record the problem in the context, where it
+ * stays, and makes later Redzone calls on the context refuse too, until this call reads it.
  * Synchronises `stream`; returns cudaErrorInvalidValue (with ir_compact_last_error saying what
  * was wrong) if a call on this context since the last check found bad input, else cudaSuccess.
  * Debug builds also check every removal list before the call (with a host sync), duplicates
