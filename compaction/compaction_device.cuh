@@ -68,6 +68,12 @@
   static_assert((threads) % 32 == 0 && (threads) >= 32 && (threads) <= 1024,                       \
                 #threads ": the compaction block scans need a multiple of 32 threads, at most 1024")
 
+/* The run-time side of the same contract, for the emits (block sizes of user kernels are not
+ * compile-time constants): a block of a partial warp would read lanes that do not exist. */
+static __device__ __forceinline__ void ir_ink_check_block_(void) {
+  if (blockDim.x & 31u) __trap();
+}
+
 /* InK §2.3: 32 blocks per section, so that the block-offset scan fits one warp's ballot. */
 #define IR_INK_SECTION_BLOCKS 32u
 #define IR_INK_FULL_MASK 0xffffffffu
@@ -134,6 +140,7 @@ static __device__ __forceinline__ void ir_ink_collate_emit(bool keep, uint32_t v
                                                            uint32_t *out_count) {
   __shared__ unsigned warp_scan[33];
   __shared__ unsigned block_base;
+  ir_ink_check_block_();
   __syncthreads(); /* an earlier emit in this kernel may still read the shared words */
   unsigned local;
   ir_block_scan(keep ? 1u : 0u, 1, warp_scan, &local, out_count, &block_base);
@@ -243,6 +250,7 @@ static __device__ __forceinline__ void ir_ink_compact_emit_items(const bool (&ke
   __shared__ unsigned offsets[32 * ITEMS]; /* per (item, warp), in output order */
   __shared__ unsigned tile_base;
   if (gridDim.x > s.tiles) __trap(); /* scratch too small */
+  ir_ink_check_block_();
   __syncthreads(); /* an earlier emit in this kernel may still read the shared words */
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const unsigned lt = ir_ink_lanemask_lt();
@@ -443,6 +451,7 @@ static __device__ __forceinline__ void ir_ink_compact_emit(bool keep, uint32_t v
                                                            uint32_t *out_count, const ir_ink_sections &s) {
   __shared__ unsigned warp_scan[33];
   if (gridDim.x > s.grid_blocks || blockDim.x > s.block_threads) __trap(); /* scratch too small */
+  ir_ink_check_block_();
   __syncthreads(); /* an earlier emit in this kernel may still read the shared words */
   unsigned local; /* stage 1: local compaction into the intermediate buffer */
   const unsigned block_count = ir_block_scan(keep ? 1u : 0u, 1, warp_scan, &local);
