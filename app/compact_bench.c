@@ -123,7 +123,7 @@ static cudaError_t enqueue_run(bench_state *s, const bench_case *c) {
     return ir_compact_remove_indices(s->ctx, (ir_compact_method)c->which, s->d_work, n, s->d_list, s->k,
                                      s->d_count, s->stream);
   case CASE_FUSED:
-    if (c->which != IR_PRODUCER_SPARSE && c->which != IR_PRODUCER_SPARSE_X4)
+    if (c->which != IR_PRODUCER_SPARSE && c->which != IR_PRODUCER_SPARSE_X4 && c->which != IR_PRODUCER_SPARSE_X16)
       return ir_compact_producer_run(s->ctx, (ir_compact_producer)c->which, s->d_in, s->threshold, s->d_out, NULL,
                                      s->d_count, n, s->stream);
     err = ir_compact_producer_run(s->ctx, (ir_compact_producer)c->which, s->d_in, s->threshold, s->d_sparse,
@@ -291,25 +291,35 @@ static int bench_size(bench_state *s, const int *pcts, int pct_count, uint32_t *
       if (us < 0) return 1;
       report(s, pcts[f], c.name, us, min_us, fused_bytes, copy_gbps, base_us);
     }
-    for (int p = IR_PRODUCER_INK_COLLATE; p <= IR_PRODUCER_INK_COMPACT_LOOKBACK; p++) {
+    for (int p = IR_PRODUCER_INK_COLLATE; p <= IR_PRODUCER_INK_COMPACT_SECTIONS; p++) {
       bench_case c = {CASE_FUSED, p, 0, 0, false, ""};
       snprintf(c.name, sizeof c.name, "fused: in-kernel %s", ir_compact_producer_name((ir_compact_producer)p));
       const double us = time_case(s, &c, &min_us);
       if (us < 0) return 1;
       report(s, pcts[f], c.name, us, min_us, fused_bytes, copy_gbps, base_us);
     }
-    /* The same comparison with four elements per thread in both producers. */
-    bench_case base4 = {CASE_FUSED, IR_PRODUCER_SPARSE_X4, -1, IR_COMPACT_REF_CUB, false, "fused: sparse-x4 + cub"};
-    const double base4_us = time_case(s, &base4, &min_us);
-    if (base4_us < 0) return 1;
-    report(s, pcts[f], base4.name, base4_us, min_us, fused_bytes, copy_gbps, base4_us);
-    bench_case x4[] = {{CASE_FUSED, IR_PRODUCER_SPARSE_X4, IR_COMPACT_INK_COLLATE, 0, false,
-                        "fused: sparse-x4 + ink-collate"},
-                       {CASE_FUSED, IR_PRODUCER_INK_COLLATE_X4, 0, 0, false, "fused: in-kernel ink-collate-x4"}};
-    for (size_t k = 0; k < sizeof x4 / sizeof x4[0]; k++) {
-      const double us = time_case(s, &x4[k], &min_us);
-      if (us < 0) return 1;
-      report(s, pcts[f], x4[k].name, us, min_us, fused_bytes, copy_gbps, base4_us);
+    /* The same comparison with four and sixteen elements per thread in every producer. */
+    static const struct {
+      int sparse, collate, compact;
+      const char *tag;
+    } wide[] = {{IR_PRODUCER_SPARSE_X4, IR_PRODUCER_INK_COLLATE_X4, IR_PRODUCER_INK_COMPACT_X4, "x4"},
+                {IR_PRODUCER_SPARSE_X16, IR_PRODUCER_INK_COLLATE_X16, IR_PRODUCER_INK_COMPACT_X16, "x16"}};
+    for (size_t w = 0; w < sizeof wide / sizeof wide[0]; w++) {
+      bench_case cases[4] = {{CASE_FUSED, wide[w].sparse, -1, IR_COMPACT_REF_CUB, false, ""},
+                             {CASE_FUSED, wide[w].sparse, IR_COMPACT_INK_COLLATE, 0, false, ""},
+                             {CASE_FUSED, wide[w].collate, 0, 0, false, ""},
+                             {CASE_FUSED, wide[w].compact, 0, 0, false, ""}};
+      snprintf(cases[0].name, sizeof cases[0].name, "fused: sparse-%s + cub", wide[w].tag);
+      snprintf(cases[1].name, sizeof cases[1].name, "fused: sparse-%s + ink-collate", wide[w].tag);
+      snprintf(cases[2].name, sizeof cases[2].name, "fused: in-kernel ink-collate-%s", wide[w].tag);
+      snprintf(cases[3].name, sizeof cases[3].name, "fused: in-kernel ink-compact-%s", wide[w].tag);
+      double wide_base_us = 0;
+      for (size_t k = 0; k < 4; k++) {
+        const double us = time_case(s, &cases[k], &min_us);
+        if (us < 0) return 1;
+        if (k == 0) wide_base_us = us;
+        report(s, pcts[f], cases[k].name, us, min_us, fused_bytes, copy_gbps, wide_base_us);
+      }
     }
   }
   return 0;
@@ -468,8 +478,8 @@ static int run_bench(const bench_desc *d) {
     s.n = (size_t)1 << sizes[i];
     status = bench_size(&s, pcts, pct_count, &h_list, &h_list_cap);
   }
-  printf("vs base: time over CUB's for plain streams, over 'fused: sparse + cub' ('fused: sparse-x4 + cub' for the\n"
-         "x4 rows) for fused rows\n");
+  printf("vs base: time over CUB's for plain streams, over 'fused: sparse + cub' for fused rows ('fused: sparse-x4 +\n"
+         "cub' for the x4 rows, 'fused: sparse-x16 + cub' for the x16 rows)\n");
 done:
   if (s.csv) fclose(s.csv);
   cudaFree(s.d_in);

@@ -25,7 +25,7 @@ extern "C" {
 
 /* ---- Methods ------------------------------------------------------------------------------ */
 typedef enum ir_compact_method {
-  IR_COMPACT_INK_COMPACT = 0, /* in-kernel, order-preserving block sections (InK §2.1-2.3) */
+  IR_COMPACT_INK_COMPACT = 0, /* in-kernel, order-preserving: InK §2.1-2.2 offsets, look-back between blocks */
   IR_COMPACT_INK_COLLATE,     /* in-kernel, atomic block offset, order kept within a block (InK §2.4) */
   IR_COMPACT_THRUST,          /* thrust::copy_if with a caching allocator */
   IR_COMPACT_JUMPING_JACK,    /* MAS jump search, block-based, non-monotonic (Moreira et al. 2009) */
@@ -100,10 +100,11 @@ bool ir_compact_supports_device_n(ir_compact_method method);
 typedef enum ir_compact_reference {
   IR_COMPACT_REF_CUB = 0,          /* cub::DeviceSelect::Flagged: the speed reference */
   IR_COMPACT_REF_THRUST_BARE,      /* thrust::copy_if, default allocator (allocates per call) */
-  IR_COMPACT_REF_INK_LOOKBACK,     /* InK-Compact with decoupled look-back between sections */
+  IR_COMPACT_REF_INK_SECTIONS,     /* InK-Compact with the paper's chained sections (InK §2.3) */
   IR_COMPACT_REF_COUNT
 } ir_compact_reference;
-const char *ir_compact_reference_name(ir_compact_reference r); /* "cub", "thrust-bare", "ink-compact-lb" */
+/* "cub", "thrust-bare", "ink-compact-sections" */
+const char *ir_compact_reference_name(ir_compact_reference r);
 cudaError_t ir_compact_reference_flagged(ir_compact_ctx *ctx, ir_compact_reference ref,
                                          const uint32_t *d_in, const uint8_t *d_flags,
                                          uint32_t *d_out, uint32_t *d_count, size_t n,
@@ -116,13 +117,18 @@ cudaError_t ir_compact_reference_flagged(ir_compact_ctx *ctx, ir_compact_referen
 typedef enum ir_compact_producer {
   IR_PRODUCER_SPARSE = 0,
   IR_PRODUCER_INK_COLLATE,
-  IR_PRODUCER_INK_COMPACT,          /* the paper's chained sections */
-  IR_PRODUCER_INK_COMPACT_LOOKBACK, /* sections with decoupled look-back */
-  /* The same two producers with four elements per thread, their loads issued together (one
-   * element per thread leaves a memory-bound producer latency-bound). InK-Compact's sections
-   * allow one emit per thread and launch, so it has no such form. */
+  IR_PRODUCER_INK_COMPACT,          /* per-block decoupled look-back, survivors straight to place */
+  IR_PRODUCER_INK_COMPACT_SECTIONS, /* the paper's chained sections (InK §2.3) */
+  /* Four elements per thread, their loads issued together (one element per thread leaves a
+   * memory-bound producer latency-bound). The sections allow one emit per thread and launch,
+   * so they have no such form. */
   IR_PRODUCER_SPARSE_X4,
   IR_PRODUCER_INK_COLLATE_X4,       /* four emits per thread: order kept within each emit's block */
+  IR_PRODUCER_INK_COMPACT_X4,       /* one look-back emit of four elements per thread: input order */
+  /* Sixteen elements per thread (4096 per block): a tile as large as the out-of-kernel forms'. */
+  IR_PRODUCER_SPARSE_X16,
+  IR_PRODUCER_INK_COLLATE_X16,
+  IR_PRODUCER_INK_COMPACT_X16,
   IR_PRODUCER_COUNT
 } ir_compact_producer;
 const char *ir_compact_producer_name(ir_compact_producer p);
@@ -138,6 +144,16 @@ cudaError_t ir_compact_producer_run(ir_compact_ctx *ctx, ir_compact_producer pro
  * is already queued when the GPU reaches it and host launch latency stays out of the figure
  * (NVBench's "blocking kernel" does the same). */
 cudaError_t ir_compact_hold_gpu(unsigned microseconds, cudaStream_t stream);
+
+/* Bad input that only a kernel can see (Redzone: a removal index >= n or an index listed twice in
+ * the red zone - the data are left untouched - or orphan counts that do not match, which skips
+ * the last phase): the kernels set *d_count = n and record the problem in the context, where it
+ * stays, and makes later Redzone calls on the context refuse too, until this call reads it.
+ * Synchronises `stream`; returns cudaErrorInvalidValue (with ir_compact_last_error saying what
+ * was wrong) if a call on this context since the last check found bad input, else cudaSuccess.
+ * Debug builds also check every removal list before the call (with a host sync), duplicates
+ * outside the red zone included. */
+cudaError_t ir_compact_device_error(ir_compact_ctx *ctx, cudaStream_t stream);
 
 /* One readable line for the last error of a call on this context (what failed and why). */
 const char *ir_compact_last_error(const ir_compact_ctx *ctx);

@@ -26,9 +26,12 @@ struct ir_compact_ctx {
   uint8_t *flags;           /* capacity: keep flags built from a removal list */
   uint32_t *values;         /* capacity: staging for in-place removal through out-of-place methods */
   uint32_t *indices;        /* capacity: removal list derived from flags (Redzone's flagged form) */
-  void *sections;           /* InK-Compact out-of-kernel section state */
+  void *sections;           /* InK-Compact section state (the paper's protocol) */
   size_t sections_bytes;
-  uint32_t *rz_marks;       /* capacity bits: Redzone phase 1 marks of the red zone */
+  void *scan;               /* InK-Compact look-back state: ticket and per-tile status words */
+  size_t scan_bytes;
+  uint32_t *rz_marks;       /* capacity bits: Redzone phase 1 marks of the red zone, all zero
+                               between calls (phase 3 clears the words phase 1 used) */
   uint32_t *rz_orphans;     /* capacity/2 + 1: Redzone destination orphans */
   uint32_t *rz_block_counts; /* 2 * IR_RZ_MAX_BLOCKS: Redzone orphan counts per block */
   uint32_t *dup_bits;       /* capacity bits, debug builds: duplicate check of removal lists */
@@ -38,8 +41,17 @@ struct ir_compact_ctx {
 };
 
 /* ctx->words: the removal count Redzone derives; two words for debug checks; a self-resetting
- * grid total (total, arrivals) that must be zero between launches. */
-enum { IR_CTX_WORD_REMOVALS = 0, IR_CTX_WORD_SCRATCH = 2, IR_CTX_WORD_GRID_TOTAL = 4, IR_CTX_WORDS = 8 };
+ * grid total (total, arrivals) that must be zero between launches; the device-side error a
+ * kernel found in its input (kind, value), sticky until ir_compact_device_error reads it. */
+enum {
+  IR_CTX_WORD_REMOVALS = 0,
+  IR_CTX_WORD_SCRATCH = 2,
+  IR_CTX_WORD_GRID_TOTAL = 4,
+  IR_CTX_WORD_DEVICE_ERROR = 6,
+  IR_CTX_WORDS = 8
+};
+/* Kinds of device-side errors (ctx->words[IR_CTX_WORD_DEVICE_ERROR]). */
+enum { IR_DEVICE_ERROR_NONE = 0, IR_DEVICE_ERROR_INDEX_RANGE, IR_DEVICE_ERROR_DUPLICATE, IR_DEVICE_ERROR_ORPHANS };
 /* Redzone Algorithm 2: at most this many blocks, so that phase 3 scans the per-block orphan
  * counts within one block. */
 #define IR_RZ_MAX_BLOCKS 1024
@@ -80,9 +92,11 @@ typedef struct ir_compact_job {
 } ir_compact_job;
 
 cudaError_t ir_ink_collate_run(ir_compact_ctx *ctx, const ir_compact_job *job);
-/* mode: ir_ink_section_mode (chained sections as in the paper, or look-back) */
-cudaError_t ir_ink_compact_run(ir_compact_ctx *ctx, const ir_compact_job *job, int mode);
+/* InK-Compact: per-tile decoupled look-back (the method), or the paper's chained sections. */
+cudaError_t ir_ink_compact_run(ir_compact_ctx *ctx, const ir_compact_job *job);
+cudaError_t ir_ink_compact_sections_run(ir_compact_ctx *ctx, const ir_compact_job *job);
 size_t ir_ink_compact_scratch_bytes(size_t capacity);
+size_t ir_ink_scan_scratch_bytes(size_t capacity);
 cudaError_t ir_jumping_jack_run(ir_compact_ctx *ctx, const ir_compact_job *job);
 cudaError_t ir_thrust_run(ir_compact_ctx *ctx, const ir_compact_job *job);
 cudaError_t ir_thrust_cache_create(ir_compact_ctx *ctx);

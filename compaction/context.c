@@ -33,17 +33,17 @@ const char *ir_compact_last_error(const ir_compact_ctx *ctx) {
 size_t ir_compact_ctx_capacity(const ir_compact_ctx *ctx) { return ctx ? ctx->capacity : 0; }
 
 static void free_buffers(ir_compact_ctx *ctx) {
-  void *buffers[] = {ctx->words,      ctx->flags,           ctx->values,   ctx->indices,
-                     ctx->sections,   ctx->rz_marks,        ctx->rz_orphans, ctx->rz_block_counts,
-                     ctx->dup_bits,   ctx->cub_temp};
+  void *buffers[] = {ctx->words,    ctx->flags,    ctx->values,     ctx->indices,         ctx->sections,
+                     ctx->scan,     ctx->rz_marks, ctx->rz_orphans, ctx->rz_block_counts, ctx->dup_bits,
+                     ctx->cub_temp};
   for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
     if (buffers[i]) cudaFree(buffers[i]);
   ctx->words = NULL;
   ctx->flags = NULL;
   ctx->values = ctx->indices = ctx->rz_marks = ctx->rz_orphans = ctx->rz_block_counts = NULL;
   ctx->dup_bits = NULL;
-  ctx->sections = ctx->cub_temp = NULL;
-  ctx->sections_bytes = ctx->cub_temp_bytes = 0;
+  ctx->sections = ctx->scan = ctx->cub_temp = NULL;
+  ctx->sections_bytes = ctx->scan_bytes = ctx->cub_temp_bytes = 0;
   ctx->capacity = 0;
 }
 
@@ -70,6 +70,7 @@ cudaError_t ir_compact_ctx_reserve(ir_compact_ctx *ctx, size_t max_elements) {
   IR_CUDA_TRY(ctx, cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, 0));
   const size_t words32 = max_elements / 32 + 1;
   ctx->sections_bytes = ir_ink_compact_scratch_bytes(max_elements);
+  ctx->scan_bytes = ir_ink_scan_scratch_bytes(max_elements);
   size_t cub_bytes = 0;
   IR_CUDA_TRY(ctx, ir_cub_temp_bytes(max_elements, &cub_bytes));
   ALLOC_TRY(ctx, ctx->words, IR_CTX_WORDS * sizeof(uint32_t));
@@ -78,7 +79,9 @@ cudaError_t ir_compact_ctx_reserve(ir_compact_ctx *ctx, size_t max_elements) {
   ALLOC_TRY(ctx, ctx->values, max_elements * sizeof(uint32_t));
   ALLOC_TRY(ctx, ctx->indices, max_elements * sizeof(uint32_t));
   ALLOC_TRY(ctx, ctx->sections, ctx->sections_bytes);
+  ALLOC_TRY(ctx, ctx->scan, ctx->scan_bytes);
   ALLOC_TRY(ctx, ctx->rz_marks, words32 * sizeof(uint32_t));
+  IR_CUDA_TRY(ctx, cudaMemset(ctx->rz_marks, 0, words32 * sizeof(uint32_t)));
   ALLOC_TRY(ctx, ctx->rz_orphans, max_elements * sizeof(uint32_t));
   ALLOC_TRY(ctx, ctx->rz_block_counts, 2 * IR_RZ_MAX_BLOCKS * sizeof(uint32_t));
 #ifndef NDEBUG
@@ -164,7 +167,7 @@ static cudaError_t check_out_of_place(ir_compact_ctx *ctx, const uint32_t *d_in,
 
 static cudaError_t run_job(ir_compact_ctx *ctx, ir_compact_method method, const ir_compact_job *job) {
   switch (method) {
-  case IR_COMPACT_INK_COMPACT: return ir_ink_compact_run(ctx, job, 0);
+  case IR_COMPACT_INK_COMPACT: return ir_ink_compact_run(ctx, job);
   case IR_COMPACT_INK_COLLATE: return ir_ink_collate_run(ctx, job);
   case IR_COMPACT_THRUST: return ir_thrust_run(ctx, job);
   case IR_COMPACT_JUMPING_JACK: return ir_jumping_jack_run(ctx, job);
@@ -280,9 +283,40 @@ cudaError_t ir_compact_remove_indices_dn(ir_compact_ctx *ctx, ir_compact_method 
   return remove_through_flags(ctx, method, d_data, max_n, d_n, d_remove, max_k, d_k, d_count, stream);
 }
 
+/* ---- Errors the kernels found --------------------------------------------------------------- */
+
+cudaError_t ir_compact_device_error(ir_compact_ctx *ctx, cudaStream_t stream) {
+  if (!ctx) return cudaErrorInvalidValue;
+  if (!ctx->words) return cudaSuccess; /* capacity 0: no kernel ever ran */
+  uint32_t *word = ctx->words + IR_CTX_WORD_DEVICE_ERROR;
+  uint32_t host[2] = {0, 0};
+  IR_CUDA_TRY(ctx, cudaMemcpyAsync(host, word, sizeof host, cudaMemcpyDeviceToHost, stream));
+  IR_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+  if (host[0] == IR_DEVICE_ERROR_NONE) return cudaSuccess;
+  IR_CUDA_TRY(ctx, cudaMemsetAsync(word, 0, sizeof host, stream));
+  IR_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+  switch (host[0]) {
+  case IR_DEVICE_ERROR_INDEX_RANGE:
+    return ir_compact_fail(ctx, cudaErrorInvalidValue,
+                           "redzone: removal index %u is not below n: the list was refused, nothing removed",
+                           host[1]);
+  case IR_DEVICE_ERROR_DUPLICATE:
+    return ir_compact_fail(ctx, cudaErrorInvalidValue,
+                           "redzone: removal index %u is listed more than once: indices must be distinct; the "
+                           "list was refused, nothing removed",
+                           host[1]);
+  default:
+    return ir_compact_fail(ctx, cudaErrorInvalidValue,
+                           "redzone: %u source orphans do not match the destination orphans (the removal list "
+                           "is not a set of distinct indices below n): phase 3 was skipped, the data is "
+                           "partly rearranged",
+                           host[1]);
+  }
+}
+
 /* ---- References ------------------------------------------------------------------------------- */
 
-static const char *const reference_names[IR_COMPACT_REF_COUNT] = {"cub", "thrust-bare", "ink-compact-lb"};
+static const char *const reference_names[IR_COMPACT_REF_COUNT] = {"cub", "thrust-bare", "ink-compact-sections"};
 
 const char *ir_compact_reference_name(ir_compact_reference r) {
   return (unsigned)r < IR_COMPACT_REF_COUNT ? reference_names[r] : "?";
@@ -294,7 +328,7 @@ cudaError_t ir_compact_reference_flagged(ir_compact_ctx *ctx, ir_compact_referen
   if (!ctx) return cudaErrorInvalidValue;
   if ((unsigned)ref >= IR_COMPACT_REF_COUNT)
     return ir_compact_fail(ctx, cudaErrorInvalidValue, "reference %d is not one of cub, thrust-bare, "
-                           "ink-compact-lb", (int)ref);
+                           "ink-compact-sections", (int)ref);
   CHECK_TRY(check_out_of_place(ctx, d_in, d_flags, "d_flags", d_out, d_count, n));
   if (n == 0) IR_CUDA_TRY(ctx, cudaMemsetAsync(d_count, 0, sizeof *d_count, stream));
   if (n == 0) return cudaSuccess;
@@ -302,6 +336,6 @@ cudaError_t ir_compact_reference_flagged(ir_compact_ctx *ctx, ir_compact_referen
   switch (ref) {
   case IR_COMPACT_REF_CUB: return ir_cub_flagged_run(ctx, &job);
   case IR_COMPACT_REF_THRUST_BARE: return ir_thrust_bare_run(ctx, &job);
-  default: return ir_ink_compact_run(ctx, &job, 1);
+  default: return ir_ink_compact_sections_run(ctx, &job);
   }
 }

@@ -28,8 +28,8 @@ __global__ void __launch_bounds__(IR_TILE_THREADS)
     uint32_t v[ITEMS];
     const uint32_t mask = ir_tile_load<ITEMS>(sel, tile_start, n, vec, v);
     unsigned offset;
-    const unsigned total = ir_tile_offset<ITEMS>(mask, warp_scan, &offset);
-    if (threadIdx.x == 0 && total) tile_base = atomicAdd(grid_total, total); /* InK §2.4 eq. 5 */
+    /* InK §2.4 eq. 5: the scan reserves the tile's place as soon as warp 0 has the total */
+    const unsigned total = ir_tile_offset<ITEMS>(mask, warp_scan, &offset, grid_total, &tile_base);
     ir_tile_stage<ITEMS>(mask, v, offset, staged);
     __syncthreads();
     for (unsigned i = threadIdx.x; i < total; i += IR_TILE_THREADS) out[tile_base + i] = staged[i];

@@ -5,7 +5,7 @@
 
 static const ir_compact_method_info method_table[IR_COMPACT_METHOD_COUNT] = {
     {IR_COMPACT_INK_COMPACT, "ink-compact",
-     "InK-Compact: in-kernel, order-preserving (ballot/popc + block sections)", true, true, false},
+     "InK-Compact: in-kernel, order-preserving (ballot/popc + decoupled look-back)", true, true, false},
     {IR_COMPACT_INK_COLLATE, "ink-collate",
      "InK-Collate: in-kernel, atomic block offset, order kept within a block", true, false, false},
     {IR_COMPACT_THRUST, "thrust", "Thrust copy_if (scan + scatter) with a caching allocator", false,

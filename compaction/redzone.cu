@@ -12,20 +12,32 @@
  * Departures from the paper, and why:
  *   - Marks: the paper marks deleted items in A itself ("provided that unused state space is
  *     available"). Our elements are arbitrary 32-bit values with no spare bit, so phase 1 sets
- *     bits in a k-bit scratch bitmap (k/8 bytes, zeroed per call: still O(k)).
+ *     bits in a k-bit scratch bitmap. It is zero between calls: phase 3 clears the k/32 words
+ *     phase 1 used (Algorithm 1 keeps it in shared memory), so no memset sized by the capacity
+ *     or by max_k is needed and the device-count form stays O(k).
  *   - R is the caller's const list, so destination orphans R' go to scratch (O(k) space) rather
  *     than in place; source orphans Z' are stored in place in the red zone as in the paper.
  *   - Orphan offsets in phase 2 come from the InK ballot/popc block scan (the paper's
  *     PrefixSumToIndex); the load balancer of phase 3 (Algorithm 3) is a binary search of the
  *     per-block orphan prefix sums held in shared memory.
- *   - Duplicates in R are a caller error; debug builds check for them (and for indices >= n)
- *     before running (ir_check_removals, context.c), release builds do not.
+ *   - The precondition (distinct indices below n) is checked on the way, in O(k): phase 1 refuses
+ *     an index >= n and a red-zone index whose mark is already set; phase 3 refuses orphan counts
+ *     that differ (Lemma 4.2 holds only for a valid list). A refused list leaves the data
+ *     untouched (phases 2 and 3 skip), sets the count to n and records the reason in the
+ *     context (ir_compact_device_error), so a bad list can never make phase 3 write out of
+ *     bounds. A duplicate outside the red zone cannot be seen in O(k) without an n-bit map: it
+ *     loses one kept item but writes nothing out of bounds; debug builds check every list in
+ *     full before running (ir_check_removals).
+ *   - With a device-side k (the _dn calls) both algorithms are launched and each returns at once
+ *     unless it applies, so small lists keep the one-block path.
  */
 #include "compaction/tile.cuh"
 
 #define RZ_THREADS 1024         /* the paper's blocks of 1024 threads */
 #define RZ_SINGLE_BLOCK_MAX 4096 /* Algorithm 1 up to this k: one launch, one batch */
 #define RZ_ITEMS 4               /* pairs per thread and batch */
+IR_ASSERT_BLOCK_THREADS(RZ_THREADS);
+static_assert(RZ_THREADS == IR_RZ_MAX_BLOCKS, "phase 3 scans one per-block count per thread");
 
 typedef struct rz_args {
   uint32_t *data;
@@ -38,6 +50,7 @@ typedef struct rz_args {
   uint32_t *orphans;      /* destination orphans R' */
   uint32_t *block_counts; /* [p]: source orphans of block p, [IR_RZ_MAX_BLOCKS + p]: destination */
   uint32_t *count;
+  uint32_t *error;        /* ctx->words + IR_CTX_WORD_DEVICE_ERROR: kind, value (sticky) */
 } rz_args;
 
 struct rz_sizes {
@@ -56,9 +69,38 @@ static __device__ __forceinline__ bool rz_marked(const uint32_t *marks, unsigned
   return marks[i >> 5] >> (i & 31u) & 1u;
 }
 
+/* Records the first bad input the kernels find (kind, value); later calls see it and skip. */
+static __device__ __forceinline__ void rz_report(const rz_args &a, unsigned kind, unsigned value) {
+  if (atomicCAS(&a.error[0], 0u, kind) == 0u) atomicExch(&a.error[1], value);
+}
+
+/* Nonzero when this or an earlier call found bad input (set by an earlier kernel of the stream). */
+static __device__ __forceinline__ bool rz_failed(const rz_args &a) { return __ldcg(&a.error[0]) != 0u; }
+
+/* Phase 1 for one removal index r, with the precondition check: r below n, and no red-zone index
+ * twice (its mark is already set). Returns false for a bad index. */
+static __device__ __forceinline__ bool rz_mark(const rz_args &a, const rz_sizes &s, uint32_t *marks, uint32_t r) {
+  if (r >= s.n) {
+    rz_report(a, IR_DEVICE_ERROR_INDEX_RANGE, r);
+    return false;
+  }
+  if (r < s.z) return true;
+  const uint32_t bit = 1u << ((r - s.z) & 31u);
+  if (atomicOr(&marks[(r - s.z) >> 5], bit) & bit) {
+    rz_report(a, IR_DEVICE_ERROR_DUPLICATE, r);
+    return false;
+  }
+  return true;
+}
+
+/* Algorithm 2 runs for k > RZ_SINGLE_BLOCK_MAX; with a device-side k both algorithms are
+ * launched and the one that does not apply returns at once. */
+static __device__ __forceinline__ bool rz_algorithm2(const rz_sizes &s) { return s.k > RZ_SINGLE_BLOCK_MAX; }
+
 /* Phase 1 (lines 3-4): mark the removed items of the red zone as invalid sources. */
 __global__ void redzone_phase1(rz_args a) {
   const rz_sizes s = rz_sizes_of(a);
+  if (!rz_algorithm2(s)) return;
   const unsigned stride = gridDim.x * blockDim.x;
   for (unsigned i0 = blockIdx.x * blockDim.x + threadIdx.x; i0 < s.k; i0 += RZ_ITEMS * stride) {
     uint32_t r[RZ_ITEMS]; /* several loads in flight per thread */
@@ -66,8 +108,7 @@ __global__ void redzone_phase1(rz_args a) {
     for (int q = 0; q < RZ_ITEMS; q++) r[q] = i0 + q * stride < s.k ? a.remove[i0 + q * stride] : 0u;
 #pragma unroll
     for (int q = 0; q < RZ_ITEMS; q++)
-      if (i0 + q * stride < s.k && r[q] >= s.z && r[q] < s.n)
-        atomicOr(&a.marks[(r[q] - s.z) >> 5], 1u << ((r[q] - s.z) & 31u));
+      if (i0 + q * stride < s.k) rz_mark(a, s, a.marks, r[q]);
   }
 }
 
@@ -113,28 +154,39 @@ static __device__ void rz_pair_segment(const rz_args &a, const rz_sizes &s, cons
   *dst_orphans = kk;
 }
 
-/* Algorithm 1: all three phases in one block, marks in shared memory. */
+/* Algorithm 1: all three phases in one block, marks in shared memory. A bad list (or an earlier
+ * call's) leaves the data untouched and the count at n. */
 __global__ void __launch_bounds__(RZ_THREADS) redzone_single_block(rz_args a) {
   __shared__ uint32_t marks[RZ_SINGLE_BLOCK_MAX / 32];
   const rz_sizes s = rz_sizes_of(a);
+  if (rz_algorithm2(s)) return;
   for (unsigned w = threadIdx.x; w < RZ_SINGLE_BLOCK_MAX / 32; w += blockDim.x) marks[w] = 0;
   __syncthreads();
-  for (unsigned i = threadIdx.x; i < s.k; i += blockDim.x) { /* phase 1 */
-    const unsigned r = a.remove[i];
-    if (r >= s.z && r < s.n) atomicOr(&marks[(r - s.z) >> 5], 1u << ((r - s.z) & 31u));
+  bool good = true;
+  for (unsigned i = threadIdx.x; i < s.k; i += blockDim.x) good &= rz_mark(a, s, marks, a.remove[i]); /* phase 1 */
+  if (__syncthreads_or(!good) || rz_failed(a)) {
+    if (threadIdx.x == 0) *a.count = s.n;
+    return;
   }
-  __syncthreads();
   unsigned orphans, dst_orphans;
   rz_pair_segment(a, s, marks, 0, s.k, &orphans, &dst_orphans); /* phase 2 */
+  if (orphans != dst_orphans) { /* Lemma 4.2 fails: only a bad list gets here */
+    if (threadIdx.x == 0) {
+      rz_report(a, IR_DEVICE_ERROR_ORPHANS, orphans);
+      *a.count = s.n;
+    }
+    return;
+  }
   __syncthreads(); /* global writes of phase 2 visible to the whole block */
   for (unsigned t = threadIdx.x; t < orphans; t += blockDim.x) /* phase 3, lines 16-17 */
     a.data[a.orphans[t]] = a.data[s.z + t];
   if (threadIdx.x == 0) *a.count = s.n - s.k;
 }
 
-/* Algorithm 2, phase 2: block p owns R[p*seg ..) and Z[p*seg ..). */
+/* Algorithm 2, phase 2: block p owns R[p*seg ..) and Z[p*seg ..). Skipped after a bad list. */
 __global__ void __launch_bounds__(RZ_THREADS) redzone_phase2(rz_args a) {
   const rz_sizes s = rz_sizes_of(a);
+  if (!rz_algorithm2(s) || rz_failed(a)) return;
   const unsigned seg = (s.k + gridDim.x - 1) / gridDim.x;
   const unsigned start = min(blockIdx.x * seg, s.k), end = min(start + seg, s.k);
   unsigned src, dst;
@@ -143,32 +195,6 @@ __global__ void __launch_bounds__(RZ_THREADS) redzone_phase2(rz_args a) {
     a.block_counts[blockIdx.x] = src;
     a.block_counts[IR_RZ_MAX_BLOCKS + blockIdx.x] = dst;
   }
-}
-
-/* Exclusive scan of one value per thread over the block (blockDim.x <= 1024); returns the total. */
-static __device__ unsigned rz_block_scan(unsigned value, unsigned *warp_sums, unsigned *exclusive) {
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  unsigned incl = value;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const unsigned up = __shfl_up_sync(IR_INK_FULL_MASK, incl, d);
-    if (lane >= (unsigned)d) incl += up;
-  }
-  if (lane == 31) warp_sums[warp] = incl;
-  __syncthreads();
-  if (warp == 0) {
-    unsigned w = lane < (blockDim.x >> 5) ? warp_sums[lane] : 0u, wincl = w;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const unsigned up = __shfl_up_sync(IR_INK_FULL_MASK, wincl, d);
-      if (lane >= (unsigned)d) wincl += up;
-    }
-    warp_sums[lane] = wincl - w;
-    if (lane == 31) warp_sums[32] = wincl;
-  }
-  __syncthreads();
-  *exclusive = warp_sums[warp] + incl - value;
-  return warp_sums[32];
 }
 
 /* Algorithm 3: the segment holding orphan t, given the prefix sums S[0..blocks]. */
@@ -182,28 +208,41 @@ static __device__ __forceinline__ unsigned rz_load_balance(const unsigned *S, un
   return lo;
 }
 
-/* Algorithm 2, phase 3: pair source and destination orphans across the segments. */
+/* Algorithm 2, phase 3: pair source and destination orphans across the segments; then clear
+ * the marks phase 1 set (k bits), so that the bitmap is zero for the next call without a memset
+ * sized by anything but k. */
 __global__ void __launch_bounds__(RZ_THREADS) redzone_phase3(rz_args a, unsigned phase2_blocks) {
   __shared__ unsigned J[IR_RZ_MAX_BLOCKS + 1], K[IR_RZ_MAX_BLOCKS + 1];
-  __shared__ unsigned warp_sums[33];
+  __shared__ unsigned warp_scan[33];
   const rz_sizes s = rz_sizes_of(a);
+  if (!rz_algorithm2(s)) return;
+  const unsigned stride = gridDim.x * blockDim.x;
+  for (unsigned w = blockIdx.x * blockDim.x + threadIdx.x; w < (s.k + 31) / 32; w += stride) a.marks[w] = 0;
+  const bool failed = rz_failed(a); /* before anything this kernel reports */
+  __syncthreads();
   const unsigned seg = (s.k + phase2_blocks - 1) / phase2_blocks;
   { /* phase2_blocks <= IR_RZ_MAX_BLOCKS == blockDim.x: one count per thread */
     const unsigned p = threadIdx.x;
     unsigned ex;
     const unsigned src = p < phase2_blocks ? a.block_counts[p] : 0u;
-    const unsigned total_src = rz_block_scan(src, warp_sums, &ex);
+    const unsigned total_src = ir_block_scan(src, 32, warp_scan, &ex);
     if (p < phase2_blocks) J[p] = ex;
     if (p == 0) J[phase2_blocks] = total_src;
     __syncthreads();
     const unsigned dst = p < phase2_blocks ? a.block_counts[IR_RZ_MAX_BLOCKS + p] : 0u;
-    const unsigned total_dst = rz_block_scan(dst, warp_sums, &ex);
+    const unsigned total_dst = ir_block_scan(dst, 32, warp_scan, &ex);
     if (p < phase2_blocks) K[p] = ex;
     if (p == 0) K[phase2_blocks] = total_dst;
     __syncthreads();
   }
-  const unsigned orphans = J[phase2_blocks]; /* == K[phase2_blocks], Lemma 4.2 */
-  const unsigned stride = gridDim.x * blockDim.x;
+  const unsigned orphans = J[phase2_blocks];
+  if (failed || orphans != K[phase2_blocks]) { /* Lemma 4.2 fails only for a bad list */
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      if (!failed) rz_report(a, IR_DEVICE_ERROR_ORPHANS, orphans);
+      *a.count = s.n;
+    }
+    return;
+  }
   for (unsigned t0 = blockIdx.x * blockDim.x + threadIdx.x; t0 < orphans; t0 += RZ_ITEMS * stride) {
     uint32_t value[RZ_ITEMS], dst[RZ_ITEMS]; /* several pairs in flight per thread */
 #pragma unroll
@@ -227,15 +266,17 @@ extern "C" cudaError_t ir_redzone_remove(ir_compact_ctx *ctx, uint32_t *d_data, 
                                          const uint32_t *d_remove, size_t k_max, const uint32_t *d_k,
                                          uint32_t *d_count, cudaStream_t stream) {
   rz_args a = {d_data, n_max, d_n, d_remove, k_max, d_k, ctx->rz_marks, ctx->rz_orphans, ctx->rz_block_counts,
-               d_count};
-  if (k_max <= RZ_SINGLE_BLOCK_MAX) {
+               d_count, ctx->words + IR_CTX_WORD_DEVICE_ERROR};
+  /* Algorithm 1 when k can be small (each kernel checks the real k and returns if the other
+   * algorithm applies); Algorithm 2 when it can be large. Launch sizes depend on k_max only
+   * through a cap of a few blocks per SM, and no memset depends on it: O(k) work for any k. */
+  if (k_max <= RZ_SINGLE_BLOCK_MAX || d_k || d_n) {
     redzone_single_block<<<1, RZ_THREADS, 0, stream>>>(a);
     IR_LAUNCH_TRY(ctx, "redzone_single_block");
-    return cudaSuccess;
   }
+  if (k_max <= RZ_SINGLE_BLOCK_MAX) return cudaSuccess;
   const unsigned blocks = (unsigned)min((size_t)min(2 * ctx->sm_count, IR_RZ_MAX_BLOCKS),
                                         (k_max + RZ_THREADS - 1) / RZ_THREADS);
-  IR_CUDA_TRY(ctx, cudaMemsetAsync(ctx->rz_marks, 0, (k_max / 32 + 1) * sizeof(uint32_t), stream));
   const unsigned phase1_blocks = (unsigned)min((size_t)8 * ctx->sm_count, (k_max + 255) / 256);
   redzone_phase1<<<phase1_blocks, 256, 0, stream>>>(a);
   IR_LAUNCH_TRY(ctx, "redzone_phase1");

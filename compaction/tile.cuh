@@ -15,6 +15,7 @@
 /* 8 warps: with 16-32 items each, a tile is 4-8K elements, enough bytes in flight per block;
  * small enough that several blocks share an SM while a section controller works. */
 #define IR_TILE_THREADS 256
+IR_ASSERT_BLOCK_THREADS(IR_TILE_THREADS);
 
 /* What to keep and what to emit. */
 typedef struct ir_select {
@@ -116,14 +117,18 @@ static __device__ __forceinline__ uint32_t ir_tile_load(const ir_select &sel, si
  * the blocks add their counts to, words[1] counts the blocks done; the last block writes the
  * grand total to *count and zeroes both for the next launch. The words start at zero
  * (ir_compact_ctx_reserve); a context therefore serves one stream at a time, as its scratch
- * does anyway. Thread 0 of every block calls this once, after its atomicAdd on words[0]. */
+ * does anyway. Thread 0 of every block calls this once, after its atomicAdd on words[0]: the
+ * acq_rel arrival orders that add before it, and makes every block's add visible to the last. */
 static __device__ __forceinline__ void ir_grid_total_arrive(unsigned *words, uint32_t *count) {
-  __threadfence(); /* this block's add is ordered before its arrival */
-  if (atomicAdd(&words[1], 1u) == gridDim.x - 1) {
+  cuda::atomic_ref<unsigned, cuda::thread_scope_device> arrivals(words[1]);
+  if (arrivals.fetch_add(1u, cuda::memory_order_acq_rel) == gridDim.x - 1) {
     *count = atomicExch(&words[0], 0u);
-    atomicExch(&words[1], 0u);
+    arrivals.store(0u, cuda::memory_order_relaxed);
   }
 }
+
+/* The context's InK-Compact look-back state (ctx->scan), bound for its capacity (ink_compact.cu). */
+ir_ink_scan ir_ink_scan_of_ctx(ir_compact_ctx *ctx);
 
 /* InK-Collate out of kernel on any selection (ink_collate.cu); *count gets the number kept. */
 cudaError_t ir_ink_collate_select(ir_compact_ctx *ctx, const ir_select &sel, size_t n_max, const uint32_t *d_n,
@@ -133,26 +138,13 @@ cudaError_t ir_ink_collate_select(ir_compact_ctx *ctx, const ir_select &sel, siz
 template <int X> struct ir_log2 { static constexpr int value = 1 + ir_log2<X / 2>::value; };
 template <> struct ir_log2<1> { static constexpr int value = 0; };
 
-/* InK §2.1-2.2 for a tile: this thread's offset among the tile's survivors; returns the tile's
- * count. warp_scan: 33 words of shared memory ([32] = tile total). Ends synchronised. */
+/* InK §2.1-2.2 for a tile: this thread's offset among the tile's survivors (the block scan of
+ * the per-thread counts, at most ITEMS: log2(ITEMS) + 1 bit planes); returns the tile's count.
+ * warp_scan: 33 words of shared memory. Ends synchronised. */
 template <int ITEMS>
-static __device__ __forceinline__ unsigned ir_tile_offset(uint32_t mask, unsigned *warp_scan,
-                                                          unsigned *offset) {
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  unsigned warp_total;
-  /* per-thread counts <= ITEMS: log2(ITEMS) + 1 bit planes */
-  const unsigned in_warp = ir_ink_bitscan((unsigned)__popc(mask), ir_log2<ITEMS>::value + 1, &warp_total);
-  if (lane == 0) warp_scan[warp] = warp_total;
-  __syncthreads();
-  if (warp == 0) {
-    const unsigned t = lane < (blockDim.x >> 5) ? warp_scan[lane] : 0u;
-    unsigned total;
-    warp_scan[lane] = ir_ink_bitscan(t, ir_log2<32 * ITEMS>::value + 1, &total);
-    if (lane == 0) warp_scan[32] = total;
-  }
-  __syncthreads();
-  *offset = warp_scan[warp] + in_warp;
-  return warp_scan[32];
+static __device__ __forceinline__ unsigned ir_tile_offset(uint32_t mask, unsigned *warp_scan, unsigned *offset,
+                                                          uint32_t *reserve = nullptr, unsigned *base = nullptr) {
+  return ir_block_scan((unsigned)__popc(mask), ir_log2<ITEMS>::value + 1, warp_scan, offset, reserve, base);
 }
 
 /* Packs the kept values into staged[offset...] (shared memory), in input order. */

@@ -57,6 +57,9 @@ static void test_a_context_of_capacity_zero_needs_no_gpu(void) {
   CHECK(ctx != NULL);
   CHECK_EQ_INT(ir_compact_ctx_capacity(ctx), 0);
   CHECK_STR_CONTAINS(ir_compact_last_error(ctx), "no error");
+  /* no kernel ever ran on it, so there is no device-side error to read (and no CUDA call) */
+  CHECK_EQ_INT(ir_compact_device_error(ctx, 0), cudaSuccess);
+  CHECK_EQ_INT(ir_compact_device_error(NULL, 0), cudaErrorInvalidValue);
   CHECK_EQ_INT(ir_compact_ctx_create(NULL, 0), cudaErrorInvalidValue);
   ir_compact_ctx_destroy(ctx);
   ir_compact_ctx_destroy(NULL);
@@ -127,8 +130,12 @@ static void test_bad_arguments_give_invalid_value_and_a_readable_error(void) {
 
 static void test_reference_and_producer_names(void) {
   CHECK(strcmp(ir_compact_reference_name(IR_COMPACT_REF_CUB), "cub") == 0);
-  CHECK(strcmp(ir_compact_reference_name(IR_COMPACT_REF_INK_LOOKBACK), "ink-compact-lb") == 0);
+  CHECK(strcmp(ir_compact_reference_name(IR_COMPACT_REF_INK_SECTIONS), "ink-compact-sections") == 0);
   CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_SPARSE), "sparse") == 0);
+  CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_INK_COMPACT), "ink-compact") == 0);
+  CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_INK_COMPACT_SECTIONS), "ink-compact-sections") == 0);
+  CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_INK_COMPACT_X4), "ink-compact-x4") == 0);
+  CHECK(strcmp(ir_compact_producer_name(IR_PRODUCER_COUNT), "?") == 0);
   CHECK(strcmp(ir_compact_reference_name(IR_COMPACT_REF_COUNT), "?") == 0);
   /* The producer predicate keeps about threshold / 2^32 of the values. */
   int kept = 0;

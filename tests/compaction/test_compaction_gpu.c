@@ -8,6 +8,8 @@
  * kept items in the first n-k slots. Values are distinct (a bijection of the index), so a
  * multiset check is one pass with a "seen" bitmap instead of a sort.
  *
+ * Redzone's device-side refusal of bad removal lists (out of range, duplicates in the red zone).
+ *
  * --sanitize: the reduced set (n <= 65537) to run under compute-sanitizer memcheck/racecheck.
  * Skips (exit 77) where there is no CUDA device.
  */
@@ -453,7 +455,7 @@ static void test_in_kernel_emits_match_the_cpu(void) {
       for (size_t i = 0; i < n; i++) h_flags[i] = ir_compact_producer_keeps(h_in[i], thresholds[t]);
       const size_t kept = reference(n);
       for (int p = 1; p < IR_PRODUCER_COUNT; p++) {
-        if (p == IR_PRODUCER_SPARSE_X4) continue; /* checked below with the other sparse form */
+        if (p == IR_PRODUCER_SPARSE_X4 || p == IR_PRODUCER_SPARSE_X16) continue; /* checked below */
         char label[120];
         snprintf(label, sizeof label, "producer %s n=%zu threshold=%08x", ir_compact_producer_name(p), n,
                  thresholds[t]);
@@ -464,12 +466,13 @@ static void test_in_kernel_emits_match_the_cpu(void) {
           continue;
         cudaMemcpy(h_out, d_out, (n + GUARD) * sizeof(uint32_t), cudaMemcpyDeviceToHost);
         const size_t count = read_count();
-        const bool stable = p == IR_PRODUCER_INK_COMPACT || p == IR_PRODUCER_INK_COMPACT_LOOKBACK;
+        const bool stable = p == IR_PRODUCER_INK_COMPACT || p == IR_PRODUCER_INK_COMPACT_SECTIONS ||
+                            p == IR_PRODUCER_INK_COMPACT_X4 || p == IR_PRODUCER_INK_COMPACT_X16;
         if (compare(label, h_out, count, kept, stable)) check_guard(label, count, n + GUARD);
       }
       /* the sparse producers' flags and values feed an out-of-kernel compaction */
-      const ir_compact_producer sparse_forms[] = {IR_PRODUCER_SPARSE, IR_PRODUCER_SPARSE_X4};
-      for (int f = 0; f < 2; f++) {
+      const ir_compact_producer sparse_forms[] = {IR_PRODUCER_SPARSE, IR_PRODUCER_SPARSE_X4, IR_PRODUCER_SPARSE_X16};
+      for (int f = 0; f < 3; f++) {
         poison_output(n);
         cudaMemset(d_flags, 0xAB, n);
         if (!cuda_ok(ir_compact_producer_run(ctx, sparse_forms[f], d_in, thresholds[t], d_list, d_flags, NULL, n,
@@ -488,6 +491,65 @@ static void test_in_kernel_emits_match_the_cpu(void) {
           }
       }
     }
+  }
+}
+
+/* Redzone's precondition, checked on the device in every build: a removal list with an index
+ * >= n or an index twice in the red zone is refused (ir_compact_device_error says why), the data
+ * and everything past it stay untouched and the count is n; the next valid list works again.
+ * Both algorithms (k below and above the one-block limit), host and device counts. */
+static void redzone_bad_list_case(size_t n, size_t k, bool device_counts, int bad, const char *label) {
+  for (size_t i = 0; i < k; i++) h_list[i] = (uint32_t)(n - 1 - 2 * i); /* distinct, half in the red zone */
+  if (bad == 0) h_list[k / 3] = (uint32_t)(n + 7);   /* out of range */
+  else h_list[k - 1] = h_list[0];                      /* n - 1 twice: a red-zone duplicate */
+  for (size_t i = 0; i < n + GUARD; i++) h_out[i] = i < n ? h_in[i] : POISON;
+  cudaMemcpy(d_out, h_out, (n + GUARD) * sizeof(uint32_t), cudaMemcpyHostToDevice);
+  cudaMemcpy(d_list, h_list, k * sizeof(uint32_t), cudaMemcpyHostToDevice);
+  const uint32_t n32 = (uint32_t)n, k32 = (uint32_t)k;
+  cudaMemcpy(d_n_word, &n32, sizeof n32, cudaMemcpyHostToDevice);
+  cudaMemcpy(d_k_word, &k32, sizeof k32, cudaMemcpyHostToDevice);
+  cudaMemset(d_count, 0xA5, sizeof(uint32_t));
+  cudaError_t err = device_counts ? ir_compact_remove_indices_dn(ctx, IR_COMPACT_REDZONE, d_out, d_n_word, n, d_list,
+                                                                 d_k_word, k, d_count, stream)
+                                  : ir_compact_remove_indices(ctx, IR_COMPACT_REDZONE, d_out, n, d_list, k, d_count,
+                                                              stream);
+  const bool refused_on_host = err == cudaErrorInvalidValue; /* debug builds check the list first */
+  if (err == cudaSuccess) err = ir_compact_device_error(ctx, stream);
+  CHECK_MSG(err == cudaErrorInvalidValue, "%s: bad list not refused (%s)", label, cudaGetErrorString(err));
+  CHECK_STR_CONTAINS(ir_compact_last_error(ctx), bad == 0 ? "not below" : "more than once");
+  if (!refused_on_host) CHECK_MSG(read_count() == n, "%s: count %u, expected n = %zu", label, read_count(), n);
+  uint32_t *after = malloc((n + GUARD) * sizeof(uint32_t));
+  cudaMemcpy(after, d_out, (n + GUARD) * sizeof(uint32_t), cudaMemcpyDeviceToHost);
+  CHECK_MSG(memcmp(after, h_out, (n + GUARD) * sizeof(uint32_t)) == 0, "%s: data or guard changed", label);
+  free(after);
+  /* the error was read and cleared: a valid list goes through */
+  h_list[k / 3] = (uint32_t)(n - 1 - 2 * (k / 3));
+  h_list[k - 1] = (uint32_t)(n - 1 - 2 * (k - 1));
+  cudaMemcpy(d_list, h_list, k * sizeof(uint32_t), cudaMemcpyHostToDevice);
+  memset(h_flags, 1, n);
+  for (size_t i = 0; i < k; i++) h_flags[h_list[i]] = 0;
+  const size_t kept = reference(n);
+  err = device_counts ? ir_compact_remove_indices_dn(ctx, IR_COMPACT_REDZONE, d_out, d_n_word, n, d_list, d_k_word, k,
+                                                     d_count, stream)
+                      : ir_compact_remove_indices(ctx, IR_COMPACT_REDZONE, d_out, n, d_list, k, d_count, stream);
+  if (err == cudaSuccess) err = ir_compact_device_error(ctx, stream);
+  if (!cuda_ok(err, "redzone after a refused list", label)) return;
+  cudaMemcpy(h_out, d_out, n * sizeof(uint32_t), cudaMemcpyDeviceToHost);
+  compare(label, h_out, read_count(), kept, false);
+}
+
+static void test_redzone_refuses_out_of_range_and_duplicate_indices(void) {
+  const size_t ns[] = {1000, 200003};
+  for (size_t s = 0; s < 2; s++) {
+    const size_t n = ns[s], k = n / 10; /* 100 (one block) and 20000 (Algorithm 2) */
+    if (n + GUARD > max_n) continue;
+    for (int dn = 0; dn < 2; dn++)
+      for (int bad = 0; bad < 2; bad++) {
+        char label[120];
+        snprintf(label, sizeof label, "redzone n=%zu k=%zu %s %s", n, k, dn ? "device counts" : "host counts",
+                 bad == 0 ? "index >= n" : "duplicate in the red zone");
+        redzone_bad_list_case(n, k, dn != 0, bad, label);
+      }
   }
 }
 
@@ -572,6 +634,7 @@ int main(int argc, char **argv) {
   RUN(test_device_count_forms_match_the_host_forms);
   RUN(test_device_count_calls_capture_into_a_cuda_graph);
   RUN(test_in_kernel_emits_match_the_cpu);
+  RUN(test_redzone_refuses_out_of_range_and_duplicate_indices);
 #ifndef NDEBUG
   RUN(test_duplicate_removals_are_refused_in_debug_builds);
 #endif
