@@ -113,9 +113,7 @@ typedef struct ir_stage_out {
   uint32_t *count;
   uint8_t *flags;
   uint32_t *remove;
-  ir_ink_sections sections; /* InK-Compact in the paper's pipeline: the paper's section protocol */
-  ir_ink_scan scan;         /* InK-Compact in the multi pipeline: per-block decoupled look-back */
-  bool lookback;
+  ir_ink_sections sections;
 } ir_stage_out;
 
 /* Appends the positions of leaving rays with one atomic per warp. Whole warp, any mask. */
@@ -135,12 +133,7 @@ static __device__ __forceinline__ void ir_append_removal(bool leave, uint32_t po
 static __device__ __forceinline__ void ir_stage_emit(const ir_stage_out &o, bool active, bool keep,
                                                      uint32_t value, uint32_t pos) {
   switch (o.mode) {
-  case IR_OUT_INK_COMPACT:
-    if (o.lookback)
-      ir_ink_compact_emit(active && keep, value, o.list, o.count, o.scan);
-    else
-      ir_ink_compact_emit(active && keep, value, o.list, o.count, o.sections);
-    break;
+  case IR_OUT_INK_COMPACT: ir_ink_compact_emit(active && keep, value, o.list, o.count, o.sections); break;
   case IR_OUT_INK_COLLATE: ir_ink_collate_emit(active && keep, value, o.list, o.count); break;
   case IR_OUT_FLAGS:
     if (active) {
@@ -185,7 +178,7 @@ struct ir_gpu_state {
   uint8_t *d_sp;             /* stack depth per ray */
   uint32_t *d_stack;         /* per ray: levels entries, entry i of ray r at i * capacity + r */
   float4 *d_hit;             /* per ray: t and the world normal of its hit */
-  void *d_sections;          /* InK-Compact state of the four in-kernel stages (sections or look-back) */
+  void *d_sections;          /* InK-Compact state of the four in-kernel stages */
   size_t sections_stride;    /* bytes per stage */
 
   /* Captured frames of the multi-kernel pipelines, one per pipeline (multi, paper) and method

@@ -47,40 +47,14 @@ static int output_mode(ir_compact_method m) {
 }
 
 /* Stage 0 (ray generation) launches IR_RAYGEN_BLOCK-thread blocks, the others IR_BLOCK; the
- * per-stage scratch (sized for the IR_BLOCK launch) holds either, in either InK-Compact form: the
- * paper's sections (the paper's pipeline, for the reproduction) or the per-block look-back (the
- * multi pipeline: the fastest order-preserving form, docs/compaction.md). */
-static unsigned stage_blocks(const struct ir_gpu_state *g, int stage) {
-  unsigned threads = stage == 0 ? IR_RAYGEN_BLOCK : IR_BLOCK;
-  return (unsigned)((g->capacity + threads - 1) / threads);
-}
-
-static void *stage_scratch(const struct ir_gpu_state *g, int stage) {
-  return (char *)g->d_sections + (size_t)stage * g->sections_stride;
-}
-
+ * per-stage scratch (sized for the IR_BLOCK launch) holds either. */
 static ir_ink_sections sections_of(const struct ir_gpu_state *g, int stage) {
-  return ir_ink_sections_bind(stage_scratch(g, stage), stage_blocks(g, stage), stage == 0 ? IR_RAYGEN_BLOCK : IR_BLOCK);
+  unsigned threads = stage == 0 ? IR_RAYGEN_BLOCK : IR_BLOCK;
+  unsigned blocks = (unsigned)((g->capacity + threads - 1) / threads);
+  return ir_ink_sections_bind((char *)g->d_sections + (size_t)stage * g->sections_stride, blocks, threads);
 }
 
-static ir_ink_scan scan_of(const struct ir_gpu_state *g, int stage) {
-  return ir_ink_scan_bind(stage_scratch(g, stage), stage_blocks(g, stage));
-}
-
-/* The bytes a stage's InK-Compact state needs zeroed before each launch. */
-static size_t ink_reset_bytes(const struct ir_gpu_state *g, int stage, bool paper) {
-  return paper ? ir_ink_sections_reset_bytes_(ir_grid_for(g->capacity)) : ir_ink_scan_bytes(stage_blocks(g, stage));
-}
-
-static void bind_ink(const struct ir_gpu_state *g, ir_stage_out *o, int stage, bool paper) {
-  o->lookback = !paper;
-  if (paper)
-    o->sections = sections_of(g, stage);
-  else
-    o->scan = scan_of(g, stage);
-}
-
-static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m, bool paper) {
+static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m) {
   ir_gpu_counters *c = g->d_counters;
   ir_wiring w;
   memset(&w, 0, sizeof w);
@@ -90,10 +64,10 @@ static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m, bool pa
   switch (w.mode) {
   case IR_OUT_INK_COMPACT:
   case IR_OUT_INK_COLLATE:
-    w.gen.list = g->d_list_t, w.gen.count = &c->trav_in, bind_ink(g, &w.gen, 0, paper);
-    w.trav.list = g->d_list_i, w.trav.count = &c->isect, bind_ink(g, &w.trav, 1, paper);
-    w.to_shade.list = g->d_list_s, w.to_shade.count = &c->shade, bind_ink(g, &w.to_shade, 2, paper);
-    w.to_trav.list = g->d_list_t, w.to_trav.count = &c->trav_out, bind_ink(g, &w.to_trav, 3, paper);
+    w.gen.list = g->d_list_t, w.gen.count = &c->trav_in, w.gen.sections = sections_of(g, 0);
+    w.trav.list = g->d_list_i, w.trav.count = &c->isect, w.trav.sections = sections_of(g, 1);
+    w.to_shade.list = g->d_list_s, w.to_shade.count = &c->shade, w.to_shade.sections = sections_of(g, 2);
+    w.to_trav.list = g->d_list_t, w.to_trav.count = &c->trav_out, w.to_trav.sections = sections_of(g, 3);
     break;
   case IR_OUT_FLAGS:
     w.gen.flags = w.trav.flags = w.to_shade.flags = g->d_flags_a;
@@ -111,38 +85,31 @@ static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m, bool pa
 }
 
 /* ---- Counters and section state ---------------------------------------------------------------- */
-/* Word ranges a control kernel zeroes: the InK-Compact state (section flags and counters, or
- * look-back status words and ticket) and counters are reset with plain stores instead of one
- * memset node each (ir_ink_sections_reset / ir_ink_scan_reset zero exactly these bytes). A
- * look-back range (per_tile) needs only the words of the tiles the next launch will have. */
+/* Word ranges a control kernel zeroes: the InK-Compact section flags and counters are reset
+ * with plain stores instead of one memset node each (ir_ink_sections_reset zeroes exactly these
+ * bytes: state and arrivals, contiguous at s.state). */
 typedef struct ir_zero_list {
   uint32_t *ptr[5];
   uint32_t words[5];
-  bool per_tile[5];
   int count;
 } ir_zero_list;
 
-static void zero_list_add(ir_zero_list *z, void *ptr, size_t bytes, bool per_tile) {
+static void zero_list_add(ir_zero_list *z, void *ptr, size_t bytes) {
   z->ptr[z->count] = (uint32_t *)ptr;
   z->words[z->count] = (uint32_t)(bytes / 4);
-  z->per_tile[z->count] = per_tile;
   z->count++;
 }
 
-/* Threads first, first + stride, ... of the launch zero the list; `tiles` bounds the look-back
- * ranges (ticket and header: 256 bytes, then 8 bytes per tile). */
-static __device__ void zero_words(const ir_zero_list &z, uint32_t first, uint32_t stride, uint32_t tiles) {
-  for (int r = 0; r < z.count; r++) {
-    uint32_t words = z.words[r];
-    if (z.per_tile[r] && (256 + 8 * tiles) / 4 < words) words = (256 + 8 * tiles) / 4;
-    for (uint32_t i = first; i < words; i += stride) z.ptr[r][i] = 0;
-  }
+static size_t sections_reset_bytes(const struct ir_gpu_state *g) {
+  return ir_ink_sections_reset_bytes_(ir_grid_for(g->capacity));
 }
 
-/* Many blocks: at 3840x2160 the four stages' look-back state is over 700 KB. */
-static __global__ void frame_begin_kernel(ir_zero_list z) {
-  zero_words(z, blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x, 0xffffffu);
+static __device__ void zero_words(const ir_zero_list &z) {
+  for (int r = 0; r < z.count; r++)
+    for (uint32_t i = threadIdx.x; i < z.words[r]; i += blockDim.x) z.ptr[r][i] = 0;
 }
+
+static __global__ void frame_begin_kernel(ir_zero_list z) { zero_words(z); }
 
 /* Up to three kernel nodes of the loop body whose grids follow the rays left. */
 typedef struct ir_resize {
@@ -170,10 +137,7 @@ static ir_resize *resize_slot(const struct ir_gpu_state *g, int slot) {
 static __global__ void round_end_kernel(ir_gpu_counters *c, ir_zero_list z, cudaGraphConditionalHandle cond,
                                         int use_cond, const ir_resize *resize, uint32_t max_rounds,
                                         uint32_t tail_rays) {
-  /* The next round's grids: sized to the rays left (host loop, resized graph), else the whole
-   * capacity (a graph whose nodes the driver would not let us resize). */
-  bool exact = resize == NULL || resize->count > 0;
-  zero_words(z, threadIdx.x, blockDim.x, exact ? (c->trav_out + IR_BLOCK - 1) / IR_BLOCK : 0xffffffu);
+  zero_words(z);
   if (threadIdx.x != 0) return;
   uint32_t r = c->round;
   if (r < IR_MAX_ITERATIONS) {
@@ -197,11 +161,11 @@ static __global__ void loop_begin_kernel(ir_gpu_counters *c, const ir_resize *re
   resize_grids(resize, c->trav_in, c);
 }
 
-static ir_zero_list round_zero_list(const struct ir_gpu_state *g, int mode, bool paper) {
+static ir_zero_list round_zero_list(const struct ir_gpu_state *g, int mode) {
   ir_zero_list z;
   memset(&z, 0, sizeof z);
   if (mode == IR_OUT_INK_COMPACT)
-    for (int s = 1; s < 4; s++) zero_list_add(&z, stage_scratch(g, s), ink_reset_bytes(g, s, paper), !paper);
+    for (int s = 1; s < 4; s++) zero_list_add(&z, sections_of(g, s).state, sections_reset_bytes(g));
   return z;
 }
 
@@ -358,10 +322,10 @@ static ir_status enqueue_prologue(ir_pass *p, bool graph) {
   struct ir_gpu_state *g = p->g;
   ir_zero_list z;
   memset(&z, 0, sizeof z);
-  zero_list_add(&z, g->d_counters, sizeof(ir_gpu_counters), false);
+  zero_list_add(&z, g->d_counters, sizeof(ir_gpu_counters));
   if (p->w.mode == IR_OUT_INK_COMPACT)
-    for (int s = 0; s < 4; s++) zero_list_add(&z, stage_scratch(g, s), ink_reset_bytes(g, s, p->paper), false);
-  frame_begin_kernel<<<32, 256, 0, p->stream>>>(z);
+    for (int s = 0; s < 4; s++) zero_list_add(&z, sections_of(g, s).state, sections_reset_bytes(g));
+  frame_begin_kernel<<<1, 256, 0, p->stream>>>(z);
   IR_CUDA(cudaGetLastError());
   IR_CUDA(ir_bvh_update_launch(&p->r->layout, g->d_ranges, g->d_nodes, g->d_frame, p->stream));
   IR_CUDA(mark(p, IR_MARK_BVH, 0));
@@ -382,7 +346,7 @@ static ir_status host_loop(ir_pass *p) {
   char *err = p->err;
   struct ir_gpu_state *g = p->g;
   const ir_gpu_counters *h = g->h_counters;
-  ir_zero_list z = round_zero_list(g, p->w.mode, p->paper);
+  ir_zero_list z = round_zero_list(g, p->w.mode);
   ir_status st = enqueue_prologue(p, false);
   if (st == IR_OK) st = read_counters(p, 0);
   uint32_t n = h->trav_in, max_rounds = p->r->layout.node_count + 2;
@@ -454,7 +418,7 @@ static ir_status enqueue_body(ir_pass *p, cudaStream_t s, cudaGraphConditionalHa
   p->resize = rs;
   /* A ray passes at most one round per valid leaf; the cap only guards against a bug looping. */
   uint32_t max_rounds = p->r->layout.node_count + 2;
-  round_end_kernel<<<1, 256, 0, s>>>(g->d_counters, round_zero_list(g, p->w.mode, p->paper), cond, 1,
+  round_end_kernel<<<1, 256, 0, s>>>(g->d_counters, round_zero_list(g, p->w.mode), cond, 1,
                                      resize_slot(g, p->slot), max_rounds, p->tail_rays);
   IR_CUDA(cudaGetLastError());
   return IR_OK;
@@ -578,7 +542,7 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->paper = f->pipeline == IR_PIPELINE_PAPER;
   p->slot = ir_graph_slot(p->paper, f->method);
   p->method = f->method;
-  p->w = wire(g, f->method, p->paper);
+  p->w = wire(g, f->method);
   p->b.sp = g->d_sp;
   p->b.stack = g->d_stack;
   p->b.stride = g->capacity;
