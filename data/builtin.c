@@ -1,6 +1,7 @@
-/* Procedural volumes, builtin:NAME[:N] (N x N x N voxels, N from 2 to 1024, default 128),
+/* Procedural volumes, builtin:NAME[:N] (N x N x N voxels, N from 2 to 2048, default 128),
  * generated on all cores. The formulas are in data/volume.h; they are computed here in voxel
- * index coordinates i, j, k = 0 .. N-1 with x fastest.
+ * index coordinates i, j, k = 0 .. N-1 with x fastest. A region (ir_volume_desc.region_*)
+ * computes only the voxels of its box, with the same values as in the whole volume.
  *
  * The fractal is gradient (Perlin-style) noise summed over octaves (fBm). Each thread walks
  * whole x rows: along a row the y and z parts of every noise cell are fixed, so a cell's eight
@@ -16,23 +17,35 @@
 #include "data/volume_internal.h"
 
 #define BUILTIN_MIN_N 2
-#define BUILTIN_MAX_N 1024
+#define BUILTIN_MAX_N 2048
 #define BUILTIN_DEFAULT_N 128
 
 static const double pi = 3.14159265358979323846;
 
+/* The job of every generator: the whole volume is n^3; `out` holds the box of size[] at off[],
+ * x fastest. Rows are the box's x rows, row r at y = off[1] + r % size[1], z = off[2] + r / size[1]. */
+typedef struct box_job {
+  size_t n, off[3], size[3];
+  void *out;
+} box_job;
+
+static void row_coords(const box_job *b, size_t row, size_t *y, size_t *z) {
+  *y = b->off[1] + row % b->size[1];
+  *z = b->off[2] + row / b->size[1];
+}
+
 /* ---- sphere --------------------------------------------------------------------------------- */
 static void sphere_rows(void *ctx, size_t begin, size_t end, int worker) {
-  ir_volume *v = ctx;
-  size_t n = v->dims[0];
-  double c = 0.5 * (double)(n - 1), radius = 0.35 * (double)n;
-  float *out = v->voxels;
+  const box_job *b = ctx;
+  double c = 0.5 * (double)(b->n - 1), radius = 0.35 * (double)b->n;
   for (size_t row = begin; row < end; row++) {
-    double dy = (double)(row % n) - c, dz = (double)(row / n) - c;
+    size_t y, z;
+    row_coords(b, row, &y, &z);
+    double dy = (double)y - c, dz = (double)z - c;
     double yz = dy * dy + dz * dz;
-    float *dst = out + row * n;
-    for (size_t i = 0; i < n; i++) {
-      double dx = (double)i - c;
+    float *dst = (float *)b->out + row * b->size[0];
+    for (size_t i = 0; i < b->size[0]; i++) {
+      double dx = (double)(b->off[0] + i) - c;
       dst[i] = (float)(radius - sqrt(dx * dx + yz));
     }
   }
@@ -49,14 +62,15 @@ double ir_marschner_lobb(double x, double y, double z) {
 }
 
 static void marschner_lobb_rows(void *ctx, size_t begin, size_t end, int worker) {
-  ir_volume *v = ctx;
-  size_t n = v->dims[0];
-  double scale = 2.0 / (double)(n - 1);
-  float *out = v->voxels;
+  const box_job *b = ctx;
+  double scale = 2.0 / (double)(b->n - 1);
   for (size_t row = begin; row < end; row++) {
-    double y = -1.0 + scale * (double)(row % n), z = -1.0 + scale * (double)(row / n);
-    float *dst = out + row * n;
-    for (size_t i = 0; i < n; i++) dst[i] = (float)ir_marschner_lobb(-1.0 + scale * (double)i, y, z);
+    size_t yi, zi;
+    row_coords(b, row, &yi, &zi);
+    double y = -1.0 + scale * (double)yi, z = -1.0 + scale * (double)zi;
+    float *dst = (float *)b->out + row * b->size[0];
+    for (size_t i = 0; i < b->size[0]; i++)
+      dst[i] = (float)ir_marschner_lobb(-1.0 + scale * (double)(b->off[0] + i), y, z);
   }
 }
 
@@ -143,19 +157,23 @@ static float margin_weight(float t) {
 }
 
 typedef struct fractal_job {
-  ir_volume *v;
+  const box_job *box;
   int octaves;
   float *scratch[IR_MAX_THREADS];
 } fractal_job;
 
+/* Each row is computed over the whole width (the noise walks cells along x) and the box's
+ * part of it kept. */
 static void fractal_rows(void *ctx, size_t begin, size_t end, int worker) {
   fractal_job *job = ctx;
-  size_t n = job->v->dims[0];
-  uint8_t *out = job->v->voxels;
+  const box_job *b = job->box;
+  size_t n = b->n;
   float *acc = job->scratch[worker];
   float inv_n = 1.0f / (float)n;
   for (size_t row = begin; row < end; row++) {
-    float y = ((float)(row % n) + 0.5f) * inv_n, z = ((float)(row / n) + 0.5f) * inv_n;
+    size_t yi, zi;
+    row_coords(b, row, &yi, &zi);
+    float y = ((float)yi + 0.5f) * inv_n, z = ((float)zi + 0.5f) * inv_n;
     for (size_t i = 0; i < n; i++) acc[i] = 0.0f;
     float freq = (float)FRACTAL_BASE_FREQ, amp = 1.0f;
     for (int o = 0; o < job->octaves; o++) {
@@ -165,21 +183,22 @@ static void fractal_rows(void *ctx, size_t begin, size_t end, int worker) {
       amp *= 0.5f;
     }
     float yz_weight = 255.0f * margin_weight(y) * margin_weight(z);
-    uint8_t *dst = out + row * n;
-    for (size_t i = 0; i < n; i++) {
+    uint8_t *dst = (uint8_t *)b->out + row * b->size[0];
+    for (size_t j = 0; j < b->size[0]; j++) {
+      size_t i = b->off[0] + j;
       /* A ridge on the zero set of the fBm: 255 on it, 127.5 at |fBm| = 0.64 FRACTAL_WALL. */
       float r = acc[i] * (1.0f / (float)FRACTAL_WALL);
       float q = 1.0f + r * r;
       float value = yz_weight * margin_weight(((float)i + 0.5f) * inv_n) / (q * q);
-      dst[i] = (uint8_t)(value + 0.5f);
+      dst[j] = (uint8_t)(value + 0.5f);
     }
   }
 }
 
-static ir_status generate_fractal(ir_volume *v, char err[IR_ERR_LEN], const char *src) {
-  size_t n = v->dims[0];
-  fractal_job job = {.v = v, .octaves = ir_fractal_octaves(n)};
-  int workers = ir_parallel_workers(n * n, 16);
+static ir_status generate_fractal(const box_job *b, char err[IR_ERR_LEN], const char *src) {
+  size_t n = b->n, rows = b->size[1] * b->size[2];
+  fractal_job job = {.box = b, .octaves = ir_fractal_octaves(n)};
+  int workers = ir_parallel_workers(rows, 16);
   for (int w = 0; w < workers; w++) {
     job.scratch[w] = malloc(n * sizeof(float));
     if (!job.scratch[w]) {
@@ -188,7 +207,7 @@ static ir_status generate_fractal(ir_volume *v, char err[IR_ERR_LEN], const char
       return IR_ERR_RUNTIME;
     }
   }
-  ir_parallel_for(n * n, 16, fractal_rows, &job);
+  ir_parallel_for(rows, 16, fractal_rows, &job);
   for (int w = 0; w < workers; w++) free(job.scratch[w]);
   return IR_OK;
 }
@@ -258,20 +277,32 @@ ir_status ir_load_builtin(const ir_volume_desc *desc, ir_volume *out, char err[I
                             BUILTIN_MIN_N, BUILTIN_MAX_N);
     n = (size_t)value;
   }
-  size_t dims[3] = {n, n, n};
-  ir_status status = ir_volume_allocate(out, dims, b->type, src, err);
+  size_t dims[3] = {n, n, n}, off[3], size[3];
+  char name[256];
+  snprintf(name, sizeof name, "builtin:%s:%zu", b->name, n);
+  ir_status status = ir_region_resolve(desc, dims, src, off, size, err);
   if (status != IR_OK) return status;
+  if (desc->header_only) {
+    const float unit[3] = {1.0f, 1.0f, 1.0f};
+    ir_volume_header_only(out, dims, b->type, desc->spacing_given ? desc->spacing : unit, name);
+    return IR_OK;
+  }
+  status = ir_volume_allocate(out, size, b->type, src, err);
+  if (status != IR_OK) return status;
+  box_job job = {.n = n, .out = out->voxels};
+  memcpy(job.off, off, sizeof job.off);
+  memcpy(job.size, size, sizeof job.size);
   if (b->rows)
-    ir_parallel_for(n * n, 16, b->rows, out);
+    ir_parallel_for(size[1] * size[2], 16, b->rows, &job);
   else
-    status = generate_fractal(out, err, src);
+    status = generate_fractal(&job, err, src);
   if (status != IR_OK) {
     ir_volume_free(out);
     return status;
   }
+  memcpy(out->full_dims, dims, sizeof out->full_dims);
+  memcpy(out->origin, off, sizeof out->origin);
   if (desc->spacing_given) memcpy(out->spacing, desc->spacing, sizeof out->spacing);
-  char name[256];
-  snprintf(name, sizeof name, "builtin:%s:%zu", b->name, n);
   ir_volume_finish(out, name);
   return IR_OK;
 }

@@ -119,12 +119,13 @@ static ir_status read_plain(FILE *f, const char *what, void *dst, size_t bytes,
  * exactly `bytes` go to dst. More data inside the stream than that is an error (the header's
  * dims and the file disagree); bytes after the stream has ended are ignored, as gzip does. */
 static ir_status read_inflate(FILE *f, const char *what, ir_encoding encoding, size_t skip,
-                              void *dst, size_t bytes, ir_progress *progress,
-                              char err[IR_ERR_LEN]) {
+                              void *dst, const ir_region_sink *sink, size_t base, size_t bytes,
+                              ir_progress *progress, char err[IR_ERR_LEN]) {
   const char *kind = encoding == IR_ENCODING_GZIP ? "gzip" : "zlib";
   unsigned char *in = malloc(INFLATE_CHUNK);
-  unsigned char *scratch = skip ? malloc(INFLATE_CHUNK) : NULL;
-  if (!in || (skip && !scratch)) {
+  /* With a sink the data go through the scratch chunk too, and on to the box. */
+  unsigned char *scratch = skip || sink ? malloc(INFLATE_CHUNK) : NULL;
+  if (!in || ((skip || sink) && !scratch)) {
     free(in);
     free(scratch);
     snprintf(err, IR_ERR_LEN, "%s: out of host memory for decompression", what);
@@ -165,6 +166,9 @@ static ir_status read_inflate(FILE *f, const char *what, ir_encoding encoding, s
     if (produced < skip) {
       target = scratch;
       room = skip - produced < INFLATE_CHUNK ? skip - produced : INFLATE_CHUNK;
+    } else if (produced < total && sink) {
+      target = scratch;
+      room = total - produced < INFLATE_CHUNK ? total - produced : INFLATE_CHUNK;
     } else if (produced < total) {
       target = out + (produced - skip);
       room = total - produced;
@@ -186,6 +190,8 @@ static ir_status read_inflate(FILE *f, const char *what, ir_encoding encoding, s
                               total);
       break;
     }
+    if (sink && made > 0 && produced >= skip && produced < total)
+      ir_region_scatter(sink, base + (produced - skip), scratch, made);
     produced += made;
     if (produced > skip) ir_progress_add(progress, made);
     if (rc == Z_STREAM_END) {
@@ -221,7 +227,13 @@ static ir_status read_inflate(FILE *f, const char *what, ir_encoding encoding, s
 ir_status ir_read_payload(FILE *f, const char *what, ir_encoding encoding, size_t skip_after,
                           void *dst, size_t bytes, ir_progress *progress, char err[IR_ERR_LEN]) {
   if (encoding == IR_ENCODING_RAW) return read_plain(f, what, dst, bytes, progress, err);
-  return read_inflate(f, what, encoding, skip_after, dst, bytes, progress, err);
+  return read_inflate(f, what, encoding, skip_after, dst, NULL, 0, bytes, progress, err);
+}
+
+ir_status ir_read_payload_scatter(FILE *f, const char *what, ir_encoding encoding,
+                                  size_t skip_after, const ir_region_sink *sink, size_t base,
+                                  size_t bytes, ir_progress *progress, char err[IR_ERR_LEN]) {
+  return read_inflate(f, what, encoding, skip_after, NULL, sink, base, bytes, progress, err);
 }
 
 /* ---- Header + files -> voxels ------------------------------------------------------------- */
@@ -253,7 +265,7 @@ bool ir_header_add_file(ir_header *h, const char *name, size_t len) {
 
 /* Positions f at the first voxel of one data file (raw encoding) and checks its size. */
 static ir_status seek_plain(FILE *f, const char *what, const ir_header *h, size_t file_size,
-                            size_t offset, size_t bytes, char err[IR_ERR_LEN]) {
+                            size_t offset, size_t bytes, size_t *start, char err[IR_ERR_LEN]) {
   if (h->skip_to_end) {
     if (file_size < bytes)
       return ir_input_error(err, what, "%zu bytes, expected at least %zu for %zux%zux%zu %s",
@@ -277,6 +289,7 @@ static ir_status seek_plain(FILE *f, const char *what, const ir_header *h, size_
   }
   if (fseeko(f, (off_t)offset, SEEK_SET) != 0)
     return ir_input_error(err, what, "cannot seek to byte %zu", offset);
+  *start = offset;
   return IR_OK;
 }
 
@@ -293,9 +306,11 @@ static bool skip_lines(FILE *f, size_t lines, size_t *offset) {
   return true;
 }
 
-static ir_status read_one_file(const ir_header *h, const char *path, const char *what,
-                               size_t base_offset, void *dst, size_t bytes, ir_progress *progress,
-                               char err[IR_ERR_LEN]) {
+/* Opens one data file holding `bytes` of voxel data and positions it at the first of them
+ * (line skip, byte skip, size checks); *start is that byte's offset in the file. */
+static ir_status open_data_file(const ir_header *h, const char *path, const char *what,
+                                size_t base_offset, size_t bytes, FILE **out, size_t *start,
+                                char err[IR_ERR_LEN]) {
   size_t file_size = 0;
   ir_status status = ir_check_file(path, &file_size, err);
   if (status != IR_OK) return status;
@@ -313,17 +328,91 @@ static ir_status read_one_file(const ir_header *h, const char *path, const char 
   }
   offset += h->file_skip;
   if (h->encoding == IR_ENCODING_RAW) {
-    status = seek_plain(f, what, h, file_size, offset, bytes, err);
-    if (status == IR_OK) status = ir_read_payload(f, what, IR_ENCODING_RAW, 0, dst, bytes, progress, err);
+    status = seek_plain(f, what, h, file_size, offset, bytes, start, err);
   } else if (offset > file_size) {
     status = ir_input_error(err, what, "%zu bytes, shorter than the %zu bytes to skip", file_size,
                             offset);
   } else if (fseeko(f, (off_t)offset, SEEK_SET) != 0) {
     status = ir_input_error(err, what, "cannot seek to byte %zu", offset);
   } else {
-    status = ir_read_payload(f, what, h->encoding, h->inflated_skip, dst, bytes, progress, err);
+    *start = offset;
   }
+  if (status != IR_OK) {
+    fclose(f);
+    return status;
+  }
+  *out = f;
+  return IR_OK;
+}
+
+/* One data file into dst, or (compressed data with a sink) its part of the box. */
+static ir_status read_one_file(const ir_header *h, const char *path, const char *what,
+                               size_t base_offset, void *dst, const ir_region_sink *sink,
+                               size_t base, size_t bytes, ir_progress *progress,
+                               char err[IR_ERR_LEN]) {
+  FILE *f = NULL;
+  size_t start = 0;
+  ir_status status = open_data_file(h, path, what, base_offset, bytes, &f, &start, err);
+  if (status != IR_OK) return status;
+  if (sink)
+    status = ir_read_payload_scatter(f, what, h->encoding, h->inflated_skip, sink, base, bytes,
+                                     progress, err);
+  else
+    status = ir_read_payload(f, what, h->encoding, h->inflated_skip, dst, bytes, progress, err);
   fclose(f);
+  return status;
+}
+
+/* The box of uncompressed data: every contiguous run of it (an x row, or whole slabs when the
+ * box spans the full width/height) is read after a seek, the rest of the file never is. Runs
+ * may cross from one data file into the next. */
+static ir_status read_box_plain(const ir_header *h, char **paths, const char *header_path,
+                                size_t share, const ir_region_sink *s, ir_progress *progress,
+                                char err[IR_ERR_LEN]) {
+  size_t run = s->size[0], ny = s->size[1], nz = s->size[2];
+  if (s->size[0] == s->dims[0]) {
+    run *= s->size[1];
+    ny = 1;
+    if (s->size[1] == s->dims[1]) {
+      run *= s->size[2];
+      nz = 1;
+    }
+  }
+  size_t run_bytes = run * s->elem;
+  unsigned char *dst = s->dst;
+  FILE *f = NULL;
+  size_t open_index = SIZE_MAX, start = 0, pos = SIZE_MAX;
+  const char *what = header_path;
+  ir_status status = IR_OK;
+  for (size_t z = 0; z < nz && status == IR_OK; z++)
+    for (size_t y = 0; y < ny && status == IR_OK; y++) {
+      size_t voxel = ((s->off[2] + z) * s->dims[1] + s->off[1] + y) * s->dims[0] + s->off[0];
+      size_t g = voxel * s->elem, left = run_bytes;
+      while (left > 0 && status == IR_OK) {
+        size_t index = g / share, in_file = g % share;
+        size_t piece = share - in_file < left ? share - in_file : left;
+        if (index != open_index) {
+          if (f) fclose(f);
+          f = NULL;
+          what = h->file_count ? paths[index] : header_path;
+          status = open_data_file(h, what, what, h->file_count ? 0 : h->data_offset, share, &f,
+                                  &start, err);
+          if (status != IR_OK) break;
+          open_index = index;
+          pos = SIZE_MAX;
+        }
+        if (pos != in_file && fseeko(f, (off_t)(start + in_file), SEEK_SET) != 0) {
+          status = ir_input_error(err, what, "cannot seek to byte %zu", start + in_file);
+          break;
+        }
+        status = ir_read_payload(f, what, IR_ENCODING_RAW, 0, dst, piece, progress, err);
+        dst += piece;
+        g += piece;
+        left -= piece;
+        pos = in_file + piece;
+      }
+    }
+  if (f) fclose(f);
   return status;
 }
 
@@ -414,6 +503,31 @@ static ir_status gz_read_exact(gzFile gz, const char *path, void *dst, size_t by
   return IR_OK;
 }
 
+/* A box of a gzip file: the whole stream is decompressed in chunks (gzip has no random
+ * access), and only the box's bytes are kept. */
+static ir_status gz_read_box(gzFile gz, const char *path, const ir_header *h,
+                             const size_t off[3], const size_t size[3], size_t bytes,
+                             ir_volume *out, ir_progress *progress, char err[IR_ERR_LEN]) {
+  ir_region_sink sink = {.elem = ir_voxel_type_size(h->type), .dst = out->voxels};
+  memcpy(sink.dims, h->dims, sizeof sink.dims);
+  memcpy(sink.off, off, sizeof sink.off);
+  memcpy(sink.size, size, sizeof sink.size);
+  unsigned char *chunk = malloc(GZ_CHUNK);
+  if (!chunk) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory for decompression", path);
+    return IR_ERR_RUNTIME;
+  }
+  ir_status status = IR_OK;
+  for (size_t done = 0; done < bytes && status == IR_OK;) {
+    size_t want = bytes - done < GZ_CHUNK ? bytes - done : GZ_CHUNK;
+    status = gz_read_exact(gz, path, chunk, want, progress, err);
+    if (status == IR_OK) ir_region_scatter(&sink, done, chunk, want);
+    done += want;
+  }
+  free(chunk);
+  return status;
+}
+
 ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
                             const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
   ir_status status = ir_check_file(path, NULL, err);
@@ -425,8 +539,20 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
   /* gzread passes non-gzip files through unchanged; a .gz name on plain data is a mistake. */
   if (got_magic < 2 || magic[0] != 0x1f || magic[1] != 0x8b)
     return ir_input_error(err, path, "not a gzip file (no gzip signature)");
-  status = ir_volume_allocate(out, h->dims, h->type, path, err);
+  size_t box_off[3], box_size[3], bytes = 0;
+  if (!ir_volume_byte_count(h->dims, h->type, &bytes, path, err)) return IR_ERR_INPUT;
+  status = ir_region_resolve(desc, h->dims, path, box_off, box_size, err);
   if (status != IR_OK) return status;
+  if (desc->header_only) {
+    ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
+                          desc->spacing_given ? desc->spacing : h->spacing, ir_display_name(path));
+    return IR_OK;
+  }
+  bool box = ir_region_is_partial(h->dims, box_size);
+  status = ir_volume_allocate(out, box_size, h->type, path, err);
+  if (status != IR_OK) return status;
+  memcpy(out->full_dims, h->dims, sizeof out->full_dims);
+  memcpy(out->origin, box_off, sizeof out->origin);
   gzFile gz = gzopen(path, "rb");
   if (!gz) {
     ir_volume_free(out);
@@ -438,8 +564,9 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
                             offset, ir_gz_reason(gz, path));
   }
   ir_progress progress;
-  ir_progress_begin(&progress, desc->show_progress, ir_display_name(path), out->bytes);
-  if (status == IR_OK) status = gz_read_exact(gz, path, out->voxels, out->bytes, &progress, err);
+  ir_progress_begin(&progress, desc->show_progress, ir_display_name(path), bytes);
+  if (status == IR_OK && !box) status = gz_read_exact(gz, path, out->voxels, out->bytes, &progress, err);
+  if (status == IR_OK && box) status = gz_read_box(gz, path, h, box_off, box_size, bytes, out, &progress, err);
   ir_progress_end(&progress);
   if (status == IR_OK) {
     unsigned char extra;
@@ -447,7 +574,7 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
     if (more > 0)
       status = ir_input_error(err, path,
                               "decompresses to more than %zu bytes, the size of %zux%zux%zu %s",
-                              out->bytes, h->dims[0], h->dims[1], h->dims[2],
+                              bytes, h->dims[0], h->dims[1], h->dims[2],
                               ir_voxel_type_name(h->type));
     else if (more < 0)
       status = ir_input_error(err, path, "corrupt gzip data at the end (%s)", ir_gz_reason(gz, path));
@@ -469,13 +596,22 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
     return ir_input_error(err, header_path,
                           "%zu data files cannot share %zu bytes (%zux%zux%zu %s) equally", files,
                           bytes, h->dims[0], h->dims[1], h->dims[2], ir_voxel_type_name(h->type));
+  size_t box_off[3], box_size[3];
+  ir_status status = ir_region_resolve(desc, h->dims, header_path, box_off, box_size, err);
+  if (status != IR_OK) return status;
+  if (desc->header_only) {
+    ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
+                          desc->spacing_given ? desc->spacing : h->spacing,
+                          ir_display_name(header_path));
+    return IR_OK;
+  }
+  bool box = ir_region_is_partial(h->dims, box_size);
   /* Check every data file exists before allocating: a typo in a pattern is the common case. */
   char **paths = calloc(files, sizeof *paths);
   if (!paths) {
     snprintf(err, IR_ERR_LEN, "%s: out of host memory", header_path);
     return IR_ERR_RUNTIME;
   }
-  ir_status status = IR_OK;
   for (size_t i = 0; i < h->file_count && status == IR_OK; i++) {
     paths[i] = ir_path_join_dir(header_path, h->files[i]);
     if (!paths[i]) {
@@ -487,20 +623,30 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
     if (ir_check_file(paths[i], NULL, sub) != IR_OK)
       status = ir_input_error(err, header_path, "data file %s", sub);
   }
-  if (status == IR_OK) status = ir_volume_allocate(out, h->dims, h->type, header_path, err);
+  if (status == IR_OK) status = ir_volume_allocate(out, box_size, h->type, header_path, err);
   if (status == IR_OK) {
+    ir_region_sink sink = {.elem = ir_voxel_type_size(h->type), .dst = out->voxels};
+    memcpy(sink.dims, h->dims, sizeof sink.dims);
+    memcpy(sink.off, box_off, sizeof sink.off);
+    memcpy(sink.size, box_size, sizeof sink.size);
     ir_progress progress;
-    ir_progress_begin(&progress, desc->show_progress, ir_display_name(header_path), bytes);
     size_t share = bytes / files;
-    for (size_t i = 0; i < files && status == IR_OK; i++) {
-      unsigned char *dst = (unsigned char *)out->voxels + i * share;
-      if (h->file_count)
-        status = read_one_file(h, paths[i], paths[i], 0, dst, share, &progress, err);
-      else
-        status = read_one_file(h, header_path, header_path, h->data_offset, dst, share,
-                               &progress, err);
+    bool compressed = h->encoding != IR_ENCODING_RAW;
+    ir_progress_begin(&progress, desc->show_progress, ir_display_name(header_path),
+                      box && !compressed ? out->bytes : bytes);
+    if (box && !compressed) {
+      status = read_box_plain(h, paths, header_path, share, &sink, &progress, err);
+    } else {
+      for (size_t i = 0; i < files && status == IR_OK; i++) {
+        unsigned char *dst = (unsigned char *)out->voxels + i * share;
+        const char *file = h->file_count ? paths[i] : header_path;
+        status = read_one_file(h, file, file, h->file_count ? 0 : h->data_offset, dst,
+                               box ? &sink : NULL, i * share, share, &progress, err);
+      }
     }
     ir_progress_end(&progress);
+    memcpy(out->full_dims, h->dims, sizeof out->full_dims);
+    memcpy(out->origin, box_off, sizeof out->origin);
   }
   for (size_t i = 0; i < files; i++) free(paths[i]);
   free(paths);

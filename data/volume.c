@@ -61,8 +61,61 @@ ir_status ir_volume_allocate(ir_volume *out, const size_t dims[3], ir_voxel_type
   out->type = type;
   out->voxels = voxels;
   out->bytes = bytes;
+  memcpy(out->full_dims, dims, sizeof out->full_dims);
   for (int k = 0; k < 3; k++) out->spacing[k] = 1.0f;
   return IR_OK;
+}
+
+void ir_volume_header_only(ir_volume *out, const size_t dims[3], ir_voxel_type type,
+                           const float spacing[3], const char *name) {
+  memset(out, 0, sizeof *out);
+  memcpy(out->dims, dims, sizeof out->dims);
+  memcpy(out->full_dims, dims, sizeof out->full_dims);
+  memcpy(out->spacing, spacing, sizeof out->spacing);
+  out->type = type;
+  snprintf(out->name, sizeof out->name, "%s", name);
+}
+
+/* ---- Sub-boxes ------------------------------------------------------------------------------ */
+ir_status ir_region_resolve(const ir_volume_desc *desc, const size_t dims[3], const char *path,
+                            size_t off[3], size_t size[3], char err[IR_ERR_LEN]) {
+  const size_t *ro = desc->region_offset, *rs = desc->region_size;
+  bool given = rs[0] || rs[1] || rs[2] || ro[0] || ro[1] || ro[2];
+  for (int k = 0; k < 3; k++) {
+    off[k] = given ? ro[k] : 0;
+    size[k] = given ? rs[k] : dims[k];
+  }
+  if (!given) return IR_OK;
+  for (int k = 0; k < 3; k++)
+    if (size[k] == 0 || off[k] > dims[k] || size[k] > dims[k] - off[k])
+      return ir_input_error(err, path,
+                            "region %zux%zux%zu at %zu,%zu,%zu is empty or reaches outside the "
+                            "volume's %zux%zux%zu voxels",
+                            size[0], size[1], size[2], off[0], off[1], off[2], dims[0], dims[1],
+                            dims[2]);
+  return IR_OK;
+}
+
+bool ir_region_is_partial(const size_t dims[3], const size_t size[3]) {
+  return size[0] != dims[0] || size[1] != dims[1] || size[2] != dims[2];
+}
+
+void ir_region_scatter(const ir_region_sink *s, size_t begin, const unsigned char *src, size_t len) {
+  size_t row_bytes = s->dims[0] * s->elem, end = begin + len;
+  size_t x_lo = s->off[0] * s->elem, x_len = s->size[0] * s->elem;
+  for (size_t row = begin / row_bytes; row * row_bytes < end; row++) {
+    size_t y = row % s->dims[1], z = row / s->dims[1];
+    if (y < s->off[1] || y >= s->off[1] + s->size[1] || z < s->off[2] || z >= s->off[2] + s->size[2])
+      continue;
+    /* The box's part of this row, clipped to the bytes at hand. */
+    size_t a = row * row_bytes + x_lo, b = a + x_len;
+    if (a < begin) a = begin;
+    if (b > end) b = end;
+    if (a >= b) continue;
+    size_t dst_row = (z - s->off[2]) * s->size[1] + (y - s->off[1]);
+    size_t dst_x = a - row * row_bytes - x_lo;
+    memcpy(s->dst + dst_row * x_len + dst_x, src + (a - begin), b - a);
+  }
 }
 
 void ir_volume_free(ir_volume *v) {

@@ -52,6 +52,8 @@ typedef struct ir_volume {
   void *voxels;          /* dims[0]*dims[1]*dims[2] voxels of `type`, x fastest, host order */
   size_t bytes;          /* size of `voxels` in bytes */
   char name[256];        /* short name for display: file name or builtin:NAME:N */
+  size_t full_dims[3];   /* dims of the whole volume in the file (= dims unless a region was read) */
+  size_t origin[3];      /* where voxel (0,0,0) of this volume sits in the whole one (region offset) */
   double value_min;      /* smallest finite value */
   double value_max;      /* largest finite value */
   size_t nonfinite_count; /* NaN/Inf voxels (float32 only); the renderer treats them as empty */
@@ -68,6 +70,16 @@ typedef struct ir_volume_desc {
   bool spacing_given;    /* --spacing given: use `spacing` */
   float spacing[3];
   bool show_progress;    /* print progress to stderr for big files (the app sets it on a tty) */
+  /* A sub-box: only voxels [region_offset, region_offset + region_size) of the volume are
+   * read (sizes all 0: the whole volume). Raw and header formats with uncompressed data seek
+   * to each run of the box and read nothing else; gzip/zlib data are decompressed as one
+   * stream, keeping only the box's bytes (memory for the box only, time for the whole file);
+   * builtin volumes compute only the box. A box outside the volume is an input error. */
+  size_t region_offset[3];
+  size_t region_size[3];
+  /* Header only: dims (of the whole volume), type, spacing and name are filled; no voxels are
+   * read or allocated (voxels NULL, bytes 0, value range 0..0). */
+  bool header_only;
 } ir_volume_desc;
 
 /* Loads (or generates) a volume. On failure `out` is left empty and `err` holds one line. */
@@ -79,7 +91,7 @@ double ir_volume_value_at(const ir_volume *v, size_t x, size_t y, size_t z);
 size_t ir_volume_voxel_count(const ir_volume *v);
 
 /* ---- Procedural volumes ------------------------------------------------------------------ */
-/* builtin:NAME[:N] is an N x N x N volume (N from 2 to 1024, default 128), spacing 1, computed
+/* builtin:NAME[:N] is an N x N x N volume (N from 2 to 2048, default 128), spacing 1, computed
  * at voxel indices i, j, k = 0 .. N-1 (x fastest):
  *   sphere          float32  R - sqrt((i-c)^2 + (j-c)^2 + (k-c)^2), c = (N-1)/2, R = 0.35 N:
  *                            the distance in voxels to a sphere of radius R about the centre,

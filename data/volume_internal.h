@@ -132,6 +132,26 @@ bool ir_volume_byte_count(const size_t dims[3], ir_voxel_type type, size_t *byte
 /* Allocates out->voxels for dims/type; IR_ERR_RUNTIME with a message when memory runs out. */
 ir_status ir_volume_allocate(ir_volume *out, const size_t dims[3], ir_voxel_type type,
                              const char *path, char err[IR_ERR_LEN]);
+/* The box a desc asks for (ir_volume_desc.region_*), checked against the whole volume's dims:
+ * off/size of the box, the whole volume when no region is given. IR_ERR_INPUT with a message
+ * naming the path when the box is empty or reaches outside. */
+ir_status ir_region_resolve(const ir_volume_desc *desc, const size_t dims[3], const char *path,
+                            size_t off[3], size_t size[3], char err[IR_ERR_LEN]);
+/* Does the desc ask for a box smaller than dims? */
+bool ir_region_is_partial(const size_t dims[3], const size_t size[3]);
+/* Copies the bytes of the global byte range [begin, begin + len) of a whole volume (dims,
+ * voxel size elem, x fastest) that lie in the box into `dst`, laid out as a volume of the
+ * box's size. For formats read as one stream (compressed data): the stream is passed through
+ * in pieces and only the box is kept. */
+typedef struct ir_region_sink {
+  size_t dims[3], off[3], size[3], elem;
+  unsigned char *dst;
+} ir_region_sink;
+void ir_region_scatter(const ir_region_sink *s, size_t begin, const unsigned char *src, size_t len);
+/* Fills `out` for desc->header_only: dims, type, spacing, name; no voxels. */
+void ir_volume_header_only(ir_volume *out, const size_t dims[3], ir_voxel_type type,
+                           const float spacing[3], const char *name);
+
 /* Sets the name, fills value_min/value_max/nonfinite_count. */
 void ir_volume_finish(ir_volume *v, const char *name);
 /* Swaps every voxel's bytes (16- and 32-bit types). */
@@ -164,6 +184,11 @@ void ir_progress_end(ir_progress *p);
  * be NULL. */
 ir_status ir_read_payload(FILE *f, const char *what, ir_encoding encoding, size_t skip_after,
                           void *dst, size_t bytes, ir_progress *progress, char err[IR_ERR_LEN]);
+/* The same for a compressed payload whose bytes go through `sink` instead of into memory:
+ * data byte i of this file is byte base + i of the whole volume. */
+ir_status ir_read_payload_scatter(FILE *f, const char *what, ir_encoding encoding,
+                                  size_t skip_after, const ir_region_sink *sink, size_t base,
+                                  size_t bytes, ir_progress *progress, char err[IR_ERR_LEN]);
 
 /* Procedural volumes (builtin.c): the Marschner-Lobb signal on [-1,1]^3, and the number of
  * noise octaves the fractal uses at size n. */

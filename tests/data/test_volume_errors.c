@@ -226,11 +226,11 @@ static void test_header_formats_reject_raw_options(void) {
 static void test_builtin_bad_names_and_sizes(void) {
   expect_input_error("builtin:cube", "builtin:cube", "unknown builtin volume 'cube'", "sphere");
   expect_input_error("builtin:", "builtin:", "unknown builtin", NULL);
-  const char *sizes[] = {"builtin:sphere:0", "builtin:sphere:1", "builtin:sphere:1025",
+  const char *sizes[] = {"builtin:sphere:0", "builtin:sphere:1", "builtin:sphere:2049",
                          "builtin:fractal:99999999999999999999", "builtin:sphere:abc",
                          "builtin:sphere:64x", "builtin:sphere:", "builtin:sphere:-8"};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-    expect_input_error(sizes[k], sizes[k], "from 2 to 1024", NULL);
+    expect_input_error(sizes[k], sizes[k], "from 2 to 2048", NULL);
 }
 
 static void test_out_of_memory_is_a_runtime_error(void) {
