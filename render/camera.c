@@ -83,9 +83,19 @@ void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace
   ir_camera_prepare(&f->camera, r->volume, f->width, f->height, &p->cam);
   p->vol = r->view;
   p->nodes = NULL;
+  const ir_volume *v = r->volume;
+  bool clip = false, part = false;
   for (int k = 0; k < 3; k++) {
-    p->box_lo[k] = 0.0f;
-    p->box_hi[k] = (float)r->volume->dims[k];
+    clip = clip || f->clip_lo[k] != 0.0f || f->clip_hi[k] != 0.0f;
+    part = part || v->full_dims[k] > v->dims[k];
+  }
+  for (int k = 0; k < 3; k++) {
+    float hi = (float)v->dims[k];
+    p->box_lo[k] = clip ? fminf(fmaxf(f->clip_lo[k], 0.0f), hi) : 0.0f;
+    p->box_hi[k] = clip ? fminf(fmaxf(f->clip_hi[k], 0.0f), hi) : hi;
+    /* A box read from a larger volume (ir_volume.origin, full_dims) samples on that volume's grid. */
+    p->grid_lo[k] = part ? -(float)v->origin[k] : 0.0f;
+    p->grid_hi[k] = part ? (float)v->full_dims[k] - (float)v->origin[k] : hi;
   }
   p->iso = f->isovalue;
   p->root = IR_BVH_NONE;

@@ -23,6 +23,7 @@ typedef struct frame_job {
   const ir_trace_params *p;
   bool bvh; /* the paper's pipeline: BVH traversal */
   uint32_t *pixels;
+  float *depth;
   int width, height;
   atomic_int next_row;
   pthread_mutex_t lock;
@@ -51,8 +52,8 @@ static void *frame_worker(void *arg) {
     for (int y = row0; y < row1; y++)
       for (int x = 0; x < job->width; x++) {
         uint32_t pixel = (uint32_t)y * (uint32_t)job->width + (uint32_t)x;
-        job->pixels[pixel] = job->bvh ? ir_trace_pixel(job->p, pixel, stack, &counts)
-                                      : ir_trace_pixel_runs(job->p, pixel, &counts);
+        job->pixels[pixel] = job->bvh ? ir_trace_pixel(job->p, pixel, stack, &counts, &job->depth[pixel])
+                                      : ir_trace_pixel_runs(job->p, pixel, &counts, &job->depth[pixel]);
       }
   }
   pthread_mutex_lock(&job->lock);
@@ -70,12 +71,15 @@ static ir_status ensure_buffers(ir_renderer *r, size_t image_bytes, char err[IR_
     }
   }
   if (image_bytes > r->image_capacity) {
+    /* Depth has one float per pixel: as many bytes as the RGBA8 image. */
     uint8_t *grown = realloc(r->image, image_bytes);
-    if (!grown) {
+    if (grown) r->image = grown;
+    float *grown_depth = grown ? realloc(r->depth, image_bytes) : NULL;
+    if (grown_depth) r->depth = grown_depth;
+    if (!grown || !grown_depth) {
       snprintf(err, IR_ERR_LEN, "out of host memory for a %zu-byte image", image_bytes);
       return IR_ERR_RUNTIME;
     }
-    r->image = grown;
     r->image_capacity = image_bytes;
   }
   return IR_OK;
@@ -95,7 +99,7 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   p.nodes = r->nodes;
   p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
 
-  frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER, .pixels = (uint32_t *)(void *)r->image, .width = f->width, .height = f->height};
+  frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER, .pixels = (uint32_t *)(void *)r->image, .depth = r->depth, .width = f->width, .height = f->height};
   atomic_init(&job.next_row, 0);
   pthread_mutex_init(&job.lock, NULL);
   int threads = ir_cpu_thread_count(r->threads);

@@ -170,6 +170,7 @@ struct ir_gpu_state {
   /* Per-pixel buffers, sized for `capacity` pixels; they grow and never shrink. */
   size_t capacity;
   uint32_t *d_image;
+  float *d_depth;
   uint32_t *d_identity;      /* 0, 1, 2, ...: the raygen stage's input list for flag methods */
   uint32_t *d_list_t, *d_list_i, *d_list_s;
   uint8_t *d_flags_a, *d_flags_b;
@@ -212,6 +213,7 @@ typedef struct ir_ray_buffers {
   size_t stride; /* = capacity */
   float4 *hit;
   uint32_t *image;
+  float *depth; /* per pixel: t of the hit, INFINITY for background (ir_render_read_depth) */
   uint2 *seg; /* multi pipeline: per ray, the run of samples to march / where to resume */
 } ir_ray_buffers;
 
@@ -235,11 +237,11 @@ cudaError_t ir_shade_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const
 cudaError_t ir_tail_finish_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                   ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream);
 /* single_kernel.cu: brick walk and march per pixel, in one kernel over tiled ray ids. */
-cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, int width, int height,
-                                    cudaStream_t stream);
+cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, float *depth, int width,
+                                    int height, cudaStream_t stream);
 /* plain_caster.cu: the plain macrocell DDA caster (benchmark baseline), 16x8 thread blocks. */
 cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, uint32_t *image,
-                                   int width, int height, cudaStream_t stream);
+                                   float *depth, int width, int height, cudaStream_t stream);
 
 /* The multi pipeline's stages (walk_*.cu). Its rays carry no stack: only seg, the run of
  * samples traversal found for intersection, or where traversal resumes (.x). */

@@ -548,6 +548,7 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->b.stride = g->capacity;
   p->b.hit = g->d_hit;
   p->b.image = g->d_image;
+  p->b.depth = g->d_depth;
   p->b.seg = g->d_seg;
   p->stream = g->stream;
   p->pixels = (uint32_t)f->width * (uint32_t)f->height;

@@ -123,10 +123,11 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
 }
 
 static void free_pixel_buffers(struct ir_gpu_state *g) {
-  void *bufs[] = {g->d_image, g->d_identity, g->d_list_t, g->d_list_i, g->d_list_s, g->d_flags_a, g->d_flags_b,
+  void *bufs[] = {g->d_image, g->d_depth, g->d_identity, g->d_list_t, g->d_list_i, g->d_list_s, g->d_flags_a, g->d_flags_b,
                   g->d_remove_a, g->d_remove_b, g->d_remove_c, g->d_sp, g->d_stack, g->d_hit, g->d_sections,
                   g->d_seg};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
+  g->d_depth = NULL;
   g->d_image = g->d_identity = g->d_list_t = g->d_list_i = g->d_list_s = NULL;
   g->d_remove_a = g->d_remove_b = g->d_remove_c = g->d_stack = NULL;
   g->d_flags_a = g->d_flags_b = g->d_sp = NULL;
@@ -173,6 +174,7 @@ static ir_status ensure_capacity(ir_renderer *r, size_t pixels, char err[IR_ERR_
   size_t stage_bytes = ir_ink_sections_bytes(grid, IR_BLOCK);
   g->sections_stride = ((raygen_bytes > stage_bytes ? raygen_bytes : stage_bytes) + 255) & ~(size_t)255;
   IR_CUDA(cudaMalloc(&g->d_image, n * 4));
+  IR_CUDA(cudaMalloc(&g->d_depth, n * sizeof(float)));
   IR_CUDA(cudaMalloc(&g->d_identity, n * 4));
   IR_CUDA(cudaMalloc(&g->d_list_t, n * 4));
   IR_CUDA(cudaMalloc(&g->d_list_i, n * 4));
@@ -220,8 +222,8 @@ static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, bool timed
   struct ir_gpu_state *g = r->gpu;
   if (timed) IR_CUDA(cudaEventRecord(g->timeline[0], g->stream));
   IR_CUDA(f->pipeline == IR_PIPELINE_PLAIN
-              ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, f->width, f->height, g->stream)
-              : ir_single_kernel_launch(g->d_frame, g->d_image, f->width, f->height, g->stream));
+              ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, g->d_depth, f->width, f->height, g->stream)
+              : ir_single_kernel_launch(g->d_frame, g->d_image, g->d_depth, f->width, f->height, g->stream));
   if (!timed) return IR_OK;
   IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
   IR_CUDA(cudaEventSynchronize(g->timeline[1]));
@@ -276,6 +278,14 @@ ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN])
   struct ir_gpu_state *g = r->gpu;
   IR_CUDA(cudaMemcpyAsync(rgba, g->d_image, (size_t)r->width * (size_t)r->height * 4, cudaMemcpyDeviceToHost,
                           g->stream));
+  IR_CUDA(cudaStreamSynchronize(g->stream));
+  return IR_OK;
+}
+
+ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  IR_CUDA(cudaMemcpyAsync(depth, g->d_depth, (size_t)r->width * (size_t)r->height * sizeof(float),
+                          cudaMemcpyDeviceToHost, g->stream));
   IR_CUDA(cudaStreamSynchronize(g->stream));
   return IR_OK;
 }

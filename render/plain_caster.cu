@@ -35,14 +35,14 @@ static __device__ bool plain_march(const ir_trace_params &p, const ir_ray &r, fl
 
 static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
     plain_caster_kernel(const ir_gpu_frame *__restrict__ frame, const ir_brick_range *__restrict__ ranges,
-                        uint32_t *__restrict__ image) {
+                        uint32_t *__restrict__ image, float *__restrict__ depth) {
   const ir_trace_params &p = frame->p;
   int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x >= p.cam.width || y >= p.cam.height) return;
   uint32_t pixel = (uint32_t)y * (uint32_t)p.cam.width + (uint32_t)x;
   ir_ray r = ir_camera_ray(&p.cam, pixel);
   uint32_t color = IR_BACKGROUND_RGBA;
-  float t, t_end;
+  float t, t_end, hit_t = INFINITY;
   if (ir_ray_box(&r, p.box_lo, p.box_hi, &t, &t_end)) {
     float dt = ir_ray_step(&r);
     ir_brick_cursor q = ir_cursor_at(&p, &r, t);
@@ -50,6 +50,7 @@ static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
       float t_out = fminf(ir_cursor_exit(&q), t_end), t_hit;
       if (plain_cell_valid(ranges, p, q) && plain_march(p, r, t, t_out, dt, &t_hit)) {
         color = ir_shade(ir_hit_normal(&p, &r, t_hit), r.dir_world);
+        hit_t = t_hit;
         break;
       }
       if (t_out >= t_end) break;
@@ -58,13 +59,14 @@ static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
     }
   }
   image[pixel] = color;
+  depth[pixel] = hit_t;
 }
 
 cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, uint32_t *image,
-                                   int width, int height, cudaStream_t stream) {
+                                   float *depth, int width, int height, cudaStream_t stream) {
   dim3 block(IR_PLAIN_BLOCK_X, IR_PLAIN_BLOCK_Y);
   dim3 grid((unsigned)(width + IR_PLAIN_BLOCK_X - 1) / IR_PLAIN_BLOCK_X,
             (unsigned)(height + IR_PLAIN_BLOCK_Y - 1) / IR_PLAIN_BLOCK_Y);
-  plain_caster_kernel<<<grid, block, 0, stream>>>(d_frame, d_ranges, image);
+  plain_caster_kernel<<<grid, block, 0, stream>>>(d_frame, d_ranges, image, depth);
   return cudaGetLastError();
 }

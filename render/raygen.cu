@@ -16,6 +16,7 @@ static __global__ void raygen_kernel(const ir_gpu_frame *__restrict__ frame, ir_
     keep = ir_ray_start(&p, i, b.stack + i, b.stride, &sp);
     if (keep) b.sp[i] = (uint8_t)sp;
     b.image[i] = IR_BACKGROUND_RGBA;
+    b.depth[i] = INFINITY;
   }
   ir_stage_emit(out, active, keep, i, i);
 }

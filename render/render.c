@@ -81,6 +81,7 @@ void ir_renderer_destroy(ir_renderer *r) {
   free(r->ranges);
   free(r->nodes);
   free(r->image);
+  free(r->depth);
   free(r->voxels_clean);
   free(r);
 }
@@ -95,6 +96,11 @@ static ir_status check_frame(const ir_frame_desc *f, char err[IR_ERR_LEN]) {
     snprintf(err, IR_ERR_LEN, "isovalue %g: must be a finite number", (double)f->isovalue);
     return IR_ERR_INPUT;
   }
+  for (int k = 0; k < 3; k++)
+    if (!isfinite(f->clip_lo[k]) || !isfinite(f->clip_hi[k])) {
+      snprintf(err, IR_ERR_LEN, "clip box: its corners must be finite numbers");
+      return IR_ERR_INPUT;
+    }
   for (int k = 0; k < 3; k++)
     if (!isfinite(f->camera.eye[k]) || !isfinite(f->camera.target[k]) || !isfinite(f->camera.up[k])) {
       snprintf(err, IR_ERR_LEN, "camera: eye, target and up must be finite numbers");
@@ -133,6 +139,20 @@ ir_status ir_render_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LE
   }
   if (r->device == IR_DEVICE_GPU) return ir_gpu_read_image(r, rgba, err);
   memcpy(rgba, r->image, (size_t)r->width * (size_t)r->height * 4);
+  return IR_OK;
+}
+
+ir_status ir_render_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]) {
+  if (!r || !depth) {
+    snprintf(err, IR_ERR_LEN, "ir_render_read_depth: renderer and depth must not be NULL");
+    return IR_ERR_INPUT;
+  }
+  if (r->width == 0) {
+    snprintf(err, IR_ERR_LEN, "no frame rendered yet: call ir_render_frame first");
+    return IR_ERR_INPUT;
+  }
+  if (r->device == IR_DEVICE_GPU) return ir_gpu_read_depth(r, depth, err);
+  memcpy(depth, r->depth, (size_t)r->width * (size_t)r->height * sizeof(float));
   return IR_OK;
 }
 

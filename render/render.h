@@ -86,6 +86,10 @@ typedef struct ir_frame_desc {
                                    runs to the last ray); IR_TAIL_OFF: never */
   uint32_t run_bricks;          /* multi pipeline: most valid bricks traversal hands intersection
                                    in one run; 0 = IR_RUN_BRICKS_DEFAULT (no limit) */
+  float clip_lo[3], clip_hi[3]; /* clip box in the volume's voxel coordinates (the volume spans
+                                   [0, dims]): only surfaces inside it are drawn; all zero, the
+                                   default: the whole volume. Distributed runs give each brick
+                                   the part of the whole volume it owns (dist/dist.h). */
 } ir_frame_desc;
 
 #define IR_TAIL_OFF 0xffffffffu
@@ -130,6 +134,11 @@ ir_status ir_render_frame(ir_renderer *r, const ir_frame_desc *frame, ir_frame_s
 
 /* Copies the last frame to host memory: width*height*4 bytes, row 0 at the top. */
 ir_status ir_render_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]);
+/* The last frame's depth, width*height floats, row 0 at the top: the distance from the eye to
+ * the surface along the pixel's (unit) ray in world units, +INFINITY where no surface was hit.
+ * Distances do not change when camera and volume are moved together, so depths of bricks
+ * rendered in their own frames compare directly (sort-last compositing, dist/dist.h). */
+ir_status ir_render_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]);
 
 /* The tail threshold a frame runs with (resolving 0 and IR_TAIL_OFF); 0 = no tail kernel. */
 uint32_t ir_frame_tail_rays(const ir_frame_desc *f);

@@ -21,6 +21,7 @@ struct ir_renderer {
   ir_bvh_node *nodes;        /* CPU device: this frame's tree */
   int threads;               /* CPU device */
   uint8_t *image;            /* CPU device: last frame, RGBA8 */
+  float *depth;              /* CPU device: last frame's hit distances (INFINITY: none) */
   size_t image_capacity;     /* bytes */
   int width, height;         /* of the last frame */
   struct ir_gpu_state *gpu;
@@ -49,6 +50,7 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]);
 void ir_gpu_destroy(ir_renderer *r);
 ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]);
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]);
+ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]);
 const void *ir_gpu_device_image(const ir_renderer *r);
 
 /* Milliseconds on a monotonic clock. */

@@ -10,6 +10,7 @@ static __global__ void shade_kernel(const ir_gpu_frame *__restrict__ frame, ir_r
   ir_ray r = ir_camera_ray(&frame->p.cam, ray);
   float4 h = b.hit[ray];
   b.image[ray] = ir_shade(ir_v3(h.y, h.z, h.w), r.dir_world);
+  b.depth[ray] = h.x;
 }
 
 cudaError_t ir_shade_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,

@@ -10,17 +10,19 @@
 #define IR_SINGLE_BLOCK 128
 
 static __global__ void __launch_bounds__(IR_SINGLE_BLOCK)
-    single_kernel(const ir_gpu_frame *__restrict__ frame, uint32_t *__restrict__ image) {
+    single_kernel(const ir_gpu_frame *__restrict__ frame, uint32_t *__restrict__ image, float *__restrict__ depth) {
   /* p.ranges is set: bricks are tested against the isovalue as the walk meets them. */
   const ir_trace_params &p = frame->p;
   uint32_t pixel = ir_tiled_pixel(blockIdx.x * blockDim.x + threadIdx.x, p.cam.width, p.cam.height);
   if (pixel == 0xffffffffu) return;
-  image[pixel] = ir_trace_pixel_runs(&p, pixel, NULL);
+  float t;
+  image[pixel] = ir_trace_pixel_runs(&p, pixel, NULL, &t);
+  depth[pixel] = t;
 }
 
-cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, int width, int height,
-                                    cudaStream_t stream) {
+cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, float *depth, int width,
+                                    int height, cudaStream_t stream) {
   unsigned grid = (ir_tiled_ray_count(width, height) + IR_SINGLE_BLOCK - 1) / IR_SINGLE_BLOCK;
-  single_kernel<<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image);
+  single_kernel<<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image, depth);
   return cudaGetLastError();
 }

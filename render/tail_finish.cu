@@ -18,6 +18,7 @@ static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame
       int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &t);
       if (s == IR_INTERSECT_HIT) {
         b.image[ray] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
+        b.depth[ray] = t;
         hits++;
       }
       if (s != IR_INTERSECT_TRAVERSE) break;

@@ -30,7 +30,11 @@ typedef struct ir_trace_params {
   ir_cam_basis cam;
   ir_volume_view vol;
   const ir_bvh_node *nodes;
-  float box_lo[3], box_hi[3]; /* the volume bounds, voxel coordinates */
+  float box_lo[3], box_hi[3]; /* the volume bounds, or the frame's clip box inside them; voxel
+                                 coordinates: rays are marched inside it only */
+  float grid_lo[3], grid_hi[3]; /* the box whose entry anchors every ray's sample grid: the volume
+                                   bounds, or, for a brick of a larger volume, that volume's
+                                   (dist/): a brick then samples where the whole volume does */
   float iso;                  /* data units */
   uint32_t root;              /* root node index, IR_BVH_NONE when no brick is valid */
   uint32_t bricks[3];         /* brick grid = the BVH's level 0, nodes[x + bx * (y + by * z)] */
@@ -194,11 +198,13 @@ static inline IR_HD float ir_ray_step(const ir_ray *r) { return IR_STEP_VOXELS /
 
 /* The ray's span in the volume and its sample grid; false if the ray misses the volume. */
 static inline IR_HD bool ir_ray_span(const ir_trace_params *p, const ir_ray *r, ir_span *s) {
-  float tn, tf;
+  float tn, tf, gn, gf;
   if (!ir_ray_box(r, p->box_lo, p->box_hi, &tn, &tf)) return false;
+  s->dt = ir_ray_step(r);
+  /* A clip box starts the grid at its sample on or before the entry (a no-op without one). */
+  if (ir_ray_box(r, p->grid_lo, p->grid_hi, &gn, &gf) && gn < tn) tn = gn + floorf((tn - gn) / s->dt) * s->dt;
   s->t0 = tn;
   s->t1 = tf;
-  s->dt = ir_ray_step(r);
   float n = ceilf((tf - tn) / s->dt); /* at most a few times the volume's diagonal in voxels */
   s->k_end = n < 1.0f ? 1 : (int32_t)n;
   return true;
@@ -241,10 +247,11 @@ typedef struct ir_round_counts {
 } ir_round_counts;
 
 /* The whole pipeline for one pixel with a local stack of IR_BVH_MAX_LEVELS entries; returns
- * the pixel's RGBA8. `counts` may be NULL. */
+ * the pixel's RGBA8 and stores the hit's t in *depth (INFINITY on a miss). `counts` may be NULL. */
 static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t pixel, uint32_t *stack,
-                                            ir_round_counts *counts) {
+                                            ir_round_counts *counts, float *depth) {
   int sp = 0;
+  *depth = INFINITY;
   if (!ir_ray_start(p, pixel, stack, 1, &sp)) return IR_BACKGROUND_RGBA;
   if (counts) counts->generated++;
   ir_ray r = ir_camera_ray(&p->cam, pixel);
@@ -257,6 +264,7 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
     int s = ir_intersect(p, &r, stack, 1, &sp, &t);
     if (s == IR_INTERSECT_HIT) {
       if (counts) counts->hit++;
+      *depth = t;
       return ir_shade(ir_hit_normal(p, &r, t), r.dir_world);
     }
     if (s == IR_INTERSECT_DONE) return IR_BACKGROUND_RGBA;
@@ -369,10 +377,13 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
 }
 
 /* Brick walk and march for one pixel: the single kernel and the CPU reference of the default
- * pipelines. `counts` (may be NULL) gets one round per run of bricks. */
-static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint32_t pixel, ir_round_counts *counts) {
+ * pipelines; the hit's t goes to *depth (INFINITY on a miss). `counts` (may be NULL) gets one
+ * round per run of bricks. */
+static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint32_t pixel, ir_round_counts *counts,
+                                                 float *depth) {
   ir_ray r = ir_camera_ray(&p->cam, pixel);
   ir_span s;
+  *depth = INFINITY;
   if (!ir_ray_span(p, &r, &s)) return IR_BACKGROUND_RGBA;
   if (counts) counts->generated++;
   if (p->root == IR_BVH_NONE) return IR_BACKGROUND_RGBA;
@@ -386,6 +397,7 @@ static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint3
     float t = 0.0f;
     if (ir_march_run(p, &r, &s, ka, kb, &t)) {
       if (counts) counts->hit++;
+      *depth = t;
       return ir_shade(ir_hit_normal(p, &r, t), r.dir_world);
     }
     if (kb >= s.k_end) return IR_BACKGROUND_RGBA;

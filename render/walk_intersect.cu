@@ -33,6 +33,7 @@ static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ fr
     hit = ir_march_run(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &t);
     if (hit) {
       b.image[pixel] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
+      b.depth[pixel] = t;
     } else if ((int32_t)seg.y < s.k_end) {
       back = true;
       b.seg[ray].x = seg.y;
@@ -62,6 +63,7 @@ static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, 
       float t = 0.0f;
       if (ir_march_run(&p, &r, &s, ka, kb, &t)) {
         b.image[pixel] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
+        b.depth[pixel] = t;
         hits++;
         break;
       }
