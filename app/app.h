@@ -36,6 +36,27 @@ bool cli_parse_float(const char *text, double *out);
  * the error as "inkray: MESSAGE" on failure. Returns the exit status to use (0 on success). */
 int cli_load_volume(ir_volume_desc *desc, ir_volume *out);
 
+/* ---- Distributed headless runs (dist_headless.c) ------------------------------------------------ */
+/* What a distributed run takes from the headless options (headless.c parses them). */
+typedef struct app_dist_options {
+  ir_volume_desc volume;
+  int device;                 /* ir_device */
+  int cpu_threads;
+  int width, height, frames, warmup, orbit;
+  float elevation, distance;
+  int iso_count;
+  const double *isovalues;    /* none given: the builtin volume's isovalue */
+  int pipeline;               /* ir_pipeline */
+  int method;                 /* ir_compact_method */
+  unsigned tail_rays;
+  const char *png_path, *csv_path;
+} app_dist_options;
+/* Was inkray started by mpirun with more than one rank (or with INKRAY_DIST=1 and one)? */
+bool app_dist_requested(void);
+/* Runs the headless frames distributed over the MPI ranks; rank 0 prints and writes files.
+ * Without MPI: one line saying so, exit 2. */
+int app_dist_headless(int argc, char **argv, const app_dist_options *o);
+
 /* ---- Images (stb_impl.c) ------------------------------------------------------------------------ */
 /* Writes w*h RGBA8 pixels (row 0 at the top, rows packed) as a PNG. Returns false and fills
  * `err` with one line naming the file when it cannot be written. */

@@ -761,10 +761,30 @@ static int run_all(const hl_options *o, hl_state *st, int count) {
   return 0;
 }
 
+/* Under mpirun: the same options, rendered by dist_headless.c over the ranks. */
+static int run_distributed(int argc, char **argv, const hl_options *o) {
+  int methods = 0, method = IR_COMPACT_INK_COMPACT;
+  for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
+    if (o->use_method[m]) methods++, method = m;
+  if (o->use_pipeline[IR_PIPELINE_MULTI] + o->use_pipeline[IR_PIPELINE_SINGLE] != 1 || methods != 1 || o->verify ||
+      o->suggested_wanted)
+    return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
+                      "--iso suggested%s%s", "", "");
+  app_dist_options d = {.volume = o->volume, .device = o->device, .cpu_threads = o->cpu_threads,
+                        .width = o->width, .height = o->height, .frames = o->frames, .warmup = o->warmup,
+                        .orbit = o->orbit, .elevation = o->elevation, .distance = o->distance,
+                        .iso_count = o->iso_count, .isovalues = o->isovalues,
+                        .pipeline = o->use_pipeline[IR_PIPELINE_SINGLE] ? IR_PIPELINE_SINGLE : IR_PIPELINE_MULTI,
+                        .method = method, .tail_rays = (unsigned)o->tail_rays, .png_path = o->png_path,
+                        .csv_path = o->csv_path};
+  return app_dist_headless(argc, argv, &d);
+}
+
 int app_headless_main(int argc, char **argv) {
   hl_options o;
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;
+  if (app_dist_requested()) return run_distributed(argc, argv, &o);
 
   char device_line[512] = "CPU reference renderer";
   if (o.device == IR_DEVICE_GPU && (rc = describe_gpu(device_line, sizeof device_line)) != 0) return rc;

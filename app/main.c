@@ -49,7 +49,8 @@ int main(int argc, char **argv) {
     print_help(stdout);
     return 0;
   }
-  if (has_flag(argc, argv, "--headless")) return app_headless_main(argc, argv);
+  /* Under mpirun the run is distributed, and distributed runs are headless. */
+  if (has_flag(argc, argv, "--headless") || app_dist_requested()) return app_headless_main(argc, argv);
   if (!app_window_available()) {
     fprintf(stderr, "inkray: built without SDL2/GLEW, so no window; running headless "
                     "(install libsdl2-dev and libglew-dev and rebuild for the window)\n");

@@ -1,0 +1,196 @@
+/* inkray --headless under mpirun: the frames of a headless run, distributed over the MPI ranks
+ * (dist/dist.h). Every rank loads and renders its brick; rank 0 composites, prints the frame
+ * times with the per-phase split (render, gather, composite) and writes the PNG and CSV.
+ *
+ * One configuration per isovalue (one pipeline, one compaction method); the per-stage
+ * diagnostic pass and --verify of single-process runs are not offered here: the phase split
+ * takes the stage table's place. The window is not distributed: under mpirun inkray runs
+ * headless. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "dist/dist.h"
+
+bool app_dist_requested(void) {
+  int size = ir_dist_launched_size();
+  return size > 1 || (size == 1 && ir_dist_built_with_mpi());
+}
+
+typedef struct dist_phase_sums {
+  double render, gather, composite, total;
+} dist_phase_sums;
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static float view_azimuth(const app_dist_options *o, int view) { return 360.0f * (float)view / (float)o->orbit; }
+
+/* Prints on rank 0 only: the ranks share their errors, and one line is enough. */
+static int fail(const ir_dist *d, int status, const char *err) {
+  if (ir_dist_rank(d) == 0 || strncmp(err, "rank ", 5) == 0) fprintf(stderr, "inkray: %s\n", err);
+  return status == IR_ERR_INPUT ? 2 : 1;
+}
+
+static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *o, const double *isovalues,
+                      int iso_count, FILE *csv, uint8_t *image) {
+  const ir_volume *whole = ir_dist_scene_volume(scene);
+  int rank = ir_dist_rank(d), ranks = ir_dist_size(d);
+  double *totals = calloc((size_t)o->frames, sizeof *totals);
+  if (!totals) return fail(d, IR_ERR_RUNTIME, "out of host memory");
+  if (rank == 0) {
+    printf("\nframe time in ms (host clock of rank 0, whole distributed frame) and its phases (means; render\n"
+           "and gather: the slowest rank; composite: rank 0, waiting for the slowest rank included)\n");
+    printf("%-10s %6s %9s %9s %9s %9s %9s %9s %11s\n", "isovalue", "ranks", "mean", "median", "p95", "FPS mean",
+           "render", "gather", "composite");
+  }
+  int rc = 0;
+  for (int k = 0; k < iso_count && !rc; k++) {
+    dist_phase_sums sums = {0, 0, 0, 0};
+    for (int f = -o->warmup; f < o->frames && !rc; f++) {
+      int view = (f < 0 ? f + o->warmup : f) % o->orbit;
+      ir_frame_desc frame = {
+          .width = o->width,
+          .height = o->height,
+          .isovalue = (float)isovalues[k],
+          .camera = ir_camera_orbit(whole, view_azimuth(o, view), o->elevation, o->distance),
+          .method = (ir_compact_method)o->method,
+          .pipeline = (ir_pipeline)o->pipeline,
+          .tail_rays = o->tail_rays,
+      };
+      ir_dist_frame_stats st;
+      char err[IR_ERR_LEN] = "";
+      ir_status status = ir_dist_scene_frame(scene, &frame, image, &st, err);
+      if (status != IR_OK) {
+        rc = fail(d, status, err);
+        break;
+      }
+      if (f < 0) continue;
+      double mine[4] = {st.render_ms, st.gather_ms, st.composite_ms, st.total_ms}, worst[4];
+      if (ir_dist_max_to_root(d, mine, worst, 4, err) != IR_OK) {
+        rc = fail(d, IR_ERR_RUNTIME, err);
+        break;
+      }
+      if (rank != 0) continue;
+      /* Rank 0's own clock for the frame and the composite; the slowest rank for the others. */
+      totals[f] = st.total_ms;
+      sums.render += worst[0];
+      sums.gather += worst[1];
+      sums.composite += st.composite_ms;
+      sums.total += st.total_ms;
+      if (csv)
+        fprintf(csv, "%.9g,%d,%d,%d,%.3f,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f\n", isovalues[k], ranks, f, view,
+                view_azimuth(o, view), ir_pipeline_name((ir_pipeline)o->pipeline),
+                o->pipeline == IR_PIPELINE_SINGLE ? "none" : ir_compact_method_get((ir_compact_method)o->method)->name,
+                o->width, o->height, st.total_ms, worst[0], worst[1], st.composite_ms);
+    }
+    if (rc || rank != 0) continue;
+    int n = o->frames;
+    qsort(totals, (size_t)n, sizeof *totals, compare_double);
+    double median = n % 2 ? totals[n / 2] : 0.5 * (totals[n / 2 - 1] + totals[n / 2]);
+    int p95 = (int)ceil(0.95 * n);
+    double mean = sums.total / n;
+    printf("%-10.5g %6d %9.3f %9.3f %9.3f %9.1f %9.3f %9.3f %11.3f\n", isovalues[k], ranks, mean, median,
+           totals[p95 > 0 ? p95 - 1 : 0], 1000.0 / mean, sums.render / n, sums.gather / n, sums.composite / n);
+  }
+  free(totals);
+  return rc;
+}
+
+static int run(ir_dist *d, const app_dist_options *o) {
+  int rank = ir_dist_rank(d), ranks = ir_dist_size(d);
+  double builtin_iso = ir_builtin_isovalue(o->volume.source ? o->volume.source : IR_DEFAULT_VOLUME);
+  const double *isovalues = o->isovalues;
+  int iso_count = o->iso_count;
+  if (iso_count == 0 && isnan(builtin_iso)) {
+    if (rank == 0)
+      fprintf(stderr, "inkray: a distributed run needs --iso V: the suggested isovalues come from the whole "
+                      "volume's histogram, and no rank holds the whole volume\n");
+    return 2;
+  }
+  if (iso_count == 0) {
+    isovalues = &builtin_iso;
+    iso_count = 1;
+  }
+  ir_dist_scene_desc desc = {.volume = o->volume, .device = (ir_device)o->device, .cpu_threads = o->cpu_threads};
+  if (!desc.volume.source) desc.volume.source = IR_DEFAULT_VOLUME;
+  ir_dist_scene *scene = NULL;
+  char err[IR_ERR_LEN] = "";
+  ir_status status = ir_dist_scene_create(d, &desc, &scene, err);
+  if (status != IR_OK) return fail(d, status, err);
+
+  FILE *csv = NULL;
+  int rc = 0;
+  size_t pixels = (size_t)o->width * (size_t)o->height;
+  uint8_t *image = rank == 0 ? malloc(pixels * 4) : NULL;
+  if (rank == 0 && !image) {
+    fprintf(stderr, "inkray: out of host memory for %dx%d images; try a smaller --size\n", o->width, o->height);
+    rc = 1;
+  }
+  if (rank == 0 && !rc && o->csv_path) {
+    csv = fopen(o->csv_path, "w");
+    if (!csv) {
+      fprintf(stderr, "inkray: cannot write --csv '%s': %s\n", o->csv_path, strerror(errno));
+      rc = 2;
+    } else {
+      fputs("isovalue,ranks,frame,view,azimuth,pipeline,method,width,height,total_ms,render_ms,gather_ms,"
+            "composite_ms\n", csv);
+    }
+  }
+  rc = ir_dist_agree(d, rc);
+  if (rc == 0 && rank == 0) {
+    const ir_volume *v = ir_dist_scene_volume(scene);
+    const ir_dist_layout *L = ir_dist_scene_layout(scene);
+    const ir_dist_brick *b = ir_dist_scene_brick(scene);
+    printf("inkray headless: distributed over %d rank%s (MPI, sort-last, MIN-reduction compositing), %s renderer\n",
+           ranks, ranks == 1 ? "" : "s", o->device == IR_DEVICE_CPU ? "CPU reference" : "GPU (rank r on GPU r % devices)");
+    printf("volume %s: %zux%zux%zu %s in %dx%dx%d bricks; rank 0 loaded %zux%zux%zu voxels\n", v->name, v->dims[0],
+           v->dims[1], v->dims[2], ir_voxel_type_name(v->type), L->parts[0], L->parts[1], L->parts[2],
+           b->load_hi[0] - b->load_lo[0], b->load_hi[1] - b->load_lo[1], b->load_hi[2] - b->load_lo[2]);
+    printf("%dx%d, %s pipeline%s%s, %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg elevation\n",
+           o->width, o->height, ir_pipeline_name((ir_pipeline)o->pipeline),
+           o->pipeline == IR_PIPELINE_SINGLE ? "" : " with ",
+           o->pipeline == IR_PIPELINE_SINGLE ? "" : ir_compact_method_get((ir_compact_method)o->method)->name,
+           o->frames, o->frames == 1 ? "" : "s", o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation);
+    fflush(stdout);
+  }
+  if (rc == 0) rc = run_frames(d, scene, o, isovalues, iso_count, csv, image);
+  if (rc == 0 && rank == 0 && o->png_path) {
+    if (!app_write_png(o->png_path, o->width, o->height, image, err)) {
+      fprintf(stderr, "inkray: %s\n", err);
+      rc = 1;
+    } else {
+      printf("\nlast frame: %s\n", o->png_path);
+    }
+  }
+  if (csv) {
+    if (fflush(csv) != 0 || ferror(csv)) {
+      fprintf(stderr, "inkray: writing --csv '%s' failed: %s\n", o->csv_path, strerror(errno));
+      rc = 1;
+    } else if (rc == 0) {
+      printf("per-frame CSV: %s\n", o->csv_path);
+    }
+    fclose(csv);
+  }
+  free(image);
+  ir_dist_scene_destroy(scene);
+  return ir_dist_agree(d, rc);
+}
+
+int app_dist_headless(int argc, char **argv, const app_dist_options *o) {
+  ir_dist *d = NULL;
+  char err[IR_ERR_LEN] = "";
+  if (ir_dist_init(&argc, &argv, &d, err) != IR_OK) {
+    /* Started by mpirun but unable to take part: the first rank says why, once. */
+    const char *world_rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (!world_rank || strcmp(world_rank, "0") == 0) fprintf(stderr, "inkray: %s\n", err);
+    return 2;
+  }
+  int rc = run(d, o);
+  ir_dist_finalize(d);
+  return rc;
+}

@@ -1,0 +1,81 @@
+/* Brick decomposition for sort-last rendering: one brick per rank, the rank count's prime
+ * factors (largest first) each splitting the axis whose bricks are currently longest, so the
+ * bricks stay close to cubes and their faces (the extra voxels each rank loads) small.
+ *
+ * Along one axis of N voxels cut into p parts, part j owns voxels [c_j, c_j+1) with
+ * c_j = floor(j N / p). It draws the region between the centres of voxels c_j and c_j+1 (the
+ * volume's faces at the ends), where every trilinear sample needs voxels c_j .. c_j+1 only,
+ * so neighbours share one voxel; the gradient's central differences one voxel further out need
+ * IR_DIST_GHOST more on each inner face. Cuts fall on multiples of IR_DIST_ALIGN where the
+ * bricks are long enough, and such bricks load IR_DIST_ALIGN voxels before their first owned
+ * one, so that their BVH leaves lie where the whole volume's do (dist.h says why). */
+#include <stdio.h>
+#include <string.h>
+
+#include "dist/dist.h"
+#include "render/bvh.cuh"
+
+_Static_assert(IR_DIST_ALIGN == IR_BRICK_CELLS, "bricks align to the BVH leaves (render/bvh.cuh)");
+
+static const char *const axis_names = "xyz";
+
+ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out, char err[IR_ERR_LEN]) {
+  memset(out, 0, sizeof *out);
+  if (ranks < 1 || ranks > IR_DIST_MAX_RANKS) {
+    snprintf(err, IR_ERR_LEN, "%d ranks: a distributed run needs 1 to %d ranks", ranks, IR_DIST_MAX_RANKS);
+    return IR_ERR_INPUT;
+  }
+  int factors[32], count = 0;
+  for (int n = ranks, f = 2; n > 1;) {
+    if (n % f == 0) {
+      factors[count++] = f;
+      n /= f;
+    } else {
+      f = f * f > n ? n : f + 1;
+    }
+  }
+  int parts[3] = {1, 1, 1};
+  for (int i = count - 1; i >= 0; i--) {
+    int axis = 0;
+    for (int k = 1; k < 3; k++)
+      if ((double)dims[k] / parts[k] > (double)dims[axis] / parts[axis]) axis = k;
+    parts[axis] *= factors[i];
+  }
+  for (int k = 0; k < 3; k++) {
+    if (dims[k] / (size_t)parts[k] < IR_DIST_MIN_THICKNESS) {
+      snprintf(err, IR_ERR_LEN,
+               "%d ranks on %zux%zux%zu voxels: %d bricks along %c would own %zu voxel%s each; a brick "
+               "needs at least %d along every axis: use fewer ranks (or a count with smaller prime factors)",
+               ranks, dims[0], dims[1], dims[2], parts[k], axis_names[k], dims[k] / (size_t)parts[k],
+               dims[k] / (size_t)parts[k] == 1 ? "" : "s", IR_DIST_MIN_THICKNESS);
+      return IR_ERR_INPUT;
+    }
+  }
+  memcpy(out->dims, dims, sizeof out->dims);
+  memcpy(out->parts, parts, sizeof out->parts);
+  for (int k = 0; k < 3; k++) out->align[k] = dims[k] / (size_t)parts[k] >= 2 * IR_DIST_ALIGN ? IR_DIST_ALIGN : 1;
+  out->ranks = ranks;
+  return IR_OK;
+}
+
+void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out) {
+  memset(out, 0, sizeof *out);
+  out->rank = rank;
+  out->cell[0] = rank % L->parts[0];
+  out->cell[1] = rank / L->parts[0] % L->parts[1];
+  out->cell[2] = rank / (L->parts[0] * L->parts[1]);
+  for (int k = 0; k < 3; k++) {
+    size_t n = L->dims[k], p = (size_t)L->parts[k], j = (size_t)out->cell[k];
+    size_t a = L->align[k];
+    bool first = j == 0, last = j + 1 == p;
+    /* Rounded to the alignment: with parts of at least 2a voxels, cuts move by at most a/2 and
+     * stay in order. */
+    size_t lo = first ? 0 : (j * n / p + a / 2) / a * a, hi = last ? n : ((j + 1) * n / p + a / 2) / a * a;
+    out->own_lo[k] = lo;
+    out->own_hi[k] = hi;
+    out->load_lo[k] = first ? 0 : lo - (a > 1 ? a : IR_DIST_GHOST);
+    out->load_hi[k] = last ? n : (hi + 1 + IR_DIST_GHOST < n ? hi + 1 + IR_DIST_GHOST : n);
+    out->clip_lo[k] = first ? 0.0f : (float)lo + 0.5f;
+    out->clip_hi[k] = last ? (float)n : (float)hi + 0.5f;
+  }
+}

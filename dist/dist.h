@@ -1,0 +1,138 @@
+/* inkray dist module: sort-last distributed rendering over MPI.
+ *
+ * The volume is split into one brick per MPI rank (balanced along the longest axes); each rank
+ * loads only its brick (data/volume.h regions), renders it with the camera of the whole volume
+ * moved into the brick's frame and a clip box around the part it owns, and the frames are
+ * composited by depth with one MPI_Reduce (MPI_MIN over 64-bit words that pack depth and
+ * colour) onto rank 0. docs/distributed.md has the design.
+ *
+ * The decomposition and the packing need no MPI (and are what the unit tests pin down); the
+ * runtime functions need inkray built with MPI and otherwise return IR_ERR_INPUT saying so.
+ * Library functions never print or exit: they return an ir_status and fill `err`.
+ */
+#ifndef INKRAY_DIST_H
+#define INKRAY_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/volume.h"
+#include "render/render.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Decomposition (no MPI) ----------------------------------------------------------------- */
+#define IR_DIST_MIN_THICKNESS 2  /* voxels a brick must own along every axis */
+#define IR_DIST_MAX_RANKS 65536
+/* Voxels loaded beyond the shared one on each inner face: the gradient's central differences
+ * reach one voxel past the owned region (render/volume_sample.cuh). */
+#define IR_DIST_GHOST 1
+/* The renderer's BVH leaves span 16 voxel cells from the volume's origin, and the ray march
+ * restarts at each leaf face. Cutting at multiples of 16 and starting each loaded box at one
+ * puts a brick's leaves exactly on the whole volume's, so a brick samples the rays at the same
+ * points a single process does (the image differs only where the clip planes cut). Axes whose
+ * bricks would be shorter than 2 * IR_DIST_ALIGN are cut anywhere, with IR_DIST_GHOST only. */
+#define IR_DIST_ALIGN 16
+
+typedef struct ir_dist_layout {
+  size_t dims[3]; /* the whole volume */
+  int ranks;
+  int parts[3];   /* bricks along x, y, z; their product is `ranks` */
+  size_t align[3]; /* cut points along each axis are multiples of this: IR_DIST_ALIGN or 1 */
+} ir_dist_layout;
+
+typedef struct ir_dist_brick {
+  int rank;
+  int cell[3];                   /* position in the brick grid; rank = x + parts_x (y + parts_y z) */
+  size_t own_lo[3], own_hi[3];   /* voxels it owns, [lo, hi): the bricks' owned voxels tile the volume */
+  size_t load_lo[3], load_hi[3]; /* voxels it loads, [lo, hi): owned, the next brick's first voxel
+                                    (trilinear samples up to that voxel's centre), the ghost after
+                                    it, and before the owned voxels the ghost or, on aligned axes,
+                                    IR_DIST_ALIGN voxels (the leaf grid's phase) */
+  float clip_lo[3], clip_hi[3];  /* the region it draws, voxel coordinates of the whole volume:
+                                    from its first owned voxel's centre to the next brick's first
+                                    voxel's centre (the volume's faces on the outside); the
+                                    regions tile [0, dims] */
+} ir_dist_brick;
+
+/* Splits dims into `ranks` bricks: the rank count's prime factors, largest first, each split the
+ * axis whose bricks are longest, into nearly equal parts (sizes differ by at most one voxel, or
+ * by IR_DIST_ALIGN on aligned axes).
+ * IR_ERR_INPUT with one line for a rank count outside 1..IR_DIST_MAX_RANKS or bricks that would
+ * own fewer than IR_DIST_MIN_THICKNESS voxels along an axis. */
+ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out, char err[IR_ERR_LEN]);
+/* Brick `rank` (0 .. ranks-1) of a layout. */
+void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out);
+
+/* ---- Compositing words (no MPI) --------------------------------------------------------------- */
+/* One pixel as a 64-bit word: the depth's float bits above the RGBA8 colour. Non-negative
+ * floats order like their bits read as unsigned integers, so the smallest word is the nearest
+ * surface and MIN composites opaque surfaces. Background is all ones, MIN's identity. */
+#define IR_DIST_BACKGROUND UINT64_MAX
+uint64_t ir_dist_pack(float depth, uint32_t rgba);
+void ir_dist_pack_image(const uint8_t *rgba, const float *depth, size_t pixels, uint64_t *words);
+/* Colours of composited words; background words become `background_rgba`. */
+void ir_dist_unpack_image(const uint64_t *words, size_t pixels, uint32_t background_rgba, uint8_t *rgba);
+
+/* ---- Runtime (MPI) ---------------------------------------------------------------------------- */
+typedef struct ir_dist ir_dist;
+
+bool ir_dist_built_with_mpi(void);
+/* The world size mpirun gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_SIZE in the
+ * environment), 0 when it was not started by an MPI launcher. Needs no MPI. */
+int ir_dist_launched_size(void);
+/* MPI_Init and this rank's place. Without MPI: IR_ERR_INPUT, "built without MPI". */
+ir_status ir_dist_init(int *argc, char ***argv, ir_dist **out, char err[IR_ERR_LEN]);
+void ir_dist_finalize(ir_dist *d);
+int ir_dist_rank(const ir_dist *d);
+int ir_dist_size(const ir_dist *d);
+/* Every rank passes its status; every rank gets the largest (so all stop together). */
+int ir_dist_agree(ir_dist *d, int status);
+/* The largest of each of `n` values over the ranks, on rank 0. */
+ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]);
+/* MPI_Reduce with MPI_MIN of `pixels` words onto rank 0 (`result` is used on rank 0 only). */
+ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
+                             char err[IR_ERR_LEN]);
+
+/* ---- A brick's renderer -------------------------------------------------------------------------- */
+typedef struct ir_dist_scene ir_dist_scene;
+
+typedef struct ir_dist_scene_desc {
+  ir_volume_desc volume; /* the whole volume; its region fields are set per rank */
+  ir_device device;      /* GPU: rank r uses device r % (devices on its host) */
+  int cpu_threads;       /* CPU device: 0 = all cores */
+} ir_dist_scene_desc;
+
+/* Phases of one distributed frame, milliseconds on the host clock of this rank. */
+typedef struct ir_dist_frame_stats {
+  double render_ms;    /* this rank's brick: ir_render_frame, to the end of its GPU work */
+  double gather_ms;    /* colour and depth to host memory, packed into words */
+  double composite_ms; /* the MPI_Reduce (waiting for slower ranks included), unpacking on rank 0 */
+  double total_ms;
+} ir_dist_frame_stats;
+
+/* Reads the whole volume's header, decomposes it over the ranks, loads this rank's brick and
+ * creates its renderer. Collective: every rank calls it; every rank gets the same status
+ * (the message of a failure on another rank names that rank). */
+ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_dist_scene **out,
+                               char err[IR_ERR_LEN]);
+void ir_dist_scene_destroy(ir_dist_scene *s);
+/* The whole volume as a header (dims, type, spacing, name; no voxels): cameras are set in its
+ * world space (ir_camera_orbit). */
+const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s);
+const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s);
+const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s);
+const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s);
+/* One frame of the whole volume: frame->camera in the whole volume's world space, frame's clip
+ * box unused. Collective. Rank 0 receives the composited RGBA8 image (width*height*4 bytes) in
+ * `rgba`; other ranks may pass NULL. */
+ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint8_t *rgba,
+                              ir_dist_frame_stats *stats, char err[IR_ERR_LEN]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

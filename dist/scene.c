@@ -1,0 +1,183 @@
+/* A rank's part of a distributed frame: its brick of the volume, a renderer for it, and the
+ * frame loop: render the brick with the camera moved into its frame and the clip box around
+ * what it owns, read colour and depth back, pack them, and MIN-reduce onto rank 0.
+ *
+ * Moving the camera: a brick loaded from voxel `load_lo` on is a volume of its own whose
+ * voxel (0,0,0) is voxel load_lo of the whole volume, so the whole volume's world space maps
+ * onto the brick's by subtracting load_lo * spacing from the eye and the target. A translation
+ * leaves every ray's direction and its parameter t unchanged, so hit distances (the depths)
+ * of different bricks compare directly. The kernels are untouched: the translation is done
+ * here and the clip box rides in ir_frame_desc. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_internal.h"
+#include "render/ray_math.cuh"
+
+struct ir_dist_scene {
+  ir_dist *d;
+  ir_volume whole; /* header only */
+  ir_volume brick_volume;
+  ir_dist_layout layout;
+  ir_dist_brick brick;
+  ir_renderer *renderer;
+  size_t capacity; /* pixels the buffers below hold */
+  uint8_t *rgba;
+  float *depth;
+  uint64_t *words, *result;
+};
+
+const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s) { return &s->whole; }
+const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s) { return &s->brick_volume; }
+const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s) { return &s->layout; }
+const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s) { return &s->brick; }
+
+void ir_dist_scene_destroy(ir_dist_scene *s) {
+  if (!s) return;
+  ir_renderer_destroy(s->renderer);
+  ir_volume_free(&s->brick_volume);
+  free(s->rgba);
+  free(s->depth);
+  free(s->words);
+  free(s->result);
+  free(s);
+}
+
+/* GPU rank r takes device r % devices: ranks on one host share its GPUs round-robin. */
+static ir_status pick_gpu(int rank, char err[IR_ERR_LEN]) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    snprintf(err, IR_ERR_LEN, "no CUDA device available (%s); use --device cpu",
+             e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    return IR_ERR_RUNTIME;
+  }
+  e = cudaSetDevice(rank % count);
+  if (e != cudaSuccess) {
+    snprintf(err, IR_ERR_LEN, "cannot use CUDA device %d of %d: %s", rank % count, count, cudaGetErrorString(e));
+    return IR_ERR_RUNTIME;
+  }
+  return IR_OK;
+}
+
+/* Loads the brick and makes its renderer; a message starting "rank N: " on failure. */
+static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
+  int rank = ir_dist_rank(s->d);
+  ir_volume_desc vd = desc->volume;
+  vd.header_only = false;
+  for (int k = 0; k < 3; k++) {
+    vd.region_offset[k] = s->brick.load_lo[k];
+    vd.region_size[k] = s->brick.load_hi[k] - s->brick.load_lo[k];
+  }
+  char sub[IR_ERR_LEN];
+  ir_status st = ir_volume_load(&vd, &s->brick_volume, sub);
+  if (st == IR_OK && desc->device == IR_DEVICE_GPU) st = pick_gpu(rank, sub);
+  if (st == IR_OK) {
+    ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
+    st = ir_renderer_create(&rd, &s->renderer, sub);
+  }
+  if (st != IR_OK) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
+  return st;
+}
+
+ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_dist_scene **out,
+                               char err[IR_ERR_LEN]) {
+  *out = NULL;
+  ir_dist_scene *s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
+    return ir_dist_agree(d, IR_ERR_RUNTIME) == IR_ERR_INPUT ? IR_ERR_INPUT : IR_ERR_RUNTIME;
+  }
+  s->d = d;
+  /* The header and the decomposition are the same on every rank, and so are their errors. */
+  ir_volume_desc hd = desc->volume;
+  hd.header_only = true;
+  memset(hd.region_offset, 0, sizeof hd.region_offset);
+  memset(hd.region_size, 0, sizeof hd.region_size);
+  ir_status st = ir_volume_load(&hd, &s->whole, err);
+  if (st == IR_OK) st = ir_dist_decompose(s->whole.dims, ir_dist_size(d), &s->layout, err);
+  if (st == IR_OK) {
+    ir_dist_brick_of(&s->layout, ir_dist_rank(d), &s->brick);
+    st = load_brick(s, desc, err);
+  }
+  int worst = ir_dist_agree(d, (int)st);
+  if (st == IR_OK && worst != IR_OK)
+    snprintf(err, IR_ERR_LEN, "another rank failed to load its brick (its message is above)");
+  if (worst != IR_OK) {
+    ir_dist_scene_destroy(s);
+    return (ir_status)worst;
+  }
+  *out = s;
+  return IR_OK;
+}
+
+static ir_status ensure_buffers(ir_dist_scene *s, size_t pixels, char err[IR_ERR_LEN]) {
+  if (pixels <= s->capacity) return IR_OK;
+  free(s->rgba);
+  free(s->depth);
+  free(s->words);
+  free(s->result);
+  s->rgba = malloc(pixels * 4);
+  s->depth = malloc(pixels * sizeof *s->depth);
+  s->words = malloc(pixels * sizeof *s->words);
+  s->result = ir_dist_rank(s->d) == 0 ? malloc(pixels * sizeof *s->result) : NULL;
+  s->capacity = pixels;
+  if (!s->rgba || !s->depth || !s->words || (ir_dist_rank(s->d) == 0 && !s->result)) {
+    s->capacity = 0;
+    snprintf(err, IR_ERR_LEN, "rank %d: out of host memory for %zu-pixel frames", ir_dist_rank(s->d), pixels);
+    return IR_ERR_RUNTIME;
+  }
+  return IR_OK;
+}
+
+/* The frame moved into the brick's own frame (see the top of the file). */
+static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *frame) {
+  ir_frame_desc f = *frame;
+  for (int k = 0; k < 3; k++) {
+    double shift = (double)s->brick.load_lo[k] * (double)s->whole.spacing[k];
+    f.camera.eye[k] = (float)((double)frame->camera.eye[k] - shift);
+    f.camera.target[k] = (float)((double)frame->camera.target[k] - shift);
+    f.clip_lo[k] = s->brick.clip_lo[k] - (float)s->brick.load_lo[k];
+    f.clip_hi[k] = s->brick.clip_hi[k] - (float)s->brick.load_lo[k];
+  }
+  return f;
+}
+
+ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint8_t *rgba,
+                              ir_dist_frame_stats *stats, char err[IR_ERR_LEN]) {
+  ir_dist_frame_stats local;
+  memset(&local, 0, sizeof local);
+  double t0 = ir_dist_now_ms();
+  size_t pixels = (size_t)frame->width * (size_t)frame->height;
+  ir_status st = ensure_buffers(s, pixels, err);
+  ir_frame_desc f = brick_frame(s, frame);
+  ir_frame_stats rs;
+  char sub[IR_ERR_LEN] = "";
+  /* With stats the renderer waits for the frame's GPU work, so render time is all of it. */
+  if (st == IR_OK) st = ir_render_frame(s->renderer, &f, &rs, sub);
+  double t1 = ir_dist_now_ms();
+  if (st == IR_OK) st = ir_render_read_image(s->renderer, s->rgba, sub);
+  if (st == IR_OK) st = ir_render_read_depth(s->renderer, s->depth, sub);
+  if (st == IR_OK) ir_dist_pack_image(s->rgba, s->depth, pixels, s->words);
+  if (sub[0]) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", ir_dist_rank(s->d), sub);
+  double t2 = ir_dist_now_ms();
+  /* A rank that failed must not leave the others waiting in the reduction. */
+  int worst = ir_dist_agree(s->d, (int)st);
+  if (worst != IR_OK) {
+    if (st == IR_OK) snprintf(err, IR_ERR_LEN, "another rank failed to render its brick (its message is above)");
+    return (ir_status)worst;
+  }
+  st = ir_dist_reduce_min(s->d, s->words, s->result, pixels, err);
+  if (st == IR_OK && ir_dist_rank(s->d) == 0 && rgba)
+    ir_dist_unpack_image(s->result, pixels, IR_BACKGROUND_RGBA, rgba);
+  double t3 = ir_dist_now_ms();
+  local.render_ms = t1 - t0;
+  local.gather_ms = t2 - t1;
+  local.composite_ms = t3 - t2;
+  local.total_ms = t3 - t0;
+  if (stats) *stats = local;
+  return st;
+}

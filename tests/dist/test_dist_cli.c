@@ -1,0 +1,200 @@
+/* Distributed runs through the built binary under mpirun, on the CPU renderer: three ranks
+ * draw the image one process draws (within the CPU tolerance of tests/render: coverage differs
+ * on at most 0.5% of the pixels, and at least 99% of the pixels hit in both are within 4/255),
+ * for a builtin volume and for a raw file each rank reads its brick of; bad rank counts and
+ * bricks thinner than 2 voxels are refused with one line and exit 2.
+ * Skipped (77) when inkray was built without MPI or mpirun is missing. */
+#include <math.h>
+
+#include "tests/check.h"
+#include "tests/headless/run_inkray.h"
+#include "data/volume.h"
+
+#define MAX_COVER_MISMATCH 0.005
+#define MIN_CLOSE_FRACTION 0.99
+#define CLOSE_CHANNEL 4
+
+static run_result result;
+
+/* Runs argv (NULL-terminated, argv[0] a path) and captures its output. */
+static void run_command(const char *const *argv, run_result *r) {
+  char log_path[] = "/tmp/inkray-dist-output-XXXXXX";
+  int fd = mkstemp(log_path);
+  r->status = -1;
+  r->output[0] = '\0';
+  if (fd < 0) return;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    execv(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  int wstatus = 0;
+  if (pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus)) r->status = WEXITSTATUS(wstatus);
+  lseek(fd, 0, SEEK_SET);
+  ssize_t got = read(fd, r->output, RUN_OUTPUT_CAP - 1);
+  r->output[got > 0 ? got : 0] = '\0';
+  close(fd);
+  unlink(log_path);
+}
+
+/* inkray with `args` in one process (ranks 0) or under mpirun with that many ranks. CI runs as
+ * root on two cores: --allow-run-as-root and --oversubscribe. */
+static void run_ranks(int ranks, const char *const *args, run_result *r) {
+  const char *argv[64];
+  int n = 0;
+  char np[16];
+  snprintf(np, sizeof np, "%d", ranks);
+  if (ranks > 0) {
+    argv[n++] = getenv("INKRAY_MPIEXEC");
+    argv[n++] = "--allow-run-as-root";
+    argv[n++] = "--oversubscribe";
+    argv[n++] = "-np";
+    argv[n++] = np;
+  }
+  argv[n++] = inkray_binary();
+  for (int k = 0; args[k] && n < 63; k++) argv[n++] = args[k];
+  argv[n] = NULL;
+  run_command(argv, r);
+}
+
+/* The tolerance of the CPU image tests (tests/render). */
+static void check_images_agree(const char *a_path, const char *b_path) {
+  int wa = 0, ha = 0, ca = 0, wb = 0, hb = 0, cb = 0;
+  unsigned char *a = read_png(a_path, &wa, &ha, &ca), *b = read_png(b_path, &wb, &hb, &cb);
+  CHECK_MSG(a && b, "cannot read %s or %s", a_path, b_path);
+  if (!a || !b) return;
+  CHECK(wa == wb && ha == hb && ca == 4 && cb == 4);
+  size_t pixels = (size_t)wa * (size_t)ha, cover_mismatch = 0, both = 0, close = 0;
+  for (size_t i = 0; i < pixels && ca == 4 && cb == 4 && wa == wb && ha == hb; i++) {
+    bool hit_a = a[4 * i + 3] == 255, hit_b = b[4 * i + 3] == 255;
+    if (hit_a != hit_b) cover_mismatch++;
+    if (!hit_a || !hit_b) continue;
+    both++;
+    int worst = 0;
+    for (int c = 0; c < 3; c++) {
+      int d = abs((int)a[4 * i + c] - (int)b[4 * i + c]);
+      worst = d > worst ? d : worst;
+    }
+    close += worst <= CLOSE_CHANNEL;
+  }
+  printf("  coverage differs on %zu of %zu pixels; %zu of %zu common hits within %d/255\n", cover_mismatch,
+         pixels, close, both, CLOSE_CHANNEL);
+  CHECK_MSG(both > pixels / 20, "only %zu pixels hit: nothing to compare", both);
+  CHECK((double)cover_mismatch <= MAX_COVER_MISMATCH * (double)pixels);
+  CHECK((double)close >= MIN_CLOSE_FRACTION * (double)both);
+  stbi_image_free(a);
+  stbi_image_free(b);
+}
+
+static void compare_one_and_three(const char *dir, const char *volume, const char *iso) {
+  char one[128], three[128];
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(three, sizeof three, "%s/three.png", dir);
+  const char *single[] = {"--headless", "--device", "cpu", "--size", "128x128", "--frames", "1", "--warmup", "0",
+                          "--orbit", "1", "--elevation", "30", "--no-stages", "--quiet", "--iso", iso,
+                          "--png", one, volume, NULL};
+  run_ranks(0, single, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  const char *dist[] = {"--headless", "--device", "cpu", "--threads", "1", "--size", "128x128", "--frames", "1",
+                        "--warmup", "0", "--orbit", "1", "--elevation", "30", "--quiet", "--iso", iso,
+                        "--png", three, volume, NULL};
+  run_ranks(3, dist, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "distributed over 3 ranks");
+  CHECK_STR_CONTAINS(result.output, "render");
+  CHECK_STR_CONTAINS(result.output, "composite");
+  CHECK_STR_CONTAINS(result.output, "gather");
+  if (result.status == 0) check_images_agree(one, three);
+}
+
+static void test_three_ranks_draw_the_single_process_image_of_a_builtin_volume(void) {
+  char dir[64];
+  make_scratch(dir);
+  compare_one_and_three(dir, "builtin:fractal:96", "127.5");
+  remove_scratch(dir);
+}
+
+/* A float32 raw file (Marschner-Lobb, bytes per voxel > 1) that each rank reads its brick of. */
+static void test_three_ranks_draw_the_single_process_image_of_a_raw_file(void) {
+  char dir[64], path[128];
+  make_scratch(dir);
+  snprintf(path, sizeof path, "%s/ml_100x64x60_float32.raw", dir);
+  ir_volume v;
+  ir_volume_desc d = {.source = "builtin:marschner-lobb:100"};
+  char err[IR_ERR_LEN];
+  CHECK(ir_volume_load(&d, &v, err) == IR_OK);
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    /* A 100x64x60 box of it: unequal axes, so the bricks are not cubes. */
+    const float *p = v.voxels;
+    for (size_t z = 0; z < 60; z++)
+      for (size_t y = 0; y < 64; y++) CHECK(fwrite(p + (z * 100 + y) * 100, sizeof(float), 100, f) == 100);
+    fclose(f);
+  }
+  ir_volume_free(&v);
+  compare_one_and_three(dir, path, "0.5");
+  CHECK_STR_CONTAINS(result.output, "3x1x1 bricks");
+  CHECK_STR_CONTAINS(result.output, "rank 0 loaded 34x64x60 voxels");
+  remove_scratch(dir);
+}
+
+/* Only the program's own lines: mpirun adds its note about the exit status. */
+static int inkray_lines(const char *text) {
+  int n = 0;
+  for (const char *c = strstr(text, "inkray: "); c; c = strstr(c + 1, "inkray: ")) n++;
+  return n;
+}
+
+static void test_bricks_thinner_than_two_voxels_are_refused_with_one_line(void) {
+  const char *args[] = {"--headless", "--device", "cpu", "--size", "32x32", "--frames", "1", "--quiet",
+                        "builtin:sphere:4", NULL};
+  run_ranks(3, args, &result);
+  CHECK_EQ_INT(result.status, 2);
+  CHECK_STR_CONTAINS(result.output, "3 ranks on 4x4x4 voxels");
+  CHECK_STR_CONTAINS(result.output, "at least 2");
+  CHECK_EQ_INT(inkray_lines(result.output), 1);
+}
+
+static void test_a_rank_count_with_a_large_prime_factor_is_refused(void) {
+  /* 5 ranks on 8 voxels: five bricks along x of one voxel each. */
+  const char *args[] = {"--headless", "--device", "cpu", "--size", "32x32", "--frames", "1", "--quiet",
+                        "builtin:sphere:8", NULL};
+  run_ranks(5, args, &result);
+  CHECK_EQ_INT(result.status, 2);
+  CHECK_STR_CONTAINS(result.output, "5 ranks on 8x8x8 voxels: 5 bricks along x would own 1 voxel each");
+  CHECK_EQ_INT(inkray_lines(result.output), 1);
+}
+
+static void test_a_file_without_iso_is_refused(void) {
+  char dir[64], path[128];
+  make_scratch(dir);
+  snprintf(path, sizeof path, "%s/zeros_8x8x8_uint8.raw", dir);
+  FILE *f = fopen(path, "wb");
+  unsigned char zeros[512] = {0};
+  if (f) {
+    CHECK(fwrite(zeros, 1, sizeof zeros, f) == sizeof zeros);
+    fclose(f);
+  }
+  const char *args[] = {"--headless", "--device", "cpu", "--size", "32x32", "--frames", "1", "--quiet", path, NULL};
+  run_ranks(2, args, &result);
+  CHECK_EQ_INT(result.status, 2);
+  CHECK_STR_CONTAINS(result.output, "needs --iso V");
+  CHECK_EQ_INT(inkray_lines(result.output), 1);
+  remove_scratch(dir);
+}
+
+int main(void) {
+  const char *mpiexec = getenv("INKRAY_MPIEXEC");
+  if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
+  RUN(test_three_ranks_draw_the_single_process_image_of_a_builtin_volume);
+  RUN(test_three_ranks_draw_the_single_process_image_of_a_raw_file);
+  RUN(test_bricks_thinner_than_two_voxels_are_refused_with_one_line);
+  RUN(test_a_rank_count_with_a_large_prime_factor_is_refused);
+  RUN(test_a_file_without_iso_is_refused);
+  return check_summary();
+}

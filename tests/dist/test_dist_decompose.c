@@ -1,0 +1,169 @@
+/* The brick decomposition and the compositing words, without MPI: every voxel owned by
+ * exactly one brick, the loaded boxes holding what sampling and gradients in the owned region
+ * need (and staying inside the volume), clip regions tiling the volume, balance along the
+ * longest axes, clear errors; depth order of packed words and MIN as the z-test. */
+#include <math.h>
+
+#include "dist/dist.h"
+#include "tests/check.h"
+
+static const size_t shapes[][3] = {{64, 64, 64}, {128, 32, 16}, {17, 90, 33}, {2, 2, 2}, {300, 7, 5}};
+static const int rank_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 27};
+
+static void test_owned_voxels_tile_the_volume_and_clips_tile_its_box(void) {
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t r = 0; r < sizeof rank_counts / sizeof rank_counts[0]; r++) {
+      ir_dist_layout L;
+      char err[IR_ERR_LEN];
+      if (ir_dist_decompose(shapes[s], rank_counts[r], &L, err) != IR_OK) continue;
+      const size_t *n = shapes[s];
+      unsigned char *owners = calloc(n[0] * n[1] * n[2], 1);
+      double clip_volume = 0;
+      for (int rank = 0; rank < L.ranks; rank++) {
+        ir_dist_brick b;
+        ir_dist_brick_of(&L, rank, &b);
+        CHECK_EQ_INT(b.rank, rank);
+        double v = 1;
+        for (int k = 0; k < 3; k++) v *= (double)b.clip_hi[k] - b.clip_lo[k];
+        clip_volume += v;
+        for (size_t z = b.own_lo[2]; z < b.own_hi[2]; z++)
+          for (size_t y = b.own_lo[1]; y < b.own_hi[1]; y++)
+            for (size_t x = b.own_lo[0]; x < b.own_hi[0]; x++) owners[(z * n[1] + y) * n[0] + x]++;
+      }
+      size_t wrong = 0;
+      for (size_t i = 0; i < n[0] * n[1] * n[2]; i++) wrong += owners[i] != 1;
+      CHECK_MSG(wrong == 0, "%zux%zux%zu on %d ranks: %zu voxels not owned exactly once", n[0], n[1], n[2],
+                L.ranks, wrong);
+      /* Clip boxes are disjoint and lie in [0, dims], so equal volumes means they tile it. */
+      CHECK(fabs(clip_volume - (double)n[0] * (double)n[1] * (double)n[2]) < 1e-6 * clip_volume);
+      free(owners);
+    }
+}
+
+static void test_loaded_boxes_hold_the_shared_voxel_and_the_gradient_ghost(void) {
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (size_t r = 0; r < sizeof rank_counts / sizeof rank_counts[0]; r++) {
+      ir_dist_layout L;
+      char err[IR_ERR_LEN];
+      if (ir_dist_decompose(shapes[s], rank_counts[r], &L, err) != IR_OK) continue;
+      for (int rank = 0; rank < L.ranks; rank++) {
+        ir_dist_brick b;
+        ir_dist_brick_of(&L, rank, &b);
+        for (int k = 0; k < 3; k++) {
+          size_t n = shapes[s][k];
+          bool first = b.cell[k] == 0, last = b.cell[k] == L.parts[k] - 1;
+          CHECK(b.load_lo[k] <= b.own_lo[k] && b.own_hi[k] <= b.load_hi[k] && b.load_hi[k] <= n);
+          /* Clip region: from the first owned voxel's centre to the next brick's first. */
+          CHECK(b.clip_lo[k] == (first ? 0.0f : (float)b.own_lo[k] + 0.5f));
+          CHECK(b.clip_hi[k] == (last ? (float)n : (float)b.own_hi[k] + 0.5f));
+          /* Samples in the clip region +- 1 voxel (gradients) need voxels
+           * floor(clip_lo - 1.5) .. floor(clip_hi + 0.5), clamped to the volume. */
+          double need_lo = floor((double)b.clip_lo[k] - 1.5), need_hi = floor((double)b.clip_hi[k] + 0.5);
+          if (need_lo < 0) need_lo = 0;
+          if (need_hi > (double)n - 1) need_hi = (double)n - 1;
+          CHECK_MSG((double)b.load_lo[k] <= need_lo && need_hi < (double)b.load_hi[k],
+                    "rank %d axis %d: loads [%zu, %zu), needs [%g, %g]", rank, k, b.load_lo[k], b.load_hi[k],
+                    need_lo, need_hi);
+          /* The overlap with the next brick: the shared voxel plus the ghosts, no more. */
+          if (!last) CHECK_EQ_INT(b.load_hi[k] - b.own_hi[k], (size_t)1 + IR_DIST_GHOST < n - b.own_hi[k] ? 1 + IR_DIST_GHOST : n - b.own_hi[k]);
+          if (!first) CHECK_EQ_INT(b.own_lo[k] - b.load_lo[k], L.align[k] > 1 ? L.align[k] : IR_DIST_GHOST);
+          /* Aligned axes: cuts and loaded boxes start on the BVH leaf grid. */
+          CHECK_EQ_INT(b.own_lo[k] % L.align[k], 0);
+          CHECK_EQ_INT(b.load_lo[k] % L.align[k], 0);
+        }
+      }
+    }
+}
+
+static void test_bricks_are_balanced_along_the_longest_axes(void) {
+  ir_dist_layout L;
+  char err[IR_ERR_LEN];
+  const size_t cube[3] = {64, 64, 64}, slab[3] = {256, 64, 16}, tall[3] = {32, 32, 512};
+  CHECK(ir_dist_decompose(cube, 8, &L, err) == IR_OK);
+  CHECK(L.parts[0] == 2 && L.parts[1] == 2 && L.parts[2] == 2);
+  CHECK(ir_dist_decompose(cube, 3, &L, err) == IR_OK);
+  CHECK(L.parts[0] == 3 && L.parts[1] == 1 && L.parts[2] == 1);
+  CHECK(ir_dist_decompose(slab, 4, &L, err) == IR_OK);
+  CHECK(L.parts[0] == 4 && L.parts[1] == 1 && L.parts[2] == 1);
+  CHECK(ir_dist_decompose(slab, 16, &L, err) == IR_OK);
+  CHECK(L.parts[0] == 8 && L.parts[1] == 2 && L.parts[2] == 1);
+  CHECK(ir_dist_decompose(tall, 6, &L, err) == IR_OK);
+  CHECK(L.parts[2] == 6 || L.parts[2] == 3);
+  CHECK_EQ_INT(L.parts[0] * L.parts[1] * L.parts[2], 6);
+  /* Owned sizes differ by at most one voxel along each axis. */
+  const size_t odd[3] = {100, 37, 61};
+  for (int ranks = 1; ranks <= 12; ranks++) {
+    if (ir_dist_decompose(odd, ranks, &L, err) != IR_OK) continue;
+    CHECK_EQ_INT(L.parts[0] * L.parts[1] * L.parts[2], ranks);
+    size_t lo[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX}, hi[3] = {0, 0, 0};
+    for (int rank = 0; rank < ranks; rank++) {
+      ir_dist_brick b;
+      ir_dist_brick_of(&L, rank, &b);
+      for (int k = 0; k < 3; k++) {
+        size_t len = b.own_hi[k] - b.own_lo[k];
+        lo[k] = len < lo[k] ? len : lo[k];
+        hi[k] = len > hi[k] ? len : hi[k];
+      }
+    }
+    for (int k = 0; k < 3; k++)
+      CHECK_MSG(hi[k] - lo[k] <= L.align[k], "%d ranks, axis %d: %zu..%zu", ranks, k, lo[k], hi[k]);
+  }
+}
+
+static void test_bad_rank_counts_and_thin_bricks_are_input_errors(void) {
+  ir_dist_layout L;
+  char err[IR_ERR_LEN] = "";
+  const size_t small[3] = {4, 4, 4}, cube[3] = {64, 64, 64}, flat[3] = {64, 64, 3};
+  CHECK(ir_dist_decompose(cube, 0, &L, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "0 ranks");
+  CHECK(ir_dist_decompose(cube, -3, &L, err) == IR_ERR_INPUT);
+  CHECK(ir_dist_decompose(cube, IR_DIST_MAX_RANKS + 1, &L, err) == IR_ERR_INPUT);
+  CHECK(ir_dist_decompose(small, 3, &L, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "3 ranks on 4x4x4 voxels: 3 bricks along x would own 1 voxel each");
+  CHECK(ir_dist_decompose(small, 8, &L, err) == IR_OK); /* 2x2x2 bricks of 2 voxels */
+  CHECK(ir_dist_decompose(small, 16, &L, err) == IR_ERR_INPUT);
+  CHECK(ir_dist_decompose(cube, 31, &L, err) == IR_OK);    /* a prime: 31 slabs of 2-3 voxels */
+  CHECK(ir_dist_decompose(cube, 37, &L, err) == IR_ERR_INPUT); /* 37 slabs would own 1 */
+  const size_t line[3] = {64, 2, 2};
+  CHECK(ir_dist_decompose(line, 67, &L, err) == IR_ERR_INPUT); /* 67 > 64 along x */
+  CHECK(ir_dist_decompose(flat, 4, &L, err) == IR_OK);
+  CHECK(L.parts[2] == 1);
+  /* Long bricks align their cuts to the leaf grid, short ones do not. */
+  CHECK(ir_dist_decompose(cube, 2, &L, err) == IR_OK);
+  CHECK(L.align[0] == IR_DIST_ALIGN && L.align[1] == IR_DIST_ALIGN);
+  CHECK(ir_dist_decompose(cube, 3, &L, err) == IR_OK);
+  CHECK(L.align[0] == 1);
+}
+
+static void test_packed_words_order_by_depth_and_min_composites(void) {
+  const float depths[] = {0.0f, 1e-30f, 0.5f, 1.0f, 1.5f, 100.0f, 3.0e38f};
+  for (size_t i = 0; i + 1 < sizeof depths / sizeof depths[0]; i++) {
+    /* Colours that would order the other way must not matter. */
+    CHECK(ir_dist_pack(depths[i], 0xffffffffu) < ir_dist_pack(depths[i + 1], 0u));
+    CHECK(ir_dist_pack(depths[i + 1], 0u) < IR_DIST_BACKGROUND);
+  }
+  CHECK(ir_dist_pack(INFINITY, 0x12345678u) == IR_DIST_BACKGROUND);
+  CHECK(ir_dist_pack(NAN, 0x12345678u) == IR_DIST_BACKGROUND);
+  CHECK(ir_dist_pack(-0.0f, 7u) == ir_dist_pack(0.0f, 7u));
+  /* Two "ranks": pixel 0 hit by both (the nearer wins), 1 by one, 2 by none. */
+  uint8_t a_rgba[12] = {10, 11, 12, 255, 20, 21, 22, 255, 0, 0, 0, 0}, b_rgba[12] = {30, 31, 32, 255, 0, 0, 0, 0, 0, 0, 0, 0};
+  float a_depth[3] = {5.0f, 2.0f, INFINITY}, b_depth[3] = {4.0f, INFINITY, INFINITY};
+  uint64_t a[3], b[3];
+  ir_dist_pack_image(a_rgba, a_depth, 3, a);
+  ir_dist_pack_image(b_rgba, b_depth, 3, b);
+  for (int i = 0; i < 3; i++) a[i] = b[i] < a[i] ? b[i] : a[i];
+  uint8_t out[12];
+  ir_dist_unpack_image(a, 3, 0x00332211u, out);
+  CHECK(out[0] == 30 && out[1] == 31 && out[2] == 32 && out[3] == 255);
+  CHECK(out[4] == 20 && out[5] == 21 && out[6] == 22 && out[7] == 255);
+  CHECK(out[8] == 0x11 && out[9] == 0x22 && out[10] == 0x33 && out[11] == 0);
+}
+
+int main(void) {
+  RUN(test_owned_voxels_tile_the_volume_and_clips_tile_its_box);
+  RUN(test_loaded_boxes_hold_the_shared_voxel_and_the_gradient_ghost);
+  RUN(test_bricks_are_balanced_along_the_longest_axes);
+  RUN(test_bad_rank_counts_and_thin_bricks_are_input_errors);
+  RUN(test_packed_words_order_by_depth_and_min_composites);
+  return check_summary();
+}
