@@ -10,7 +10,8 @@ build=${INKRAY_BUILD_DIR:-$root/build}
 packages=(cmake ninja-build gcc g++ pkg-config zlib1g-dev
           libsdl2-dev libglew-dev libgl-dev
           xvfb xauth libgl1-mesa-dri
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -52,6 +52,8 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
     argv[n++] = getenv("INKRAY_MPIEXEC");
     argv[n++] = "--allow-run-as-root";
     argv[n++] = "--oversubscribe";
+    argv[n++] = "--bind-to"; /* each rank may use every core */
+    argv[n++] = "none";
     argv[n++] = "-np";
     argv[n++] = np;
   }
