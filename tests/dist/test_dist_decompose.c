@@ -3,6 +3,7 @@
  * need (and staying inside the volume), clip regions tiling the volume, balance along the
  * longest axes, clear errors; depth order of packed words and MIN as the z-test. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "dist/dist.h"
 #include "tests/check.h"
@@ -159,11 +160,27 @@ static void test_packed_words_order_by_depth_and_min_composites(void) {
   CHECK(out[8] == 0x11 && out[9] == 0x22 && out[10] == 0x33 && out[11] == 0);
 }
 
+/* How a build without MPI still recognises mpirun: the launchers' environment variables. */
+static void test_launched_size_comes_from_the_launchers_environment(void) {
+  const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
+  for (int k = 0; k < 4; k++) unsetenv(names[k]);
+  CHECK_EQ_INT(ir_dist_launched_size(), 0);
+  setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  CHECK_EQ_INT(ir_dist_launched_size(), 3);
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  setenv("PMI_SIZE", "2", 1);
+  CHECK_EQ_INT(ir_dist_launched_size(), 2);
+  setenv("PMI_SIZE", "nonsense", 1);
+  CHECK_EQ_INT(ir_dist_launched_size(), 0);
+  unsetenv("PMI_SIZE");
+}
+
 int main(void) {
   RUN(test_owned_voxels_tile_the_volume_and_clips_tile_its_box);
   RUN(test_loaded_boxes_hold_the_shared_voxel_and_the_gradient_ghost);
   RUN(test_bricks_are_balanced_along_the_longest_axes);
   RUN(test_bad_rank_counts_and_thin_bricks_are_input_errors);
   RUN(test_packed_words_order_by_depth_and_min_composites);
+  RUN(test_launched_size_comes_from_the_launchers_environment);
   return check_summary();
 }
