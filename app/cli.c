@@ -126,7 +126,7 @@ void cli_print_volume_options(FILE *to) {
         "  --endian little|big  byte order of 16-bit and float data (default little)\n"
         "  --spacing sx,sy,sz   voxel size (default from the header, else 1,1,1)\n"
         "VOLUME is a file (.raw, .raw.gz, .nrrd, .nhdr, .mhd, .mha, .nii, .nii.gz, .dat)\n"
-        "or builtin:NAME[:N] (N up to 1024)",
+        "or builtin:NAME[:N] (N up to 2048)",
         to);
   const char *const *names = ir_builtin_names();
   fputs(" with NAME one of:", to);
