@@ -128,6 +128,8 @@ static void print_help(FILE *to) {
         "\n"
         "With no options at all: 20 frames at 512x512 of the default volume on the GPU, the\n"
         "last frame written to inkray.png.\n"
+        "Under mpirun -np N the run is distributed over N ranks, one brick of the volume each, and\n"
+        "composited by depth on rank 0 (one pipeline and method; docs/distributed.md).\n"
         "Example: inkray --headless --frames 100 --size 1024x1024 --method all --pipeline all\n"
         "         --orbit 8 --csv frames.csv --png last.png builtin:sphere:256\n"
         "\n",

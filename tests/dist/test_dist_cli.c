@@ -1,9 +1,12 @@
-/* Distributed runs through the built binary under mpirun, on the CPU renderer: three ranks
+/* Distributed runs through the built binary under mpirun, on the CPU renderer (or, with the
+ * argument "gpu", on the GPU: the ranks share the machine's GPUs, and the test skips without
+ * one): three ranks
  * draw the image one process draws (within the CPU tolerance of tests/render: coverage differs
  * on at most 0.5% of the pixels, and at least 99% of the pixels hit in both are within 4/255),
  * for a builtin volume and for a raw file each rank reads its brick of; bad rank counts and
  * bricks thinner than 2 voxels are refused with one line and exit 2.
  * Skipped (77) when inkray was built without MPI or mpirun is missing. */
+#include <cuda_runtime_api.h>
 #include <math.h>
 
 #include "tests/check.h"
@@ -15,6 +18,7 @@
 #define CLOSE_CHANNEL 4
 
 static run_result result;
+static const char *device = "cpu", *pipeline = "multi", *tail_rays = "0";
 
 /* Runs argv (NULL-terminated, argv[0] a path) and captures its output. */
 static void run_command(const char *const *argv, run_result *r) {
@@ -96,12 +100,12 @@ static void compare_one_and_three(const char *dir, const char *volume, const cha
   char one[128], three[128];
   snprintf(one, sizeof one, "%s/one.png", dir);
   snprintf(three, sizeof three, "%s/three.png", dir);
-  const char *single[] = {"--headless", "--device", "cpu", "--size", "128x128", "--frames", "1", "--warmup", "0",
+  const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--tail-rays", tail_rays, "--size", "128x128", "--frames", "1", "--warmup", "0",
                           "--orbit", "1", "--elevation", "30", "--no-stages", "--quiet", "--iso", iso,
                           "--png", one, volume, NULL};
   run_ranks(0, single, &result);
   CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
-  const char *dist[] = {"--headless", "--device", "cpu", "--threads", "1", "--size", "128x128", "--frames", "1",
+  const char *dist[] = {"--headless", "--device", device, "--pipeline", pipeline, "--tail-rays", tail_rays, "--threads", "1", "--size", "128x128", "--frames", "1",
                         "--warmup", "0", "--orbit", "1", "--elevation", "30", "--quiet", "--iso", iso,
                         "--png", three, volume, NULL};
   run_ranks(3, dist, &result);
@@ -190,9 +194,25 @@ static void test_a_file_without_iso_is_refused(void) {
   remove_scratch(dir);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   const char *mpiexec = getenv("INKRAY_MPIEXEC");
   if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
+  if (argc > 1 && strcmp(argv[1], "gpu") == 0) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) check_skip_all("no CUDA device");
+    device = "gpu";
+    /* The same images on the GPU, with the depth of each place that writes a colour: the
+     * multi-kernel shading stage, its tail kernel, the single kernel. */
+    const char *variants[][2] = {{"multi", "0"}, {"multi", "2000"}, {"single", "0"}};
+    for (int k = 0; k < 3; k++) {
+      pipeline = variants[k][0];
+      tail_rays = variants[k][1];
+      printf("GPU, %s pipeline, tail rays %s\n", pipeline, tail_rays);
+      RUN(test_three_ranks_draw_the_single_process_image_of_a_builtin_volume);
+      RUN(test_three_ranks_draw_the_single_process_image_of_a_raw_file);
+    }
+    return check_summary();
+  }
   RUN(test_three_ranks_draw_the_single_process_image_of_a_builtin_volume);
   RUN(test_three_ranks_draw_the_single_process_image_of_a_raw_file);
   RUN(test_bricks_thinner_than_two_voxels_are_refused_with_one_line);

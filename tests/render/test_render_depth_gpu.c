@@ -1,0 +1,114 @@
+/* Depth and the clip box on the GPU: every place a GPU pipeline writes a colour also writes the
+ * depth (ray generation: +INF; the multi-kernel shading stage, its tail kernel, the single
+ * kernel: the hit's t), agreeing with the CPU reference renderer's depth where both hit, +INF
+ * exactly on background; a clip box keeps GPU hits inside it. Skipped (77) without a device. */
+#include <cuda_runtime_api.h>
+
+#include "tests/check.h"
+#include "tests/render/render_test_util.h"
+
+enum { W = 128, H = 96 };
+
+typedef struct variant {
+  const char *name;
+  ir_pipeline pipeline;
+  ir_compact_method method;
+  bool host_loop;
+  uint32_t tail_rays;
+} variant;
+
+static const variant variants[] = {
+    {"multi, ink-compact, graph", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, 0},
+    {"multi, thrust, host loop", IR_PIPELINE_MULTI, IR_COMPACT_THRUST, true, 0},
+    {"multi, ink-compact, tail kernel", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, 3000},
+    {"single kernel", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, 0},
+};
+
+static bool render(ir_renderer *r, const ir_frame_desc *f, uint8_t *rgba, float *depth) {
+  char err[IR_ERR_LEN] = "";
+  bool ok = ir_render_frame(r, f, NULL, err) == IR_OK && ir_render_read_image(r, rgba, err) == IR_OK &&
+            ir_render_read_depth(r, depth, err) == IR_OK;
+  if (!ok) fprintf(stderr, "render failed: %s\n", err);
+  return ok;
+}
+
+static ir_volume volume;
+static ir_renderer *cpu, *gpu;
+
+static void compare_with_cpu(const ir_frame_desc *base, const float *clip_lo, const float *clip_hi) {
+  size_t n = (size_t)W * H;
+  uint8_t *c_rgba = malloc(n * 4), *g_rgba = malloc(n * 4);
+  float *c_depth = malloc(n * sizeof(float)), *g_depth = malloc(n * sizeof(float));
+  for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+    ir_frame_desc f = *base;
+    f.pipeline = variants[v].pipeline;
+    f.method = variants[v].method;
+    f.host_loop = variants[v].host_loop;
+    f.tail_rays = variants[v].tail_rays;
+    if (clip_lo) {
+      memcpy(f.clip_lo, clip_lo, sizeof f.clip_lo);
+      memcpy(f.clip_hi, clip_hi, sizeof f.clip_hi);
+    }
+    if (!render(cpu, &f, c_rgba, c_depth) || !render(gpu, &f, g_rgba, g_depth)) {
+      CHECK_MSG(false, "%s: rendering failed", variants[v].name);
+      continue;
+    }
+    size_t inconsistent = 0, both = 0, close = 0, outside = 0;
+    for (int py = 0; py < H; py++)
+      for (int px = 0; px < W; px++) {
+        size_t i = (size_t)py * W + (size_t)px;
+        inconsistent += (g_rgba[4 * i + 3] == 255) != isfinite(g_depth[i]);
+        if (!isfinite(g_depth[i])) continue;
+        if (clip_lo) {
+          double o[3], d[3];
+          util_pixel_ray(&f.camera, W, H, px, py, o, d);
+          for (int k = 0; k < 3; k++) {
+            double x = o[k] + d[k] * g_depth[i];
+            outside += x < clip_lo[k] - 1e-2 || x > clip_hi[k] + 1e-2;
+          }
+        }
+        if (!isfinite(c_depth[i])) continue;
+        both++;
+        close += fabsf(g_depth[i] - c_depth[i]) <= 0.5f;
+      }
+    CHECK_MSG(inconsistent == 0, "%s: %zu pixels with a colour and no depth or the reverse", variants[v].name,
+              inconsistent);
+    CHECK_MSG(both > n / 20, "%s: only %zu common hits", variants[v].name, both);
+    CHECK_MSG((double)close >= 0.99 * (double)both, "%s: %zu of %zu depths within half a voxel of the CPU's",
+              variants[v].name, close, both);
+    CHECK_MSG(outside == 0, "%s: %zu hits outside the clip box", variants[v].name, outside);
+  }
+  free(c_rgba);
+  free(g_rgba);
+  free(c_depth);
+  free(g_depth);
+}
+
+static void test_gpu_depth_matches_the_cpu_in_every_pipeline(void) {
+  ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = ir_camera_orbit(&volume, 35, 25, 1)};
+  compare_with_cpu(&f, NULL, NULL);
+}
+
+static void test_gpu_clip_box_keeps_hits_inside(void) {
+  ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = ir_camera_orbit(&volume, 35, 25, 1)};
+  const float lo[3] = {10.5f, 0.0f, 4.0f}, hi[3] = {40.5f, 64.0f, 50.0f};
+  compare_with_cpu(&f, lo, hi);
+}
+
+int main(void) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) check_skip_all("no CUDA device");
+  if (!util_load("builtin:fractal:64", &volume)) return 1;
+  char err[IR_ERR_LEN];
+  ir_renderer_desc c = {.device = IR_DEVICE_CPU, .volume = &volume}, g = {.device = IR_DEVICE_GPU, .volume = &volume};
+  if (ir_renderer_create(&c, &cpu, err) != IR_OK || ir_renderer_create(&g, &gpu, err) != IR_OK) {
+    fprintf(stderr, "cannot create the renderers: %s\n", err);
+    return 1;
+  }
+  RUN(test_gpu_depth_matches_the_cpu_in_every_pipeline);
+  RUN(test_gpu_clip_box_keeps_hits_inside);
+  ir_renderer_destroy(cpu);
+  ir_renderer_destroy(gpu);
+  ir_volume_free(&volume);
+  return check_summary();
+}
