@@ -53,6 +53,8 @@ typedef struct app_dist_options {
 } app_dist_options;
 /* Was inkray started by mpirun with more than one rank (or with INKRAY_DIST=1 and one)? */
 bool app_dist_requested(void);
+/* This process's rank as the MPI launcher gave it (0 outside mpirun). */
+int app_dist_launched_rank(void);
 /* Runs the headless frames distributed over the MPI ranks; rank 0 prints and writes files.
  * Without MPI: one line saying so, exit 2. */
 int app_dist_headless(int argc, char **argv, const app_dist_options *o);

@@ -19,6 +19,8 @@ bool app_dist_requested(void) {
   return size > 1 || (size == 1 && ir_dist_built_with_mpi());
 }
 
+int app_dist_launched_rank(void) { return ir_dist_launched_rank(); }
+
 typedef struct dist_phase_sums {
   double render, gather, composite, total;
 } dist_phase_sums;
@@ -185,12 +187,16 @@ int app_dist_headless(int argc, char **argv, const app_dist_options *o) {
   ir_dist *d = NULL;
   char err[IR_ERR_LEN] = "";
   if (ir_dist_init(&argc, &argv, &d, err) != IR_OK) {
-    /* Started by mpirun but unable to take part: the first rank says why, once. */
-    const char *world_rank = getenv("OMPI_COMM_WORLD_RANK");
-    if (!world_rank || strcmp(world_rank, "0") == 0) fprintf(stderr, "inkray: %s\n", err);
+    /* Started by mpirun but unable to take part: rank 0 says why and fails the job; the others
+     * leave quietly with 0 (one failing first would have mpirun abort rank 0 before it spoke). */
+    if (ir_dist_launched_rank() > 0) return 0;
+    fprintf(stderr, "inkray: %s\n", err);
     return 2;
   }
-  int rc = run(d, o);
+  int rc = run(d, o), rank = ir_dist_rank(d);
   ir_dist_finalize(d);
-  return rc;
+  /* Every rank's status was agreed on: rank 0's is the job's. The others return 0, so that
+   * mpirun does not abort the job (rank 0 included, perhaps before its output is out) when
+   * one of them exits first. */
+  return rank == 0 ? rc : 0;
 }

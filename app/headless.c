@@ -17,6 +17,7 @@
  * What this file does not do: any timing of its own around frames (the renderer owns that).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -763,15 +764,22 @@ static int run_all(const hl_options *o, hl_state *st, int count) {
   return 0;
 }
 
-/* Under mpirun: the same options, rendered by dist_headless.c over the ranks. */
-static int run_distributed(int argc, char **argv, const hl_options *o) {
-  int methods = 0, method = IR_COMPACT_INK_COMPACT;
-  for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
-    if (o->use_method[m]) methods++, method = m;
+/* Under mpirun: one configuration per isovalue. Returns -1 to go on, else the exit status. */
+static int check_distributed(const hl_options *o) {
+  int methods = 0;
+  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) methods += o->use_method[m];
   if (o->use_pipeline[IR_PIPELINE_MULTI] + o->use_pipeline[IR_PIPELINE_SINGLE] != 1 || methods != 1 || o->verify ||
       o->suggested_wanted)
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
+  return -1;
+}
+
+/* Under mpirun: the same options, rendered by dist_headless.c over the ranks. */
+static int run_distributed(int argc, char **argv, const hl_options *o) {
+  int method = IR_COMPACT_INK_COMPACT;
+  for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
+    if (o->use_method[m]) method = m;
   app_dist_options d = {.volume = o->volume, .device = o->device, .cpu_threads = o->cpu_threads,
                         .width = o->width, .height = o->height, .frames = o->frames, .warmup = o->warmup,
                         .orbit = o->orbit, .elevation = o->elevation, .distance = o->distance,
@@ -784,7 +792,24 @@ static int run_distributed(int argc, char **argv, const hl_options *o) {
 
 int app_headless_main(int argc, char **argv) {
   hl_options o;
+  /* Under mpirun every rank parses the same options: rank 0 alone reports a bad one and fails
+   * the job; the others leave quietly with 0, since a rank failing first would have mpirun
+   * abort the job, rank 0 possibly before it has said why. */
+  int saved_stderr = -1;
+  if (app_dist_requested() && app_dist_launched_rank() > 0) {
+    fflush(stderr);
+    saved_stderr = dup(STDERR_FILENO);
+    int null_fd = open("/dev/null", O_WRONLY);
+    if (null_fd >= 0) dup2(null_fd, STDERR_FILENO), close(null_fd);
+  }
   int rc = parse_options(argc, argv, &o);
+  if (rc < 0 && app_dist_requested()) rc = check_distributed(&o);
+  if (saved_stderr >= 0) {
+    fflush(stderr);
+    dup2(saved_stderr, STDERR_FILENO);
+    close(saved_stderr);
+    if (rc > 0) return 0;
+  }
   if (rc >= 0) return rc;
   if (app_dist_requested()) return run_distributed(argc, argv, &o);
 

@@ -84,6 +84,9 @@ bool ir_dist_built_with_mpi(void);
 /* The world size mpirun gave this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_SIZE in the
  * environment), 0 when it was not started by an MPI launcher. Needs no MPI. */
 int ir_dist_launched_size(void);
+/* This process's rank from the same environment (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK),
+ * 0 when not started by an MPI launcher. */
+int ir_dist_launched_rank(void);
 /* MPI_Init and this rank's place. Without MPI: IR_ERR_INPUT, "built without MPI". */
 ir_status ir_dist_init(int *argc, char ***argv, ir_dist **out, char err[IR_ERR_LEN]);
 void ir_dist_finalize(ir_dist *d);

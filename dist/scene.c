@@ -24,6 +24,7 @@ struct ir_dist_scene {
   ir_dist_layout layout;
   ir_dist_brick brick;
   ir_renderer *renderer;
+  bool pinned;     /* GPU: rgba and depth in page-locked memory, for fast copies from the device */
   size_t capacity; /* pixels the buffers below hold */
   uint8_t *rgba;
   float *depth;
@@ -35,14 +36,27 @@ const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s) { return &s-
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s) { return &s->layout; }
 const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s) { return &s->brick; }
 
+static void free_frame_buffers(ir_dist_scene *s) {
+  if (s->pinned) {
+    cudaFreeHost(s->rgba);
+    cudaFreeHost(s->depth);
+  } else {
+    free(s->rgba);
+    free(s->depth);
+  }
+  free(s->words);
+  free(s->result);
+  s->rgba = NULL;
+  s->depth = NULL;
+  s->words = s->result = NULL;
+  s->capacity = 0;
+}
+
 void ir_dist_scene_destroy(ir_dist_scene *s) {
   if (!s) return;
   ir_renderer_destroy(s->renderer);
   ir_volume_free(&s->brick_volume);
-  free(s->rgba);
-  free(s->depth);
-  free(s->words);
-  free(s->result);
+  free_frame_buffers(s);
   free(s);
 }
 
@@ -78,6 +92,7 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
   if (st == IR_OK) {
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
     st = ir_renderer_create(&rd, &s->renderer, sub);
+    s->pinned = desc->device == IR_DEVICE_GPU;
   }
   if (st != IR_OK) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   return st;
@@ -116,12 +131,15 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
 
 static ir_status ensure_buffers(ir_dist_scene *s, size_t pixels, char err[IR_ERR_LEN]) {
   if (pixels <= s->capacity) return IR_OK;
-  free(s->rgba);
-  free(s->depth);
-  free(s->words);
-  free(s->result);
-  s->rgba = malloc(pixels * 4);
-  s->depth = malloc(pixels * sizeof *s->depth);
+  free_frame_buffers(s);
+  if (s->pinned) {
+    void *rgba = NULL, *depth = NULL;
+    if (cudaMallocHost(&rgba, pixels * 4) == cudaSuccess) s->rgba = rgba;
+    if (cudaMallocHost(&depth, pixels * sizeof *s->depth) == cudaSuccess) s->depth = depth;
+  } else {
+    s->rgba = malloc(pixels * 4);
+    s->depth = malloc(pixels * sizeof *s->depth);
+  }
   s->words = malloc(pixels * sizeof *s->words);
   s->result = ir_dist_rank(s->d) == 0 ? malloc(pixels * sizeof *s->result) : NULL;
   s->capacity = pixels;

@@ -194,6 +194,14 @@ static void test_a_file_without_iso_is_refused(void) {
   remove_scratch(dir);
 }
 
+static void test_a_bad_option_is_reported_once(void) {
+  const char *args[] = {"--headless", "--device", "cpu", "--method", "all", "--size", "32x32", "builtin:sphere:16", NULL};
+  run_ranks(3, args, &result);
+  CHECK_EQ_INT(result.status, 2);
+  CHECK_STR_CONTAINS(result.output, "one pipeline with one --method");
+  CHECK_EQ_INT(inkray_lines(result.output), 1);
+}
+
 int main(int argc, char **argv) {
   const char *mpiexec = getenv("INKRAY_MPIEXEC");
   if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
@@ -218,5 +226,6 @@ int main(int argc, char **argv) {
   RUN(test_bricks_thinner_than_two_voxels_are_refused_with_one_line);
   RUN(test_a_rank_count_with_a_large_prime_factor_is_refused);
   RUN(test_a_file_without_iso_is_refused);
+  RUN(test_a_bad_option_is_reported_once);
   return check_summary();
 }

@@ -173,6 +173,13 @@ static void test_launched_size_comes_from_the_launchers_environment(void) {
   setenv("PMI_SIZE", "nonsense", 1);
   CHECK_EQ_INT(ir_dist_launched_size(), 0);
   unsetenv("PMI_SIZE");
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("PMI_RANK");
+  unsetenv("PMIX_RANK");
+  CHECK_EQ_INT(ir_dist_launched_rank(), 0);
+  setenv("PMIX_RANK", "5", 1);
+  CHECK_EQ_INT(ir_dist_launched_rank(), 5);
+  unsetenv("PMIX_RANK");
 }
 
 int main(void) {
