@@ -30,6 +30,12 @@ static int compare_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The compaction method's name, or "none" for the pipelines that compact nothing. */
+static const char *method_label(const app_dist_options *o) {
+  bool compacts = o->pipeline == IR_PIPELINE_MULTI || o->pipeline == IR_PIPELINE_PAPER;
+  return compacts ? ir_compact_method_get((ir_compact_method)o->method)->name : "none";
+}
+
 static float view_azimuth(const app_dist_options *o, int view) { return 360.0f * (float)view / (float)o->orbit; }
 
 /* Prints on rank 0 only: the ranks share their errors, and one line is enough. */
@@ -87,7 +93,7 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
       if (csv)
         fprintf(csv, "%.9g,%d,%d,%d,%.3f,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f\n", isovalues[k], ranks, f, view,
                 view_azimuth(o, view), ir_pipeline_name((ir_pipeline)o->pipeline),
-                o->pipeline == IR_PIPELINE_SINGLE ? "none" : ir_compact_method_get((ir_compact_method)o->method)->name,
+                method_label(o),
                 o->width, o->height, st.total_ms, worst[0], worst[1], st.composite_ms);
     }
     if (rc || rank != 0) continue;
@@ -153,10 +159,9 @@ static int run(ir_dist *d, const app_dist_options *o) {
     printf("volume %s: %zux%zux%zu %s in %dx%dx%d bricks; rank 0 loaded %zux%zux%zu voxels\n", v->name, v->dims[0],
            v->dims[1], v->dims[2], ir_voxel_type_name(v->type), L->parts[0], L->parts[1], L->parts[2],
            b->load_hi[0] - b->load_lo[0], b->load_hi[1] - b->load_lo[1], b->load_hi[2] - b->load_lo[2]);
-    printf("%dx%d, %s pipeline%s%s, %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg elevation\n",
-           o->width, o->height, ir_pipeline_name((ir_pipeline)o->pipeline),
-           o->pipeline == IR_PIPELINE_SINGLE ? "" : " with ",
-           o->pipeline == IR_PIPELINE_SINGLE ? "" : ir_compact_method_get((ir_compact_method)o->method)->name,
+    printf("%dx%d, %s pipeline, compaction %s, %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg "
+           "elevation\n",
+           o->width, o->height, ir_pipeline_name((ir_pipeline)o->pipeline), method_label(o),
            o->frames, o->frames == 1 ? "" : "s", o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation);
     fflush(stdout);
   }

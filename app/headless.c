@@ -766,10 +766,10 @@ static int run_all(const hl_options *o, hl_state *st, int count) {
 
 /* Under mpirun: one configuration per isovalue. Returns -1 to go on, else the exit status. */
 static int check_distributed(const hl_options *o) {
-  int methods = 0;
+  int methods = 0, pipelines = 0;
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) methods += o->use_method[m];
-  if (o->use_pipeline[IR_PIPELINE_MULTI] + o->use_pipeline[IR_PIPELINE_SINGLE] != 1 || methods != 1 || o->verify ||
-      o->suggested_wanted)
+  for (int p = 0; p < IR_PIPELINE_COUNT; p++) pipelines += o->use_pipeline[p];
+  if (pipelines != 1 || methods != 1 || o->verify || o->suggested_wanted)
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
   return -1;
@@ -777,14 +777,16 @@ static int check_distributed(const hl_options *o) {
 
 /* Under mpirun: the same options, rendered by dist_headless.c over the ranks. */
 static int run_distributed(int argc, char **argv, const hl_options *o) {
-  int method = IR_COMPACT_INK_COMPACT;
+  int method = IR_COMPACT_INK_COMPACT, pipeline = IR_PIPELINE_MULTI;
   for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
     if (o->use_method[m]) method = m;
+  for (int p = IR_PIPELINE_COUNT - 1; p >= 0; p--)
+    if (o->use_pipeline[p]) pipeline = p;
   app_dist_options d = {.volume = o->volume, .device = o->device, .cpu_threads = o->cpu_threads,
                         .width = o->width, .height = o->height, .frames = o->frames, .warmup = o->warmup,
                         .orbit = o->orbit, .elevation = o->elevation, .distance = o->distance,
                         .iso_count = o->iso_count, .isovalues = o->isovalues,
-                        .pipeline = o->use_pipeline[IR_PIPELINE_SINGLE] ? IR_PIPELINE_SINGLE : IR_PIPELINE_MULTI,
+                        .pipeline = pipeline,
                         .method = method, .tail_rays = (unsigned)o->tail_rays, .png_path = o->png_path,
                         .csv_path = o->csv_path};
   return app_dist_headless(argc, argv, &d);

@@ -6,16 +6,12 @@
  * c_j = floor(j N / p). It draws the region between the centres of voxels c_j and c_j+1 (the
  * volume's faces at the ends), where every trilinear sample needs voxels c_j .. c_j+1 only,
  * so neighbours share one voxel; the gradient's central differences one voxel further out need
- * IR_DIST_GHOST more on each inner face. Cuts fall on multiples of IR_DIST_ALIGN where the
- * bricks are long enough, and such bricks load IR_DIST_ALIGN voxels before their first owned
- * one, so that their BVH leaves lie where the whole volume's do (dist.h says why). */
+ * more on each inner face, and rays start at the sample of the whole volume's grid before the
+ * clip box, up to half a voxel outside it: IR_DIST_GHOST voxels in all. */
 #include <stdio.h>
 #include <string.h>
 
 #include "dist/dist.h"
-#include "render/bvh.cuh"
-
-_Static_assert(IR_DIST_ALIGN == IR_BRICK_CELLS, "bricks align to the BVH leaves (render/bvh.cuh)");
 
 static const char *const axis_names = "xyz";
 
@@ -53,7 +49,6 @@ ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out
   }
   memcpy(out->dims, dims, sizeof out->dims);
   memcpy(out->parts, parts, sizeof out->parts);
-  for (int k = 0; k < 3; k++) out->align[k] = dims[k] / (size_t)parts[k] >= 2 * IR_DIST_ALIGN ? IR_DIST_ALIGN : 1;
   out->ranks = ranks;
   return IR_OK;
 }
@@ -66,14 +61,11 @@ void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out) {
   out->cell[2] = rank / (L->parts[0] * L->parts[1]);
   for (int k = 0; k < 3; k++) {
     size_t n = L->dims[k], p = (size_t)L->parts[k], j = (size_t)out->cell[k];
-    size_t a = L->align[k];
+    size_t lo = j * n / p, hi = (j + 1) * n / p;
     bool first = j == 0, last = j + 1 == p;
-    /* Rounded to the alignment: with parts of at least 2a voxels, cuts move by at most a/2 and
-     * stay in order. */
-    size_t lo = first ? 0 : (j * n / p + a / 2) / a * a, hi = last ? n : ((j + 1) * n / p + a / 2) / a * a;
     out->own_lo[k] = lo;
     out->own_hi[k] = hi;
-    out->load_lo[k] = first ? 0 : lo - (a > 1 ? a : IR_DIST_GHOST);
+    out->load_lo[k] = first || lo < IR_DIST_GHOST ? 0 : lo - IR_DIST_GHOST;
     out->load_hi[k] = last ? n : (hi + 1 + IR_DIST_GHOST < n ? hi + 1 + IR_DIST_GHOST : n);
     out->clip_lo[k] = first ? 0.0f : (float)lo + 0.5f;
     out->clip_hi[k] = last ? (float)n : (float)hi + 0.5f;

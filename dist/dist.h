@@ -27,21 +27,16 @@ extern "C" {
 /* ---- Decomposition (no MPI) ----------------------------------------------------------------- */
 #define IR_DIST_MIN_THICKNESS 2  /* voxels a brick must own along every axis */
 #define IR_DIST_MAX_RANKS 65536
-/* Voxels loaded beyond the shared one on each inner face: the gradient's central differences
- * reach one voxel past the owned region (render/volume_sample.cuh). */
-#define IR_DIST_GHOST 1
-/* The renderer's BVH leaves span 16 voxel cells from the volume's origin, and the ray march
- * restarts at each leaf face. Cutting at multiples of 16 and starting each loaded box at one
- * puts a brick's leaves exactly on the whole volume's, so a brick samples the rays at the same
- * points a single process does (the image differs only where the clip planes cut). Axes whose
- * bricks would be shorter than 2 * IR_DIST_ALIGN are cut anywhere, with IR_DIST_GHOST only. */
-#define IR_DIST_ALIGN 16
+/* Voxels loaded beyond the shared one on each inner face. A brick's rays sample on the whole
+ * volume's grid, starting at the last sample before its clip box (render/trace.cuh), so its
+ * samples and hits lie up to half a voxel outside the box, and the gradient's central
+ * differences reach one voxel further (render/volume_sample.cuh): 2 voxels. */
+#define IR_DIST_GHOST 2
 
 typedef struct ir_dist_layout {
   size_t dims[3]; /* the whole volume */
   int ranks;
   int parts[3];   /* bricks along x, y, z; their product is `ranks` */
-  size_t align[3]; /* cut points along each axis are multiples of this: IR_DIST_ALIGN or 1 */
 } ir_dist_layout;
 
 typedef struct ir_dist_brick {
@@ -49,9 +44,8 @@ typedef struct ir_dist_brick {
   int cell[3];                   /* position in the brick grid; rank = x + parts_x (y + parts_y z) */
   size_t own_lo[3], own_hi[3];   /* voxels it owns, [lo, hi): the bricks' owned voxels tile the volume */
   size_t load_lo[3], load_hi[3]; /* voxels it loads, [lo, hi): owned, the next brick's first voxel
-                                    (trilinear samples up to that voxel's centre), the ghost after
-                                    it, and before the owned voxels the ghost or, on aligned axes,
-                                    IR_DIST_ALIGN voxels (the leaf grid's phase) */
+                                    (trilinear samples up to that voxel's centre), and the ghost
+                                    on each inner face */
   float clip_lo[3], clip_hi[3];  /* the region it draws, voxel coordinates of the whole volume:
                                     from its first owned voxel's centre to the next brick's first
                                     voxel's centre (the volume's faces on the outside); the
@@ -59,8 +53,7 @@ typedef struct ir_dist_brick {
 } ir_dist_brick;
 
 /* Splits dims into `ranks` bricks: the rank count's prime factors, largest first, each split the
- * axis whose bricks are longest, into nearly equal parts (sizes differ by at most one voxel, or
- * by IR_DIST_ALIGN on aligned axes).
+ * axis whose bricks are longest, into nearly equal parts (sizes differ by at most one voxel).
  * IR_ERR_INPUT with one line for a rank count outside 1..IR_DIST_MAX_RANKS or bricks that would
  * own fewer than IR_DIST_MIN_THICKNESS voxels along an axis. */
 ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out, char err[IR_ERR_LEN]);

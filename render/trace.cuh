@@ -201,8 +201,12 @@ static inline IR_HD bool ir_ray_span(const ir_trace_params *p, const ir_ray *r, 
   float tn, tf, gn, gf;
   if (!ir_ray_box(r, p->box_lo, p->box_hi, &tn, &tf)) return false;
   s->dt = ir_ray_step(r);
-  /* A clip box starts the grid at its sample on or before the entry (a no-op without one). */
-  if (ir_ray_box(r, p->grid_lo, p->grid_hi, &gn, &gf) && gn < tn) tn = gn + floorf((tn - gn) / s->dt) * s->dt;
+  /* Inside a clip box the span runs from the grid's sample on or before the entry to the one on
+   * or after the exit, so segments straddling its faces are tested whole (a no-op without one). */
+  if (ir_ray_box(r, p->grid_lo, p->grid_hi, &gn, &gf) && (gn < tn || tf < gf)) {
+    tn = gn + floorf((tn - gn) / s->dt) * s->dt;
+    tf = fminf(gn + ceilf((tf - gn) / s->dt) * s->dt, gf);
+  }
   s->t0 = tn;
   s->t1 = tf;
   float n = ceilf((tf - tn) / s->dt); /* at most a few times the volume's diagonal in voxels */

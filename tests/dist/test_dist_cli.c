@@ -18,7 +18,7 @@
 #define CLOSE_CHANNEL 4
 
 static run_result result;
-static const char *device = "cpu", *pipeline = "multi", *tail_rays = "0";
+static const char *device = "cpu", *pipeline = "multi", *tail_rays = "auto";
 
 /* Runs argv (NULL-terminated, argv[0] a path) and captures its output. */
 static void run_command(const char *const *argv, run_result *r) {
@@ -145,7 +145,7 @@ static void test_three_ranks_draw_the_single_process_image_of_a_raw_file(void) {
   ir_volume_free(&v);
   compare_one_and_three(dir, path, "0.5");
   CHECK_STR_CONTAINS(result.output, "3x1x1 bricks");
-  CHECK_STR_CONTAINS(result.output, "rank 0 loaded 34x64x60 voxels");
+  CHECK_STR_CONTAINS(result.output, "rank 0 loaded 36x64x60 voxels");
   remove_scratch(dir);
 }
 
@@ -209,10 +209,13 @@ int main(int argc, char **argv) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) check_skip_all("no CUDA device");
     device = "gpu";
-    /* The same images on the GPU, with the depth of each place that writes a colour: the
-     * multi-kernel shading stage, its tail kernel, the single kernel. */
-    const char *variants[][2] = {{"multi", "0"}, {"multi", "2000"}, {"single", "0"}};
-    for (int k = 0; k < 3; k++) {
+    /* The same images on the GPU, with the depth of each place that writes a colour: the multi
+     * pipeline's intersection stage and its tail kernel, the single kernel, the paper pipeline
+     * (shading stage), the plain caster (whose own march from each cell's entry is close to,
+     * not on, the others' sample grid, but within the tolerance). */
+    const char *variants[][2] = {{"multi", "off"}, {"multi", "2000"}, {"single", "auto"}, {"paper", "auto"},
+                                 {"plain", "auto"}};
+    for (int k = 0; k < 5; k++) {
       pipeline = variants[k][0];
       tail_rays = variants[k][1];
       printf("GPU, %s pipeline, tail rays %s\n", pipeline, tail_rays);
@@ -222,7 +225,10 @@ int main(int argc, char **argv) {
     return check_summary();
   }
   RUN(test_three_ranks_draw_the_single_process_image_of_a_builtin_volume);
+  /* The paper pipeline's per-pixel BVH loop on the CPU (the default above is the brick walk). */
+  pipeline = "paper";
   RUN(test_three_ranks_draw_the_single_process_image_of_a_raw_file);
+  pipeline = "multi";
   RUN(test_bricks_thinner_than_two_voxels_are_refused_with_one_line);
   RUN(test_a_rank_count_with_a_large_prime_factor_is_refused);
   RUN(test_a_file_without_iso_is_refused);

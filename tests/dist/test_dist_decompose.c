@@ -57,9 +57,9 @@ static void test_loaded_boxes_hold_the_shared_voxel_and_the_gradient_ghost(void)
           /* Clip region: from the first owned voxel's centre to the next brick's first. */
           CHECK(b.clip_lo[k] == (first ? 0.0f : (float)b.own_lo[k] + 0.5f));
           CHECK(b.clip_hi[k] == (last ? (float)n : (float)b.own_hi[k] + 0.5f));
-          /* Samples in the clip region +- 1 voxel (gradients) need voxels
-           * floor(clip_lo - 1.5) .. floor(clip_hi + 0.5), clamped to the volume. */
-          double need_lo = floor((double)b.clip_lo[k] - 1.5), need_hi = floor((double)b.clip_hi[k] + 0.5);
+          /* Samples reach half a voxel outside the clip region (the grid's sample before it)
+           * and gradients one more: voxels floor(clip_lo - 2) .. floor(clip_hi + 1) + 1. */
+          double need_lo = floor((double)b.clip_lo[k] - 2.0), need_hi = floor((double)b.clip_hi[k] + 1.0) + 1.0;
           if (need_lo < 0) need_lo = 0;
           if (need_hi > (double)n - 1) need_hi = (double)n - 1;
           CHECK_MSG((double)b.load_lo[k] <= need_lo && need_hi < (double)b.load_hi[k],
@@ -67,10 +67,7 @@ static void test_loaded_boxes_hold_the_shared_voxel_and_the_gradient_ghost(void)
                     need_lo, need_hi);
           /* The overlap with the next brick: the shared voxel plus the ghosts, no more. */
           if (!last) CHECK_EQ_INT(b.load_hi[k] - b.own_hi[k], (size_t)1 + IR_DIST_GHOST < n - b.own_hi[k] ? 1 + IR_DIST_GHOST : n - b.own_hi[k]);
-          if (!first) CHECK_EQ_INT(b.own_lo[k] - b.load_lo[k], L.align[k] > 1 ? L.align[k] : IR_DIST_GHOST);
-          /* Aligned axes: cuts and loaded boxes start on the BVH leaf grid. */
-          CHECK_EQ_INT(b.own_lo[k] % L.align[k], 0);
-          CHECK_EQ_INT(b.load_lo[k] % L.align[k], 0);
+          if (!first) CHECK_EQ_INT(b.own_lo[k] - b.load_lo[k], b.own_lo[k] < IR_DIST_GHOST ? b.own_lo[k] : IR_DIST_GHOST);
         }
       }
     }
@@ -106,8 +103,7 @@ static void test_bricks_are_balanced_along_the_longest_axes(void) {
         hi[k] = len > hi[k] ? len : hi[k];
       }
     }
-    for (int k = 0; k < 3; k++)
-      CHECK_MSG(hi[k] - lo[k] <= L.align[k], "%d ranks, axis %d: %zu..%zu", ranks, k, lo[k], hi[k]);
+    for (int k = 0; k < 3; k++) CHECK_MSG(hi[k] - lo[k] <= 1, "%d ranks, axis %d: %zu..%zu", ranks, k, lo[k], hi[k]);
   }
 }
 
@@ -129,11 +125,6 @@ static void test_bad_rank_counts_and_thin_bricks_are_input_errors(void) {
   CHECK(ir_dist_decompose(line, 67, &L, err) == IR_ERR_INPUT); /* 67 > 64 along x */
   CHECK(ir_dist_decompose(flat, 4, &L, err) == IR_OK);
   CHECK(L.parts[2] == 1);
-  /* Long bricks align their cuts to the leaf grid, short ones do not. */
-  CHECK(ir_dist_decompose(cube, 2, &L, err) == IR_OK);
-  CHECK(L.align[0] == IR_DIST_ALIGN && L.align[1] == IR_DIST_ALIGN);
-  CHECK(ir_dist_decompose(cube, 3, &L, err) == IR_OK);
-  CHECK(L.align[0] == 1);
 }
 
 static void test_packed_words_order_by_depth_and_min_composites(void) {
