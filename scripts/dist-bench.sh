@@ -14,7 +14,9 @@
 #   ./out/dist-bench), VOLUME (default builtin:fractal:2048: 8 GiB of uint8, each rank generating
 #   only its brick), ISO (default: the builtin's isovalue), SIZE (default 1024x1024), FRAMES
 #   (default 50), DEVICE (gpu or cpu, default gpu), PIPELINE (multi or single, default single),
-#   METHOD (default ink-compact), MPIRUN_ARGS (more mpirun arguments, e.g. a hostfile).
+#   METHOD (default ink-compact), MPIRUN_ARGS (more mpirun arguments, e.g. a hostfile),
+#   MPS=1 (run the ranks under the CUDA Multi-Process Service, started and stopped here: without
+#   it, ranks sharing a GPU are time-sliced by the driver, one context at a time).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${INKRAY_BUILD_DIR:-$root/build-gpu}
@@ -71,6 +73,13 @@ iso=()
 [[ -n ${ISO:-} ]] && iso=(--iso "$ISO")
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt" || true
+if [[ ${MPS:-0} == 1 ]]; then
+  export CUDA_MPS_PIPE_DIRECTORY=$out/mps-pipe CUDA_MPS_LOG_DIRECTORY=$out/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || { echo "dist-bench: cannot start the MPS daemon (nvidia-cuda-mps-control -d)"; exit 1; }
+  trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  echo "dist-bench: ranks share the GPU through MPS"
+fi
 echo "dist-bench: $volume, $size, $frames frames, $device, $pipeline pipeline, ranks: ${ranks_list[*]}"
 rows=()
 for n in "${ranks_list[@]}"; do
