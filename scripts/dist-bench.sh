@@ -74,7 +74,8 @@ iso=()
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt" || true
 if [[ ${MPS:-0} == 1 ]]; then
-  export CUDA_MPS_PIPE_DIRECTORY=$out/mps-pipe CUDA_MPS_LOG_DIRECTORY=$out/mps-log
+  # Short paths: the daemon's sockets live in the pipe folder (socket paths are short).
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/inkray-mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/inkray-mps-log
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   nvidia-cuda-mps-control -d || { echo "dist-bench: cannot start the MPS daemon (nvidia-cuda-mps-control -d)"; exit 1; }
   trap 'echo quit | nvidia-cuda-mps-control' EXIT
