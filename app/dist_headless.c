@@ -153,12 +153,12 @@ static int run(ir_dist *d, const app_dist_options *o) {
   if (rc == 0 && rank == 0) {
     const ir_volume *v = ir_dist_scene_volume(scene);
     const ir_dist_layout *L = ir_dist_scene_layout(scene);
-    const ir_dist_brick *b = ir_dist_scene_brick(scene);
+    const ir_volume *b = ir_dist_scene_brick_volume(scene); /* what rank 0 holds in memory */
     printf("inkray headless: distributed over %d rank%s (MPI, sort-last, MIN-reduction compositing), %s renderer\n",
            ranks, ranks == 1 ? "" : "s", o->device == IR_DEVICE_CPU ? "CPU reference" : "GPU (rank r on GPU r % devices)");
     printf("volume %s: %zux%zux%zu %s in %dx%dx%d bricks; rank 0 loaded %zux%zux%zu voxels\n", v->name, v->dims[0],
            v->dims[1], v->dims[2], ir_voxel_type_name(v->type), L->parts[0], L->parts[1], L->parts[2],
-           b->load_hi[0] - b->load_lo[0], b->load_hi[1] - b->load_lo[1], b->load_hi[2] - b->load_lo[2]);
+           b->dims[0], b->dims[1], b->dims[2]);
     printf("%dx%d, %s pipeline, compaction %s, %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg "
            "elevation\n",
            o->width, o->height, ir_pipeline_name((ir_pipeline)o->pipeline), method_label(o),

@@ -96,25 +96,40 @@ static void check_images_agree(const char *a_path, const char *b_path) {
   stbi_image_free(b);
 }
 
-static void compare_one_and_three(const char *dir, const char *volume, const char *iso) {
-  char one[128], three[128];
+/* One process against `ranks` ranks, same options; the image must agree within the tolerance. */
+static void compare_with_ranks(const char *dir, const char *volume, const char *iso, int ranks) {
+  char one[128], many[128], np_text[64];
   snprintf(one, sizeof one, "%s/one.png", dir);
-  snprintf(three, sizeof three, "%s/three.png", dir);
-  const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--tail-rays", tail_rays, "--size", "128x128", "--frames", "1", "--warmup", "0",
-                          "--orbit", "1", "--elevation", "30", "--no-stages", "--quiet", "--iso", iso,
-                          "--png", one, volume, NULL};
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  snprintf(np_text, sizeof np_text, "distributed over %d ranks", ranks);
+  const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--tail-rays", tail_rays,
+                          "--size", "128x128", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation",
+                          "30", "--no-stages", "--quiet", "--iso", iso, "--png", one, volume, NULL};
   run_ranks(0, single, &result);
   CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
-  const char *dist[] = {"--headless", "--device", device, "--pipeline", pipeline, "--tail-rays", tail_rays, "--threads", "1", "--size", "128x128", "--frames", "1",
-                        "--warmup", "0", "--orbit", "1", "--elevation", "30", "--quiet", "--iso", iso,
-                        "--png", three, volume, NULL};
-  run_ranks(3, dist, &result);
+  const char *dist[] = {"--headless", "--device", device, "--pipeline", pipeline, "--tail-rays", tail_rays,
+                        "--threads", "1", "--size", "128x128", "--frames", "1", "--warmup", "0", "--orbit", "1",
+                        "--elevation", "30", "--quiet", "--iso", iso, "--png", many, volume, NULL};
+  run_ranks(ranks, dist, &result);
   CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
-  CHECK_STR_CONTAINS(result.output, "distributed over 3 ranks");
+  CHECK_STR_CONTAINS(result.output, np_text);
   CHECK_STR_CONTAINS(result.output, "render");
   CHECK_STR_CONTAINS(result.output, "composite");
   CHECK_STR_CONTAINS(result.output, "gather");
-  if (result.status == 0) check_images_agree(one, three);
+  if (result.status == 0) check_images_agree(one, many);
+}
+
+static void compare_one_and_three(const char *dir, const char *volume, const char *iso) {
+  compare_with_ranks(dir, volume, iso, 3);
+}
+
+/* Four ranks on a cube split it 2x2x1: seams along two axes and a corner where four bricks meet. */
+static void test_four_ranks_in_a_2x2_grid_draw_the_single_process_image(void) {
+  char dir[64];
+  make_scratch(dir);
+  compare_with_ranks(dir, "builtin:marschner-lobb:80", "0.5", 4);
+  CHECK_STR_CONTAINS(result.output, "2x2x1 bricks");
+  remove_scratch(dir);
 }
 
 static void test_three_ranks_draw_the_single_process_image_of_a_builtin_volume(void) {
@@ -229,6 +244,7 @@ int main(int argc, char **argv) {
   pipeline = "paper";
   RUN(test_three_ranks_draw_the_single_process_image_of_a_raw_file);
   pipeline = "multi";
+  RUN(test_four_ranks_in_a_2x2_grid_draw_the_single_process_image);
   RUN(test_bricks_thinner_than_two_voxels_are_refused_with_one_line);
   RUN(test_a_rank_count_with_a_large_prime_factor_is_refused);
   RUN(test_a_file_without_iso_is_refused);
