@@ -326,7 +326,13 @@ ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR
     snprintf(err, IR_ERR_LEN, "no volume given: name a file or builtin:NAME[:N]");
     return IR_ERR_INPUT;
   }
-  if (strncmp(src, "builtin:", 8) == 0) return ir_load_builtin(desc, out, err);
+  if (strncmp(src, "builtin:", 8) == 0) {
+    if (desc->series || desc->array)
+      return ir_input_error(err, src, "%s is for %s; a builtin volume has none",
+                            desc->series ? "--series" : "--array",
+                            desc->series ? "DICOM folders" : ".vti files");
+    return ir_load_builtin(desc, out, err);
+  }
 
   static const struct {
     const char *suffix;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -167,5 +168,54 @@ static inline uint32_t float_bits(float f) {
   memcpy(&u, &f, 4);
   return u;
 }
+
+/* Runs `inkray info ARGS` (ARGS already quoted for the shell) with the built program (env
+ * INKRAY_BINARY); returns the exit status and the whole of stderr and stdout in new strings. */
+typedef struct info_run {
+  int status;
+  char *out, *err;
+} info_run;
+
+static inline char *slurp_text(const char *path) {
+  size_t n = 0;
+  unsigned char *data = read_bytes(path, &n);
+  char *text = malloc(n + 1);
+  if (data) memcpy(text, data, n);
+  text[data ? n : 0] = '\0';
+  free(data);
+  return text;
+}
+
+static inline info_run run_inkray_info(const char *args) {
+  const char *bin = getenv("INKRAY_BINARY");
+  if (!bin || access(bin, X_OK) != 0) {
+    fprintf(stderr, "FAIL: INKRAY_BINARY ('%s') is not the built inkray program\n", bin ? bin : "(unset)");
+    exit(1);
+  }
+  const char *out = scratch_path("info_stdout.txt"), *err = scratch_path("info_stderr.txt");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s' info %s >'%s' 2>'%s'", bin, args, out, err);
+  int raw = system(cmd);
+  info_run r = {raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp_text(out), slurp_text(err)};
+  return r;
+}
+
+static inline void info_run_free(info_run *r) {
+  free(r->out);
+  free(r->err);
+}
+
+/* `inkray info ARGS` exits 2 with exactly one line on stderr holding `reason`, nothing on
+ * stdout. */
+#define CHECK_INFO_REFUSES(args, reason)                                                    \
+  do {                                                                                      \
+    info_run r_ = run_inkray_info(args);                                                    \
+    CHECK_MSG(r_.status == 2, "info %s: exit %d, expected 2 (%s)", args, r_.status, r_.err); \
+    CHECK_STR_CONTAINS(r_.err, reason);                                                     \
+    char *nl_ = strchr(r_.err, '\n');                                                       \
+    CHECK_MSG(nl_ && nl_[1] == '\0', "stderr is not one line: %s", r_.err);                 \
+    CHECK_EQ_INT(strlen(r_.out), 0);                                                        \
+    info_run_free(&r_);                                                                     \
+  } while (0)
 
 #endif
