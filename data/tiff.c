@@ -392,6 +392,15 @@ static ir_status scan_files(const file_list *l, tiff_page *first, size_t *pages,
       (*pages)++;
       page++;
     } while (TIFFReadDirectory(tif));
+    /* TIFFReadDirectory also ends the walk on a directory it cannot read: a stack cut short
+     * must not load as fewer pages. */
+    if (status == IR_OK && e.text[0])
+      status = ir_input_error(err, path, "truncated or corrupt after page %zu (%s)", page, e.text);
+    uint16_t page_number = 0, page_total = 0;
+    if (status == IR_OK && TIFFSetDirectory(tif, 0) &&
+        TIFFGetField(tif, TIFFTAG_PAGENUMBER, &page_number, &page_total) && page_total > page)
+      status = ir_input_error(err, path, "truncated or corrupt: %zu pages, the first says %u",
+                              page, (unsigned)page_total);
     TIFFClose(tif);
     if (status != IR_OK) return status;
     /* What the files can hold at most: their bytes, times the best compression ratio. */
