@@ -51,6 +51,7 @@ struct slice_info {
   std::string path;
   size_t file_size = 0;
   bool encapsulated = false;
+  size_t pixel_value_at = 0; /* where the Pixel Data value begins in the file (uncompressed) */
   std::string series, modality, description;
   unsigned rows = 0, cols = 0, frames = 1, samples = 1, bits = 0, sign = 0;
   bool have_position = false, have_orientation = false;
@@ -107,7 +108,22 @@ bool read_header(const std::string &path, slice_info &s) {
   const gdcm::DataSet &ds = file.GetDataSet();
   if (!ds.FindDataElement(gdcm::Tag(0x0028, 0x0010))) return false; /* no image in it */
   s.path = path;
-  s.encapsulated = file.GetHeader().GetDataSetTransferSyntax().IsEncapsulated();
+  const gdcm::TransferSyntax &ts = file.GetHeader().GetDataSetTransferSyntax();
+  s.encapsulated = ts.IsEncapsulated();
+  /* The elements before the pixel data, and the Pixel Data element's own header (12 bytes
+   * explicit OB/OW, 8 implicit): the file must hold the pixels after that. */
+  size_t before = (size_t)file.GetHeader().GetFullLength() +
+                  (size_t)(ts.IsExplicit() ? ds.GetLength<gdcm::ExplicitDataElement>()
+                                           : ds.GetLength<gdcm::ImplicitDataElement>());
+  const gdcm::Tag pixel_data(0x7fe0, 0x0010);
+  if (ds.FindDataElement(pixel_data)) {
+    /* GDCM's ReadUpToTag includes the Pixel Data element itself, at its declared length. */
+    const gdcm::VL vl = ds.GetDataElement(pixel_data).GetVL();
+    size_t declared = vl.IsUndefined() ? 0 : (size_t)(uint32_t)vl;
+    s.pixel_value_at = before >= declared ? before - declared : 0;
+  } else {
+    s.pixel_value_at = before + (ts.IsExplicit() ? 12 : 8);
+  }
   s.series = trimmed_string(ds, 0x0020, 0x000e);
   s.modality = trimmed_string(ds, 0x0008, 0x0060);
   s.description = trimmed_string(ds, 0x0008, 0x103e);
@@ -299,6 +315,10 @@ ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type,
   if (!sample_type_of(image.GetPixelFormat(), &t) || t != type)
     return ir_input_error(err, src, "%s: its pixel format differs from the series' first file",
                           name);
+  /* GDCM reads a file cut short inside uncompressed pixel data, padding the rest. */
+  if (!s.encapsulated && s.pixel_value_at + bytes > s.file_size)
+    return ir_input_error(err, src, "%s: truncated: %zu bytes, the pixel data need %zu from byte %zu",
+                          name, s.file_size, bytes, s.pixel_value_at);
   if (image.GetBufferLength() != bytes)
     return ir_input_error(err, src, "%s: %lu bytes of pixels, expected %zu", name,
                           (unsigned long)image.GetBufferLength(), bytes);
