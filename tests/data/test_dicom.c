@@ -277,7 +277,7 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   unsigned char *bytes = read_bytes(victim, &n);
   write_bytes(victim, bytes, n - 30);
   free(bytes);
-  CHECK_INFO_REFUSES(fmt_path("'%s'", s.dir), "IM03_1.2.826.0.1.11");
+  CHECK_INFO_REFUSES(fmt_path("'%s'", s.dir), "IM03_1.2.826.0.1.11: truncated");
   /* Huge claimed dims: refused before allocation. */
   series_spec h = {.dir = scratch_path("huge"), .uid = "1.2.826.0.1.12", .slices = 2, .slope = 1,
                    .gap = 1, .skip = -1};
