@@ -99,6 +99,19 @@ template <uint16_t G, uint16_t E> unsigned us_value(const gdcm::DataSet &ds, uns
   return at.GetValue();
 }
 
+/* A cheap look before GDCM parses a file: Part 10 files have "DICM" after the 128-byte
+ * preamble; old files without one start with a group 0002 or 0008 tag. Anything else (a raw
+ * volume, notes, thumbnails) is skipped without reading it. */
+bool looks_like_dicom(const std::string &path) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  unsigned char b[132];
+  size_t got = std::fread(b, 1, sizeof b, f);
+  std::fclose(f);
+  if (got == sizeof b && std::memcmp(b + 128, "DICM", 4) == 0) return true;
+  return got >= 8 && (b[0] == 0x08 || b[0] == 0x02) && b[1] == 0x00 && b[3] == 0x00;
+}
+
 /* The header up to the pixel data; false for files that are not DICOM. */
 bool read_header(const std::string &path, slice_info &s) {
   gdcm::Reader reader;
@@ -217,7 +230,7 @@ ir_status scan_folder(const std::string &folder, std::vector<series_group> &grou
     struct stat st;
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     slice_info s;
-    if (!read_header(path, s)) continue;
+    if (!looks_like_dicom(path) || !read_header(path, s)) continue;
     s.file_size = (size_t)st.st_size;
     auto it = index.find(s.series);
     if (it == index.end()) {
@@ -227,7 +240,9 @@ ir_status scan_folder(const std::string &folder, std::vector<series_group> &grou
     groups[it->second].slices.push_back(s);
   }
   if (groups.empty())
-    return ir_input_error(err, folder.c_str(), "no DICOM image files in the folder");
+    return ir_input_error(err, folder.c_str(),
+                          "no DICOM image files in the folder (a folder is read as a DICOM "
+                          "series or as TIFF slices)");
   return IR_OK;
 }
 

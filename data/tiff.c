@@ -30,6 +30,59 @@ typedef struct tiff_error {
   char text[256];
 } tiff_error;
 
+/* A TIFF in memory (the fuzz target): libtiff's client I/O over a buffer. */
+typedef struct tiff_memory {
+  const unsigned char *bytes;
+  size_t len, pos;
+} tiff_memory;
+
+static tmsize_t mem_read(thandle_t h, void *buf, tmsize_t n) {
+  tiff_memory *m = (tiff_memory *)h;
+  size_t left = m->pos < m->len ? m->len - m->pos : 0;
+  size_t want = n > 0 ? (size_t)n : 0;
+  if (want > left) want = left;
+  memcpy(buf, m->bytes + m->pos, want);
+  m->pos += want;
+  return (tmsize_t)want;
+}
+
+static tmsize_t mem_write(thandle_t h, void *buf, tmsize_t n) {
+  (void)h;
+  (void)buf;
+  (void)n;
+  return 0;
+}
+
+static toff_t mem_seek(thandle_t h, toff_t off, int whence) {
+  tiff_memory *m = (tiff_memory *)h;
+  uint64_t base = whence == SEEK_CUR ? m->pos : whence == SEEK_END ? m->len : 0;
+  if (off > UINT64_MAX - base) return (toff_t)-1;
+  uint64_t to = base + off;
+  if (to > SIZE_MAX) return (toff_t)-1;
+  m->pos = (size_t)to;
+  return to;
+}
+
+static int mem_close(thandle_t h) {
+  (void)h;
+  return 0;
+}
+
+static toff_t mem_size(thandle_t h) { return ((tiff_memory *)h)->len; }
+
+static int mem_map(thandle_t h, void **base, toff_t *size) {
+  (void)h;
+  (void)base;
+  (void)size;
+  return 0;
+}
+
+static void mem_unmap(thandle_t h, void *base, toff_t size) {
+  (void)h;
+  (void)base;
+  (void)size;
+}
+
 #if TIFFLIB_VERSION >= 20221213
 /* libtiff's messages go to the loader's message, never to stderr. */
 static int on_tiff_error(TIFF *tif, void *user, const char *module, const char *fmt, va_list ap) {
@@ -50,22 +103,27 @@ static int on_tiff_warning(TIFF *tif, void *user, const char *module, const char
   return 1;
 }
 
-static TIFF *tiff_open(const char *path, tiff_error *e) {
+/* From the file at path, or from memory when mem is not NULL. */
+static TIFF *tiff_open(const char *path, tiff_memory *mem, tiff_error *e) {
   TIFFOpenOptions *opts = TIFFOpenOptionsAlloc();
   if (!opts) return NULL;
   TIFFOpenOptionsSetErrorHandlerExtR(opts, on_tiff_error, e);
   TIFFOpenOptionsSetWarningHandlerExtR(opts, on_tiff_warning, NULL);
-  TIFF *tif = TIFFOpenExt(path, "r", opts);
+  TIFF *tif = mem ? TIFFClientOpenExt(path, "rm", (thandle_t)mem, mem_read, mem_write, mem_seek,
+                                      mem_close, mem_size, mem_map, mem_unmap, opts)
+                  : TIFFOpenExt(path, "r", opts);
   TIFFOpenOptionsFree(opts);
   return tif;
 }
 #else
 /* Older libtiff: no per-file handlers; silence the global ones (the reason is then generic). */
-static TIFF *tiff_open(const char *path, tiff_error *e) {
+static TIFF *tiff_open(const char *path, tiff_memory *mem, tiff_error *e) {
   (void)e;
   TIFFSetErrorHandler(NULL);
   TIFFSetWarningHandler(NULL);
-  return TIFFOpen(path, "r");
+  return mem ? TIFFClientOpen(path, "rm", (thandle_t)mem, mem_read, mem_write, mem_seek,
+                              mem_close, mem_size, mem_map, mem_unmap)
+             : TIFFOpen(path, "r");
 }
 #endif
 
@@ -157,6 +215,7 @@ static void parse_imagej(const char *text, imagej_info *ij) {
 typedef struct file_list {
   char **paths;
   size_t count;
+  tiff_memory *memory; /* one TIFF in memory instead of files (the fuzz target) */
 } file_list;
 
 static void file_list_free(file_list *l) {
@@ -353,11 +412,12 @@ static ir_status scan_files(const file_list *l, tiff_page *first, size_t *pages,
   *budget = 0;
   for (size_t f = 0; f < l->count; f++) {
     const char *path = l->paths[f];
-    size_t file_size = 0;
-    ir_status status = ir_check_file(path, &file_size, err);
+    size_t file_size = l->memory ? l->memory->len : 0;
+    ir_status status = l->memory ? IR_OK : ir_check_file(path, &file_size, err);
     if (status != IR_OK) return status;
     tiff_error e = {{0}};
-    TIFF *tif = tiff_open(path, &e);
+    if (l->memory) l->memory->pos = 0;
+    TIFF *tif = tiff_open(path, l->memory, &e);
     if (!tif) return ir_input_error(err, path, "not a TIFF file (%s)", e.text[0] ? e.text : "cannot open");
     size_t page = 0;
     bool compressed = false;
@@ -417,7 +477,8 @@ static ir_status read_files(const file_list *l, const tiff_page *pg, unsigned ch
   size_t at = 0;
   for (size_t f = 0; f < l->count; f++) {
     tiff_error e = {{0}};
-    TIFF *tif = tiff_open(l->paths[f], &e);
+    if (l->memory) l->memory->pos = 0;
+    TIFF *tif = tiff_open(l->paths[f], l->memory, &e);
     if (!tif) return ir_input_error(err, l->paths[f], "cannot open (%s)", e.text);
     ir_status status = IR_OK;
     size_t page = 0;
@@ -438,28 +499,16 @@ static const char *unit_name(int unit) {
   return unit == RESUNIT_INCH ? "inch" : unit == RESUNIT_CENTIMETER ? "cm" : "";
 }
 
-ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
-  const char *src = desc->source;
-  file_list l = {0};
-  struct stat st;
-  ir_status status;
-  if (stat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
-    status = list_folder(src, &l, err);
-  } else if (strchr(ir_display_name(src), '%') && !file_exists(src)) {
-    status = expand_pattern(src, &l, err);
-  } else {
-    status = ir_check_file(src, NULL, err);
-    if (status == IR_OK && !file_list_add(&l, src)) {
-      snprintf(err, IR_ERR_LEN, "%s: out of host memory", src);
-      status = IR_ERR_RUNTIME;
-    }
-  }
+/* The pages of every file in l, in order, into out; frees l. */
+static ir_status load_pages(file_list *l, const char *src, ir_status status, ir_volume *out,
+                            char err[IR_ERR_LEN]) {
+  memset(out, 0, sizeof *out);
   tiff_page pg = {0};
   size_t pages = 0, budget = 0;
   imagej_info ij = {0};
   double res[2] = {0, 0};
   int res_unit = RESUNIT_NONE;
-  if (status == IR_OK) status = scan_files(&l, &pg, &pages, &budget, &ij, res, &res_unit, err);
+  if (status == IR_OK) status = scan_files(l, &pg, &pages, &budget, &ij, res, &res_unit, err);
   if (status == IR_OK && ij.present && (ij.channels > 1 || ij.frames > 1))
     status = ir_input_error(err, src,
                             "an ImageJ hyperstack of %ld channels and %ld frames: only one "
@@ -484,8 +533,8 @@ ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
              dims[0], dims[1], dims[2], ir_sample_name(pg.type), bytes);
     status = IR_ERR_RUNTIME;
   }
-  if (status == IR_OK) status = read_files(&l, &pg, samples, bytes / pages, err);
-  file_list_free(&l);
+  if (status == IR_OK) status = read_files(l, &pg, samples, bytes / pages, err);
+  file_list_free(l);
   if (status != IR_OK) {
     free(samples);
     return status;
@@ -501,9 +550,43 @@ ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   if (ij.present && ij.spacing > 0 && isfinite(ij.spacing)) out->spacing[2] = (float)ij.spacing;
   const char *unit = ij.present && ij.unit[0] ? ij.unit : have_res ? unit_name(res_unit) : "";
   if (unit[0]) snprintf(out->description, sizeof out->description, "spacing in %s", unit);
-  if (desc->spacing_given) memcpy(out->spacing, desc->spacing, sizeof out->spacing);
   if (pg.type == IR_SAMPLE_FLOAT64)
     snprintf(out->note, sizeof out->note, "64-bit float samples are kept as float32");
+  return IR_OK;
+}
+
+ir_status ir_tiff_decode(const unsigned char *bytes, size_t len, const char *path, ir_volume *out,
+                         char err[IR_ERR_LEN]) {
+  tiff_memory mem = {bytes, len, 0};
+  file_list l = {0};
+  l.memory = &mem;
+  ir_status status = IR_OK;
+  if (!file_list_add(&l, path)) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory", path);
+    status = IR_ERR_RUNTIME;
+  }
+  return load_pages(&l, path, status, out, err);
+}
+
+ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  const char *src = desc->source;
+  file_list l = {0};
+  struct stat st;
+  ir_status status;
+  if (stat(src, &st) == 0 && S_ISDIR(st.st_mode)) {
+    status = list_folder(src, &l, err);
+  } else if (strchr(ir_display_name(src), '%') && !file_exists(src)) {
+    status = expand_pattern(src, &l, err);
+  } else {
+    status = ir_check_file(src, NULL, err);
+    if (status == IR_OK && !file_list_add(&l, src)) {
+      snprintf(err, IR_ERR_LEN, "%s: out of host memory", src);
+      status = IR_ERR_RUNTIME;
+    }
+  }
+  status = load_pages(&l, src, status, out, err);
+  if (status != IR_OK) return status;
+  if (desc->spacing_given) memcpy(out->spacing, desc->spacing, sizeof out->spacing);
   ir_volume_finish(out, ir_display_name(src));
   return IR_OK;
 }

@@ -88,6 +88,9 @@ ir_status ir_load_vti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ER
 /* A whole .vti file in memory (the loader and the fuzz target): `array` as --array. */
 ir_status ir_vti_decode(const unsigned char *bytes, size_t len, const char *path,
                         const char *array, ir_volume *out, char err[IR_ERR_LEN]);
+/* A whole TIFF file in memory (the fuzz target): all its pages, not finished (no range). */
+ir_status ir_tiff_decode(const unsigned char *bytes, size_t len, const char *path, ir_volume *out,
+                         char err[IR_ERR_LEN]);
 
 /* ---- Sample types of the file formats (convert.c) ------------------------------------------ */
 /* The formats store more types than the four voxel types; the loaders read samples of these
