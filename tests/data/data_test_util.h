@@ -72,6 +72,9 @@ static inline const char *scratch_dir(void) {
 
 static inline const char *scratch_path(const char *name) { return fmt_path("%s/%s", scratch_dir(), name); }
 
+/* A scratch path that outlives fmt_path's ring of buffers (folders used across many calls). */
+static inline const char *kept_path(const char *name) { return strdup(scratch_path(name)); }
+
 static inline void write_bytes(const char *path, const void *data, size_t n) {
   FILE *f = fopen(path, "wb");
   if (!f || fwrite(data, 1, n, f) != n) {
@@ -186,7 +189,8 @@ static inline char *slurp_text(const char *path) {
   return text;
 }
 
-static inline info_run run_inkray_info(const char *args) {
+/* Runs `inkray ARGS`. */
+static inline info_run run_inkray(const char *args) {
   const char *bin = getenv("INKRAY_BINARY");
   if (!bin || access(bin, X_OK) != 0) {
     fprintf(stderr, "FAIL: INKRAY_BINARY ('%s') is not the built inkray program\n", bin ? bin : "(unset)");
@@ -194,11 +198,24 @@ static inline info_run run_inkray_info(const char *args) {
   }
   const char *out = scratch_path("info_stdout.txt"), *err = scratch_path("info_stderr.txt");
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "'%s' info %s >'%s' 2>'%s'", bin, args, out, err);
+  snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", bin, args, out, err);
   int raw = system(cmd);
   info_run r = {raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp_text(out), slurp_text(err)};
   return r;
 }
+
+static inline info_run run_inkray_info(const char *args) { return run_inkray(fmt_path("info %s", args)); }
+
+/* A short headless run on the CPU reference renderer (no GPU needed) must load the volume,
+ * render, and find surface hits. */
+#define CHECK_HEADLESS_RENDERS(source_quoted)                                               \
+  do {                                                                                      \
+    info_run h_ = run_inkray(fmt_path("--headless --device cpu --frames 1 --warmup 0 "      \
+                                      "--size 32x32 %s", source_quoted));                   \
+    CHECK_MSG(h_.status == 0, "headless %s: exit %d: %s", source_quoted, h_.status, h_.err); \
+    CHECK_STR_CONTAINS(h_.out, "hits");                                                     \
+    info_run_free(&h_);                                                                     \
+  } while (0)
 
 static inline void info_run_free(info_run *r) {
   free(r->out);

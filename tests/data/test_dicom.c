@@ -86,7 +86,7 @@ static void check_series_values(const ir_volume *v, int slices, double slope, do
 }
 
 static void test_ct_series_sorted_by_position_with_rescale(void) {
-  series_spec s = {.dir = scratch_path("ct"), .uid = "1.2.826.0.1.1", .description = "HEAD 1.0",
+  series_spec s = {.dir = kept_path("ct"), .uid = "1.2.826.0.1.1", .description = "HEAD 1.0",
                    .slices = SLICES, .slope = 1, .intercept = -1024, .gap = 2.5, .skip = -1};
   write_series(&s);
   write_text(fmt_path("%s/notes.txt", s.dir), "a stray file that is not DICOM");
@@ -128,10 +128,11 @@ static void test_ct_series_sorted_by_position_with_rescale(void) {
   }
   CHECK_STR_CONTAINS(r.out, fmt_path("range       %d .. %d", lo - 1024, hi - 1024));
   info_run_free(&r);
+  CHECK_HEADLESS_RENDERS(fmt_path("'%s'", s.dir));
 }
 
 static void test_non_integer_slope_gives_float32(void) {
-  series_spec s = {.dir = scratch_path("pet"), .uid = "1.2.826.0.1.2", .slices = 4, .slope = 0.25,
+  series_spec s = {.dir = kept_path("pet"), .uid = "1.2.826.0.1.2", .slices = 4, .slope = 0.25,
                    .intercept = -3.5, .gap = 3, .skip = -1};
   write_series(&s);
   ir_volume v;
@@ -141,7 +142,7 @@ static void test_non_integer_slope_gives_float32(void) {
   check_series_values(&v, 4, 0.25, -3.5, 0, "slope 0.25");
   ir_volume_free(&v);
   /* No rescale: the stored uint16 values as they are. */
-  series_spec plain = {.dir = scratch_path("plain"), .uid = "1.2.826.0.1.3", .slices = 3, .slope = 1,
+  series_spec plain = {.dir = kept_path("plain"), .uid = "1.2.826.0.1.3", .slices = 3, .slope = 1,
                        .gap = 1, .skip = -1};
   write_series(&plain);
   CHECK_MSG(load(plain.dir, &v, err) == IR_OK, "%s", err);
@@ -156,7 +157,7 @@ static void test_compressed_transfer_syntaxes(void) {
     const char *name;
   } kinds[] = {{DICOM_RLE, "rle"}, {DICOM_JPEG_LOSSLESS, "jpegll"}, {DICOM_J2K_LOSSLESS, "j2k"}};
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-    series_spec s = {.dir = scratch_path(kinds[k].name), .uid = "1.2.826.0.1.4", .slices = 3,
+    series_spec s = {.dir = kept_path(kinds[k].name), .uid = "1.2.826.0.1.4", .slices = 3,
                      .slope = 1, .intercept = -1024, .gap = 1.25, .skip = -1,
                      .compression = kinds[k].c};
     char why[256];
@@ -205,7 +206,7 @@ static void test_multiframe_file(void) {
 }
 
 static void test_two_series_in_one_folder(void) {
-  const char *dir = scratch_path("two");
+  const char *dir = kept_path("two");
   series_spec a = {.dir = dir, .uid = "1.2.826.0.1.6", .description = "big", .slices = 5,
                    .slope = 1, .intercept = -1024, .gap = 2, .skip = -1};
   series_spec b = {.dir = dir, .uid = "1.2.826.0.1.7", .description = "small", .slices = 3,
@@ -243,7 +244,7 @@ static void test_two_series_in_one_folder(void) {
 }
 
 static void test_missing_and_uneven_slices(void) {
-  series_spec missing = {.dir = scratch_path("missing"), .uid = "1.2.826.0.1.8", .slices = 6,
+  series_spec missing = {.dir = kept_path("missing"), .uid = "1.2.826.0.1.8", .slices = 6,
                          .slope = 1, .gap = 2, .skip = 2};
   write_series(&missing);
   ir_volume v;
@@ -252,7 +253,7 @@ static void test_missing_and_uneven_slices(void) {
   CHECK_STR_CONTAINS(err, "a missing slice?");
   CHECK_INFO_REFUSES(fmt_path("'%s'", missing.dir), "uneven slice spacing: 4 between");
   /* A small deviation loads, with a note giving the spacing used. */
-  series_spec jitter = {.dir = scratch_path("jitter"), .uid = "1.2.826.0.1.9", .slices = 6,
+  series_spec jitter = {.dir = kept_path("jitter"), .uid = "1.2.826.0.1.9", .slices = 6,
                         .slope = 1, .gap = 2, .skip = -1, .jitter = 0.1};
   write_series(&jitter);
   CHECK_MSG(load(jitter.dir, &v, err) == IR_OK, "%s", err);
@@ -260,7 +261,7 @@ static void test_missing_and_uneven_slices(void) {
   CHECK_NEAR(v.spacing[2], 2, 1e-4);
   ir_volume_free(&v);
   /* Two slices at one position. */
-  series_spec dup = {.dir = scratch_path("dup"), .uid = "1.2.826.0.1.10", .slices = 4, .slope = 1,
+  series_spec dup = {.dir = kept_path("dup"), .uid = "1.2.826.0.1.10", .slices = 4, .slope = 1,
                      .gap = 2, .skip = -1, .jitter = -2};
   write_series(&dup);
   CHECK_EQ_INT(load(dup.dir, &v, err), IR_ERR_INPUT);
@@ -269,7 +270,7 @@ static void test_missing_and_uneven_slices(void) {
 
 static void test_bad_files_are_one_line_and_exit_2(void) {
   /* Truncated pixel data in one slice. */
-  series_spec s = {.dir = scratch_path("truncated"), .uid = "1.2.826.0.1.11", .slices = 3,
+  series_spec s = {.dir = kept_path("truncated"), .uid = "1.2.826.0.1.11", .slices = 3,
                    .slope = 1, .gap = 1, .skip = -1};
   write_series(&s);
   const char *victim = fmt_path("%s/IM%02d_%s", s.dir, 3, s.uid);
@@ -279,7 +280,7 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   free(bytes);
   CHECK_INFO_REFUSES(fmt_path("'%s'", s.dir), "IM03_1.2.826.0.1.11: truncated");
   /* Huge claimed dims: refused before allocation. */
-  series_spec h = {.dir = scratch_path("huge"), .uid = "1.2.826.0.1.12", .slices = 2, .slope = 1,
+  series_spec h = {.dir = kept_path("huge"), .uid = "1.2.826.0.1.12", .slices = 2, .slope = 1,
                    .gap = 1, .skip = -1};
   write_series(&h);
   for (int k = 0; k < 2; k++) {
@@ -291,7 +292,7 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   /* Colour. */
   unsigned char rgb[PER * 3];
   for (size_t i = 0; i < sizeof rgb; i++) rgb[i] = (unsigned char)i;
-  const char *cdir = scratch_path("colour");
+  const char *cdir = kept_path("colour");
   mkdir(cdir, 0755);
   dicom_image_spec img = {.path = fmt_path("%s/rgb.dcm", cdir), .rows = ROWS, .cols = COLS,
                           .frames = 1, .bits = 8, .samples = 3, .pixels = rgb, .slope = 1,
@@ -301,7 +302,7 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   CHECK_MSG(dicom_write_image(&img, werr, sizeof werr) == 0, "%s", werr);
   CHECK_INFO_REFUSES(fmt_path("'%s'", cdir), "3 samples a pixel");
   /* A folder with no DICOM in it; a .dcm that is not DICOM; a missing file. */
-  const char *empty = scratch_path("nodicom");
+  const char *empty = kept_path("nodicom");
   mkdir(empty, 0755);
   write_text(fmt_path("%s/a.txt", empty), "hello");
   CHECK_INFO_REFUSES(fmt_path("'%s'", empty), "no DICOM image files in the folder");
@@ -313,7 +314,7 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
 }
 #else
 static void test_refused_without_gdcm(void) {
-  const char *dir = scratch_path("series");
+  const char *dir = kept_path("series");
   mkdir(dir, 0755);
   write_text(fmt_path("%s/IM0001", dir), "anything");
   ir_volume v;

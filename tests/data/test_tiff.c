@@ -184,7 +184,7 @@ static void test_bigtiff_tiled_and_compressed(void) {
  * order would not. */
 static void test_slice_folder_in_natural_name_order(void) {
   for (size_t k = 0; k < sizeof types / sizeof types[0]; k += 2) {
-    const char *dir = scratch_path(fmt_path("folder_%s", types[k].name));
+    const char *dir = kept_path(fmt_path("folder_%s", types[k].name));
     mkdir(dir, 0755);
     for (int z = 0; z < 12; z++) {
       tiff_spec s = {.type = &types[k], .w = 6, .h = 4, .pages = 1, .first_index = (size_t)z * 24};
@@ -239,6 +239,7 @@ static void test_imagej_spacing_and_resolution(void) {
   CHECK_STR_CONTAINS(run.out, "spacing     0.5 x 0.25 x 2.5");
   CHECK_STR_CONTAINS(run.out, "range       0 .. 60000");
   info_run_free(&run);
+  CHECK_HEADLESS_RENDERS(fmt_path("'%s'", scratch_path("imagej.tif")));
 }
 
 static void expect_refused(const char *source, const char *reason) {
@@ -303,7 +304,7 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   write_tiff(path, &rgb);
   expect_refused(path, "3 samples a pixel");
   /* Pages that differ. */
-  const char *dir = scratch_path("mixed");
+  const char *dir = kept_path("mixed");
   mkdir(dir, 0755);
   tiff_spec a = {.type = &types[0], .w = 6, .h = 4, .pages = 1};
   tiff_spec b = {.type = &types[0], .w = 6, .h = 5, .pages = 1};

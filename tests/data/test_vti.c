@@ -518,6 +518,7 @@ static void test_info_prints_vti(void) {
   /* Float64 becomes float32, and the program says so. */
   CHECK_STR_CONTAINS(r.err, "Float64 values are kept as float32");
   info_run_free(&r);
+  CHECK_HEADLESS_RENDERS(fmt_path("'%s'", path));
 }
 #else
 static void test_refused_without_expat(void) {
