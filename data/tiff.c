@@ -514,7 +514,8 @@ static ir_status load_pages(file_list *l, const char *src, ir_status status, ir_
                             "an ImageJ hyperstack of %ld channels and %ld frames: only one "
                             "channel and one time point are read (split it in ImageJ first)",
                             ij.channels, ij.frames);
-  if (status == IR_OK && ij.present && ij.images > 0 && (size_t)ij.images != pages)
+  /* images= describes one file's stack; slice folders of ImageJ files each say their own. */
+  if (status == IR_OK && l->count == 1 && ij.present && ij.images > 0 && (size_t)ij.images != pages)
     status = ir_input_error(err, src,
                             "the ImageJ description says %ld images, the file has %zu pages "
                             "(ImageJ's contiguous stacks over 4 GiB are not read)",

@@ -317,6 +317,12 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   path = scratch_path("hyper.tif");
   write_tiff(path, &hyper);
   expect_refused(path, "only one channel and one time point");
+  /* ImageJ says more images than there are pages (its raw stacks over 4 GiB, or a cut file). */
+  tiff_spec more = {.type = &types[0], .w = 6, .h = 4, .pages = 3,
+                    .description = "ImageJ=1.54f\nimages=5\nslices=5\n"};
+  path = scratch_path("imagej_more.tif");
+  write_tiff(path, &more);
+  expect_refused(path, "says 5 images, the file has 3 pages");
   /* Unsupported: 64-bit integers... are supported; 1-bit pixels are not. */
   path = scratch_path("bilevel.tif");
   TIFF *tif = TIFFOpen(path, "w");
