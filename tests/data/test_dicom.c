@@ -13,10 +13,10 @@
 
 enum { COLS = 8, ROWS = 5, SLICES = 6, PER = COLS * ROWS };
 
+#ifdef INKRAY_HAVE_GDCM
 /* Stored value of voxel i (0 .. 4095, as 12-bit CT data). */
 static int stored_value(size_t i) { return (int)((i * 97 + 13) % 4096); }
 
-#ifdef INKRAY_HAVE_GDCM
 /* An oblique orientation: rows along x, columns tilted in y-z; the normal is (0, -0.6, 0.8). */
 static const double orientation[6] = {1, 0, 0, 0, 0.8, 0.6};
 static const double normal[3] = {0, -0.6, 0.8};

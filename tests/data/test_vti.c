@@ -251,6 +251,7 @@ static const char *write_vti(const char *name, const vti_spec *s) {
   return path;
 }
 
+#ifdef INKRAY_HAVE_EXPAT
 static void check_values(const ir_volume *v, const vti_type *t, const char *what) {
   CHECK_EQ_INT(v->dims[0], NX);
   CHECK_EQ_INT(v->dims[1], NY);
@@ -267,7 +268,6 @@ static void check_values(const ir_volume *v, const vti_type *t, const char *what
   CHECK_EQ_INT(bad, 0);
 }
 
-#ifdef INKRAY_HAVE_EXPAT
 static const char *encoding_name(encoding e) {
   static const char *names[] = {"ascii", "binary", "binary-joint", "appended-raw", "appended-base64"};
   return names[e];
