@@ -31,6 +31,7 @@ gdcm::TransferSyntax::TSType syntax_of(dicom_compression c) {
   case DICOM_RLE: return gdcm::TransferSyntax::RLELossless;
   case DICOM_JPEG_LOSSLESS: return gdcm::TransferSyntax::JPEGLosslessProcess14_1;
   case DICOM_J2K_LOSSLESS: return gdcm::TransferSyntax::JPEG2000Lossless;
+  case DICOM_JPEGLS_LOSSLESS: return gdcm::TransferSyntax::JPEGLSLossless;
   default: return gdcm::TransferSyntax::ExplicitVRLittleEndian;
   }
 }

@@ -13,7 +13,8 @@ typedef enum dicom_compression {
   DICOM_RAW = 0,        /* explicit VR little endian */
   DICOM_RLE,            /* RLE lossless */
   DICOM_JPEG_LOSSLESS,  /* JPEG lossless, process 14 SV1 */
-  DICOM_J2K_LOSSLESS,   /* JPEG 2000 lossless */
+  DICOM_J2K_LOSSLESS,   /* JPEG 2000 lossless (GDCM's encoder needs images of 64x64 or so) */
+  DICOM_JPEGLS_LOSSLESS, /* JPEG-LS lossless */
 } dicom_compression;
 
 typedef struct dicom_image_spec {
