@@ -35,7 +35,8 @@ typedef struct series_spec {
 } series_spec;
 
 /* Writes slices under names that sort neither by position nor by anything else: IM<k*7%11>. */
-static bool try_write_series(const series_spec *s, char *why, size_t why_len) {
+static void write_series(const series_spec *s) {
+  char why[256];
   mkdir(s->dir, 0755);
   uint16_t *pixels = malloc(PER * sizeof *pixels);
   for (int k = 0; k < s->slices; k++) {
@@ -51,21 +52,12 @@ static bool try_write_series(const series_spec *s, char *why, size_t why_len) {
         .series_uid = s->uid, .modality = "CT", .description = s->description,
         .compression = s->compression};
     memcpy(img.orientation, orientation, sizeof orientation);
-    if (dicom_write_image(&img, why, why_len) != 0) {
-      free(pixels);
-      return false;
+    if (dicom_write_image(&img, why, sizeof why) != 0) {
+      fprintf(stderr, "FAIL: %s\n", why);
+      exit(1);
     }
   }
   free(pixels);
-  return true;
-}
-
-static void write_series(const series_spec *s) {
-  char why[256];
-  if (!try_write_series(s, why, sizeof why)) {
-    fprintf(stderr, "FAIL: %s\n", why);
-    exit(1);
-  }
 }
 
 static void check_series_values(const ir_volume *v, int slices, double slope, double intercept,
