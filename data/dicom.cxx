@@ -363,9 +363,10 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
                             "read", ir_display_name(s.path.c_str()), s.samples);
     if (s.rows != first0.rows || s.cols != first0.cols || s.bits != first0.bits ||
         s.sign != first0.sign)
-      return ir_input_error(err, src, "%s is %ux%u, %u-bit, %s %ux%u, %u-bit: slices must match",
-                            ir_display_name(s.path.c_str()), s.cols, s.rows, s.bits,
-                            "the first", first0.cols, first0.rows, first0.bits);
+      return ir_input_error(err, src, "%s is %ux%u %u-bit, %s %ux%u %u-bit: the slices of a "
+                            "series must match", ir_display_name(s.path.c_str()), s.cols, s.rows,
+                            s.bits, ir_display_name(first0.path.c_str()), first0.cols,
+                            first0.rows, first0.bits);
   }
   double slice_spacing = 1;
   ir_status status = order_slices(slices, src, &slice_spacing, note, err);

@@ -313,6 +313,12 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
     CHECK(dicom_patch_us(p, 0x0028, 0x0011, 65000) == 0);
   }
   CHECK_INFO_REFUSES(fmt_path("'%s'", h.dir), "more than the files can hold");
+  /* One slice of another size. */
+  series_spec m = {.dir = kept_path("mismatch"), .uid = "1.2.826.0.1.15", .slices = 3, .slope = 1,
+                   .gap = 1, .skip = -1};
+  write_series(&m);
+  CHECK(dicom_patch_us(fmt_path("%s/IM%02d_%s", m.dir, (1 * 7 + 3) % 11, m.uid), 0x0028, 0x0010, 4) == 0);
+  CHECK_INFO_REFUSES(fmt_path("'%s'", m.dir), "the slices of a series must match");
   /* Colour. */
   unsigned char rgb[PER * 3];
   for (size_t i = 0; i < sizeof rgb; i++) rgb[i] = (unsigned char)i;
