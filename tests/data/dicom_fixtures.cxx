@@ -92,6 +92,7 @@ extern "C" int dicom_write_image(const dicom_image_spec *s, char *err, size_t er
   set_string(ds, 0x0020, 0x000d, gdcm::VR::UI, "1.2.3");
   set_string(ds, 0x0008, 0x0060, gdcm::VR::CS, s->modality ? s->modality : "CT");
   if (s->description) set_string(ds, 0x0008, 0x103e, gdcm::VR::LO, s->description);
+  if (s->instance_number) set_string(ds, 0x0020, 0x0013, gdcm::VR::IS, std::to_string(s->instance_number));
   w.SetFileName(s->path);
   if (!w.Write()) {
     std::snprintf(err, err_len, "GDCM cannot write %s", s->path);

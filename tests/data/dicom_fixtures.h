@@ -28,6 +28,7 @@ typedef struct dicom_image_spec {
   double row_spacing, col_spacing, slice_spacing; /* PixelSpacing; slice spacing: multi-frame */
   double position[3], orientation[6];
   const char *series_uid, *modality, *description;
+  int instance_number;         /* 0: none written */
   dicom_compression compression;
 } dicom_image_spec;
 

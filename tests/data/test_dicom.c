@@ -27,6 +27,7 @@ typedef struct series_spec {
   const char *uid, *description;
   int slices;
   double slope, intercept;
+  double slope_step, intercept_step; /* added per slice: rescaling that differs by slice */
   double gap;                 /* slice distance along the normal */
   int skip;                   /* a slice index not written (-1: none) */
   double jitter;              /* added to slice 3's position along the normal */
@@ -34,7 +35,8 @@ typedef struct series_spec {
   size_t first_index;         /* voxel index of slice 0 */
 } series_spec;
 
-/* Writes slices under names that sort neither by position nor by anything else: IM<k*7%11>. */
+/* Writes slices under names that sort neither by position nor by anything else (IM<k*7%11>),
+ * with instance numbers running backwards: only the positions give the order. */
 static void write_series(const series_spec *s) {
   char why[256];
   mkdir(s->dir, 0755);
@@ -46,7 +48,8 @@ static void write_series(const series_spec *s) {
     dicom_image_spec img = {
         .path = fmt_path("%s/IM%02d_%s", s->dir, (k * 7 + 3) % 11, s->uid),
         .rows = ROWS, .cols = COLS, .frames = 1, .bits = 16, .is_signed = 0, .samples = 1,
-        .pixels = pixels, .slope = s->slope, .intercept = s->intercept,
+        .pixels = pixels, .slope = s->slope + k * s->slope_step,
+        .intercept = s->intercept + k * s->intercept_step, .instance_number = 100 - k,
         .row_spacing = 0.7, .col_spacing = 0.9,
         .position = {base[0] + d * normal[0], base[1] + d * normal[1], base[2] + d * normal[2]},
         .series_uid = s->uid, .modality = "CT", .description = s->description,
@@ -140,6 +143,38 @@ static void test_non_integer_slope_gives_float32(void) {
   CHECK_MSG(load(plain.dir, &v, err) == IR_OK, "%s", err);
   CHECK_EQ_INT(v.type, IR_VOXEL_UINT16);
   check_series_values(&v, 3, 1, 0, 0, "no rescale");
+  ir_volume_free(&v);
+}
+
+/* Each slice its own rescale pair: integral pairs stay integers (int16 here), others float32. */
+static void test_rescaling_that_differs_by_slice(void) {
+  series_spec s = {.dir = kept_path("perslice"), .uid = "1.2.826.0.1.16", .slices = 4, .slope = 1,
+                   .intercept = -1024, .intercept_step = 10, .gap = 1, .skip = -1};
+  write_series(&s);
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  CHECK_MSG(load(s.dir, &v, err) == IR_OK, "%s", err);
+  CHECK_EQ_INT(v.type, IR_VOXEL_INT16);
+  for (int k = 0; k < 4 && v.dims[2] == 4; k++)
+    for (size_t i = 0; i < PER; i++) {
+      double want = stored_value((size_t)k * PER + i) - 1024 + 10 * k;
+      double got = ir_volume_value_at(&v, i % COLS, i / COLS, (size_t)k);
+      if (got != want) {
+        CHECK_MSG(got == want, "slice %d voxel %zu: %g, expected %g", k, i, got, want);
+        k = 4;
+        break;
+      }
+    }
+  ir_volume_free(&v);
+  series_spec f = {.dir = kept_path("perslice_float"), .uid = "1.2.826.0.1.17", .slices = 3,
+                   .slope = 0.5, .slope_step = 0.25, .gap = 1, .skip = -1};
+  write_series(&f);
+  CHECK_MSG(load(f.dir, &v, err) == IR_OK, "%s", err);
+  CHECK_EQ_INT(v.type, IR_VOXEL_FLOAT32);
+  for (int k = 0; k < 3 && v.dims[2] == 3; k++) {
+    double want = stored_value((size_t)k * PER + 7) * (0.5 + 0.25 * k);
+    CHECK_NEAR(ir_volume_value_at(&v, 7, 0, (size_t)k), want, 0);
+  }
   ir_volume_free(&v);
 }
 
@@ -359,6 +394,7 @@ int main(void) {
 #ifdef INKRAY_HAVE_GDCM
   RUN(test_ct_series_sorted_by_position_with_rescale);
   RUN(test_non_integer_slope_gives_float32);
+  RUN(test_rescaling_that_differs_by_slice);
   RUN(test_compressed_transfer_syntaxes);
   RUN(test_jpeg2000_and_jpegls_multiframe);
   RUN(test_multiframe_file);
