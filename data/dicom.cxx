@@ -407,6 +407,8 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
   size_t slice_bytes = bytes / slices.size();
   double spacing[3] = {first.pixel_spacing[1], first.pixel_spacing[0], slice_spacing};
   double origin[3] = {first.position[0], first.position[1], first.position[2]};
+  ir_progress progress;
+  ir_progress_begin(&progress, desc->show_progress, ir_display_name(src), bytes);
   for (size_t i = 0; i < slices.size() && status == IR_OK; i++) {
     gdcm::Image image;
     status = read_pixels(slices[i], src, type, slice_bytes, samples + i * slice_bytes,
@@ -422,7 +424,9 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
       if (image.GetSlope() != 0) slope = image.GetSlope();
       intercept = image.GetIntercept();
     }
+    ir_progress_add(&progress, slice_bytes);
   }
+  ir_progress_end(&progress);
   if (status != IR_OK) {
     std::free(samples);
     return status;

@@ -473,7 +473,7 @@ static ir_status scan_files(const file_list *l, tiff_page *first, size_t *pages,
 }
 
 static ir_status read_files(const file_list *l, const tiff_page *pg, unsigned char *dst,
-                            size_t page_bytes, char err[IR_ERR_LEN]) {
+                            size_t page_bytes, ir_progress *progress, char err[IR_ERR_LEN]) {
   size_t at = 0;
   for (size_t f = 0; f < l->count; f++) {
     tiff_error e = {{0}};
@@ -488,6 +488,7 @@ static ir_status read_files(const file_list *l, const tiff_page *pg, unsigned ch
                                 : read_striped(tif, l->paths[f], page, pg, slice, &e, err);
       at++;
       page++;
+      ir_progress_add(progress, page_bytes);
     } while (status == IR_OK && TIFFReadDirectory(tif));
     TIFFClose(tif);
     if (status != IR_OK) return status;
@@ -500,8 +501,8 @@ static const char *unit_name(int unit) {
 }
 
 /* The pages of every file in l, in order, into out; frees l. */
-static ir_status load_pages(file_list *l, const char *src, ir_status status, ir_volume *out,
-                            char err[IR_ERR_LEN]) {
+static ir_status load_pages(file_list *l, const char *src, ir_status status, bool show_progress,
+                            ir_volume *out, char err[IR_ERR_LEN]) {
   memset(out, 0, sizeof *out);
   tiff_page pg = {0};
   size_t pages = 0, budget = 0;
@@ -534,7 +535,12 @@ static ir_status load_pages(file_list *l, const char *src, ir_status status, ir_
              dims[0], dims[1], dims[2], ir_sample_name(pg.type), bytes);
     status = IR_ERR_RUNTIME;
   }
-  if (status == IR_OK) status = read_files(l, &pg, samples, bytes / pages, err);
+  if (status == IR_OK) {
+    ir_progress progress;
+    ir_progress_begin(&progress, show_progress, ir_display_name(src), bytes);
+    status = read_files(l, &pg, samples, bytes / pages, &progress, err);
+    ir_progress_end(&progress);
+  }
   file_list_free(l);
   if (status != IR_OK) {
     free(samples);
@@ -566,7 +572,7 @@ ir_status ir_tiff_decode(const unsigned char *bytes, size_t len, const char *pat
     snprintf(err, IR_ERR_LEN, "%s: out of host memory", path);
     status = IR_ERR_RUNTIME;
   }
-  return load_pages(&l, path, status, out, err);
+  return load_pages(&l, path, status, false, out, err);
 }
 
 ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
@@ -585,7 +591,7 @@ ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
       status = IR_ERR_RUNTIME;
     }
   }
-  status = load_pages(&l, src, status, out, err);
+  status = load_pages(&l, src, status, desc->show_progress, out, err);
   if (status != IR_OK) return status;
   if (desc->spacing_given) memcpy(out->spacing, desc->spacing, sizeof out->spacing);
   ir_volume_finish(out, ir_display_name(src));
