@@ -59,6 +59,7 @@ typedef struct tiff_spec {
   int pages;
   size_t first_index;   /* voxel index of the first page's first pixel (slice files) */
   bool big;             /* BigTIFF */
+  bool msb;             /* big-endian ("MM") file */
   uint32_t tile;        /* tile size, 0 for strips */
   int compression;      /* COMPRESSION_*, 0 for none */
   const char *description;
@@ -67,7 +68,7 @@ typedef struct tiff_spec {
 } tiff_spec;
 
 static void write_tiff(const char *path, const tiff_spec *s) {
-  TIFF *tif = TIFFOpen(path, s->big ? "w8" : "w");
+  TIFF *tif = TIFFOpen(path, s->big ? (s->msb ? "w8b" : "w8") : (s->msb ? "wb" : "w"));
   if (!tif) {
     fprintf(stderr, "FAIL: cannot write %s\n", path);
     exit(1);
@@ -162,7 +163,7 @@ static void test_multipage_stacks_of_each_type(void) {
   }
 }
 
-static void test_bigtiff_tiled_and_compressed(void) {
+static void test_bigtiff_big_endian_tiled_and_compressed(void) {
   for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
     tiff_spec s = {.type = &types[k], .w = 40, .h = 21, .pages = 3, .big = true, .tile = 16,
                    .compression = COMPRESSION_ADOBE_DEFLATE};
@@ -172,6 +173,10 @@ static void test_bigtiff_tiled_and_compressed(void) {
     tiff_spec lzw = {.type = &types[k], .w = 9, .h = 8, .pages = 2, .compression = COMPRESSION_LZW};
     path = scratch_path(fmt_path("lzw_%s.tif", types[k].name));
     write_tiff(path, &lzw);
+    load_and_check(path, &types[k], 9, 8, 2, path);
+    tiff_spec msb = {.type = &types[k], .w = 9, .h = 8, .pages = 2, .msb = true, .big = k % 2};
+    path = scratch_path(fmt_path("msb_%s.tif", types[k].name));
+    write_tiff(path, &msb);
     load_and_check(path, &types[k], 9, 8, 2, path);
     tiff_spec tiled = {.type = &types[k], .w = 33, .h = 17, .pages = 2, .tile = 16};
     path = scratch_path(fmt_path("tiled_%s.tif", types[k].name));
@@ -361,7 +366,7 @@ int main(void) {
   /* libtiff's own messages would go to stderr; the loader's message is what counts. */
   TIFFSetWarningHandler(NULL);
   RUN(test_multipage_stacks_of_each_type);
-  RUN(test_bigtiff_tiled_and_compressed);
+  RUN(test_bigtiff_big_endian_tiled_and_compressed);
   RUN(test_slice_folder_in_natural_name_order);
   RUN(test_printf_pattern);
   RUN(test_imagej_spacing_and_resolution);
