@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -472,8 +473,7 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
 
 } // namespace
 
-extern "C" ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out,
-                                   char err[IR_ERR_LEN]) {
+static ir_status load_dicom(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
   /* GDCM reports through its own stream; the loader's message says what went wrong. */
   gdcm::Trace::SetDebug(false);
   gdcm::Trace::SetWarning(false);
@@ -494,12 +494,7 @@ extern "C" ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out,
       /* A multi-frame file is a volume by itself. */
       s.file_size = (size_t)st.st_size;
       series_group g{s.series, {s}};
-      ir_status rc;
-      try {
-        rc = load_series(desc, g, out, std::string(), err);
-      } catch (const std::exception &e) {
-        rc = ir_input_error(err, src, "GDCM failed: %s", e.what());
-      }
+      ir_status rc = load_series(desc, g, out, std::string(), err);
       if (rc != IR_OK) {
         ir_volume_free(out);
         return rc;
@@ -510,12 +505,8 @@ extern "C" ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out,
     }
   }
   std::vector<series_group> groups;
-  try {
-    ir_status status = scan_folder(is_dir ? std::string(src) : folder_of(src), groups, err);
-    if (status != IR_OK) return status;
-  } catch (const std::exception &e) {
-    return ir_input_error(err, src, "GDCM failed reading the folder: %s", e.what());
-  }
+  ir_status scanned = scan_folder(is_dir ? std::string(src) : folder_of(src), groups, err);
+  if (scanned != IR_OK) return scanned;
   if (desc->series) chosen_series = desc->series;
   size_t pick = 0;
   bool found = false;
@@ -544,12 +535,7 @@ extern "C" ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out,
     note = "loaded series " + groups[pick].uid + "; " + std::to_string(groups.size() - 1) +
            " more in the folder, pick one with --series UID: " + others;
   }
-  ir_status status;
-  try {
-    status = load_series(desc, groups[pick], out, note, err);
-  } catch (const std::exception &e) {
-    status = ir_input_error(err, src, "GDCM failed: %s", e.what());
-  }
+  ir_status status = load_series(desc, groups[pick], out, note, err);
   if (status != IR_OK) {
     ir_volume_free(out);
     return status;
@@ -557,4 +543,19 @@ extern "C" ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out,
   if (desc->spacing_given) std::memcpy(out->spacing, desc->spacing, sizeof out->spacing);
   ir_volume_finish(out, ir_display_name(src));
   return IR_OK;
+}
+
+/* No C++ exception crosses into C: GDCM's (or the standard library's) become a message. */
+extern "C" ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out,
+                                   char err[IR_ERR_LEN]) {
+  try {
+    return load_dicom(desc, out, err);
+  } catch (const std::bad_alloc &) {
+    ir_volume_free(out);
+    std::snprintf(err, IR_ERR_LEN, "%s: out of host memory reading DICOM", desc->source);
+    return IR_ERR_RUNTIME;
+  } catch (const std::exception &e) {
+    ir_volume_free(out);
+    return ir_input_error(err, desc->source, "GDCM failed: %s", e.what());
+  }
 }
