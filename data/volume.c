@@ -18,6 +18,10 @@ ir_status ir_input_error(char err[IR_ERR_LEN], const char *path, const char *fmt
   va_start(args, fmt);
   vsnprintf(err + used, IR_ERR_LEN - (size_t)used, fmt, args);
   va_end(args);
+  /* One line whatever the file held: names from files (VTI arrays, DICOM descriptions) and
+   * library texts (libtiff's) may carry line breaks. */
+  for (char *c = err; *c; c++)
+    if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
   return IR_ERR_INPUT;
 }
 

@@ -500,6 +500,13 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
              "<PointData><DataArray type=\"UInt32\" Name=\"a\" format=\"ascii\">1 4000000000</DataArray>"
              "</PointData></Piece></ImageData></VTKFile>");
   expect_refused(scratch_path("big_uint32.vti"), "do not fit any voxel type exactly");
+  /* A name holding a line break (an XML character reference) still gives one line. */
+  write_text(scratch_path("newline_name.vti"),
+             "<VTKFile type=\"ImageData\"><ImageData WholeExtent=\"0 1 0 0 0 0\"><Piece Extent=\"0 1 0 0 0 0\">"
+             "<PointData><DataArray type=\"UInt8\" Name=\"x&#10;y\" format=\"ascii\">1 2</DataArray>"
+             "<DataArray type=\"UInt8\" Name=\"z\" format=\"ascii\">1 2</DataArray>"
+             "</PointData></Piece></ImageData></VTKFile>");
+  expect_refused(scratch_path("newline_name.vti"), "(x y, z)");
   /* Missing file. */
   expect_refused(scratch_path("nothere.vti"), "no such file");
 }
