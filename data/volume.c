@@ -322,6 +322,55 @@ static loader_fn pick_image_loader(const char *src, const char **format) {
   return NULL;
 }
 
+/* DICOM, TIFF and VTI are decoded whole (slices through GDCM, pages through libtiff, arrays
+ * that are compressed or text): a sub-box is cut out of the loaded volume, and a header-only
+ * load drops the voxels. Memory and time are those of the whole volume; the result follows the
+ * same contract as the formats that read only the box. */
+static ir_status load_whole_then_box(const ir_volume_desc *desc, loader_fn load, ir_volume *out,
+                                     char err[IR_ERR_LEN]) {
+  ir_status status = load(desc, out, err);
+  if (status != IR_OK) return status;
+  memcpy(out->full_dims, out->dims, sizeof out->full_dims);
+  if (desc->header_only) {
+    free(out->voxels);
+    out->voxels = NULL;
+    out->bytes = 0;
+    out->value_min = out->value_max = 0.0;
+    out->nonfinite_count = 0;
+    return IR_OK;
+  }
+  size_t off[3], size[3];
+  status = ir_region_resolve(desc, out->dims, desc->source, off, size, err);
+  if (status != IR_OK || !ir_region_is_partial(out->dims, size)) {
+    if (status != IR_OK) ir_volume_free(out);
+    return status;
+  }
+  size_t elem = ir_voxel_type_size(out->type), row = size[0] * elem;
+  size_t bytes = row * size[1] * size[2];
+  unsigned char *box = malloc(bytes ? bytes : 1);
+  if (!box) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory for a %zux%zux%zu box", desc->source,
+             size[0], size[1], size[2]);
+    ir_volume_free(out);
+    return IR_ERR_RUNTIME;
+  }
+  const unsigned char *whole = out->voxels;
+  for (size_t z = 0; z < size[2]; z++)
+    for (size_t y = 0; y < size[1]; y++)
+      memcpy(box + (z * size[1] + y) * row,
+             whole + (((off[2] + z) * out->dims[1] + off[1] + y) * out->dims[0] + off[0]) * elem,
+             row);
+  free(out->voxels);
+  out->voxels = box;
+  out->bytes = bytes;
+  memcpy(out->dims, size, sizeof out->dims);
+  memcpy(out->origin, off, sizeof out->origin);
+  char name[sizeof out->name];
+  memcpy(name, out->name, sizeof name);
+  ir_volume_finish(out, name);
+  return IR_OK;
+}
+
 ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
   memset(out, 0, sizeof *out);
   err[0] = '\0';
@@ -366,5 +415,7 @@ ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR
     return ir_input_error(err, src, "--series picks a DICOM series; this is not DICOM");
   if (desc->array && load != ir_load_vti)
     return ir_input_error(err, src, "--array picks a VTK image data array; this is not a .vti file");
+  if (load == ir_load_dicom || load == ir_load_tiff || load == ir_load_vti)
+    return load_whole_then_box(desc, load, out, err);
   return load(desc, out, err);
 }

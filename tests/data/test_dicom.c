@@ -98,8 +98,8 @@ static void test_ct_series_sorted_by_position_with_rescale(void) {
   CHECK_NEAR(v.spacing[0], 0.9, 1e-6);
   CHECK_NEAR(v.spacing[1], 0.7, 1e-6);
   CHECK_NEAR(v.spacing[2], 2.5, 1e-4);
-  CHECK_NEAR(v.origin[0], base[0], 1e-4);
-  CHECK_NEAR(v.origin[1], base[1], 1e-4);
+  CHECK_NEAR(v.world_origin[0], base[0], 1e-4);
+  CHECK_NEAR(v.world_origin[1], base[1], 1e-4);
   CHECK_STR_CONTAINS(v.modality, "CT");
   CHECK_STR_CONTAINS(v.description, "HEAD 1.0");
   CHECK_EQ_INT(strlen(v.note), 0);

@@ -332,9 +332,9 @@ static void test_spacing_origin_and_description(void) {
   CHECK_NEAR(v.spacing[0], 0.5, 0);
   CHECK_NEAR(v.spacing[1], 0.25, 0);
   CHECK_NEAR(v.spacing[2], 2, 0);
-  CHECK_NEAR(v.origin[0], -10, 0);
-  CHECK_NEAR(v.origin[1], 5, 0);
-  CHECK_NEAR(v.origin[2], 1.5, 0);
+  CHECK_NEAR(v.world_origin[0], -10, 0);
+  CHECK_NEAR(v.world_origin[1], 5, 0);
+  CHECK_NEAR(v.world_origin[2], 1.5, 0);
   CHECK_STR_CONTAINS(v.description, "density");
   ir_volume_free(&v);
   /* --spacing overrides the file. */
@@ -348,6 +348,39 @@ static void test_spacing_origin_and_description(void) {
   path = write_vti("shifted.vti", &shifted);
   CHECK_MSG(load(path, &v, err) == IR_OK, "%s", err);
   check_values(&v, &types[1], "shifted extent");
+  ir_volume_free(&v);
+}
+
+/* A sub-box and a header-only load, as distributed runs ask for them. */
+static void test_sub_box_and_header_only(void) {
+  vti_spec s = {.type = &types[5], .enc = ENC_APPENDED_RAW, .header_size = 8, .comp = COMP_ZLIB};
+  const char *path = write_vti("box.vti", &s);
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  ir_volume_desc opt = {.region_offset = {1, 2, 1}, .region_size = {3, 2, 2}};
+  CHECK_MSG(load_with(path, &opt, &v, err) == IR_OK, "%s", err);
+  CHECK_EQ_INT(v.dims[0], 3);
+  CHECK_EQ_INT(v.dims[1], 2);
+  CHECK_EQ_INT(v.dims[2], 2);
+  CHECK_EQ_INT(v.full_dims[0], NX);
+  CHECK_EQ_INT(v.full_dims[2], NZ);
+  CHECK_EQ_INT(v.origin[1], 2);
+  for (size_t z = 0; z < 2 && v.dims[2] == 2; z++)
+    for (size_t y = 0; y < 2; y++)
+      for (size_t x = 0; x < 3; x++) {
+        int i = (int)((x + 1) + NX * ((y + 2) + NY * (z + 1)));
+        CHECK_NEAR(ir_volume_value_at(&v, x, y, z), value_for(&types[5], i), 0);
+      }
+  ir_volume_free(&v);
+  opt.region_size[0] = NX;
+  CHECK_EQ_INT(load_with(path, &opt, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "reaches outside");
+  ir_volume_desc head = {.header_only = true};
+  CHECK_MSG(load_with(path, &head, &v, err) == IR_OK, "%s", err);
+  CHECK_EQ_INT(v.dims[0], NX);
+  CHECK_EQ_INT(v.dims[2], NZ);
+  CHECK(v.voxels == NULL);
+  CHECK_EQ_INT(v.bytes, 0);
   ir_volume_free(&v);
 }
 
@@ -545,6 +578,7 @@ int main(void) {
   RUN(test_uint64_headers_and_big_endian);
   RUN(test_compressed_blocks);
   RUN(test_spacing_origin_and_description);
+  RUN(test_sub_box_and_header_only);
   RUN(test_active_scalars_and_array_option);
   RUN(test_bad_files_are_one_line_and_exit_2);
   RUN(test_info_prints_vti);
