@@ -20,6 +20,7 @@ bool app_window_available(void);                   /* built with SDL2 + GLEW */
 /* ---- Shared option parsing (cli.c) ------------------------------------------------------------ */
 /* Volume options every subcommand that loads a volume accepts:
  *   --dims XxYxZ  --type uint8|uint16|int16|float32  --endian little|big  --spacing sx,sy,sz
+ *   --series UID (DICOM)  --array NAME (.vti)
  * If argv[*i] is one of them, consumes it (and its value), fills `desc` and returns 1;
  * returns 0 if argv[*i] is not a volume option; returns -1 and fills `err` on a bad value. */
 int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc, char err[IR_ERR_LEN]);
@@ -33,7 +34,9 @@ bool cli_parse_int(const char *text, long min, long max, long *out);
 bool cli_parse_float(const char *text, double *out);
 
 /* Loads the volume named by desc (or IR_DEFAULT_VOLUME when desc->source is NULL), printing
- * the error as "inkray: MESSAGE" on failure. Returns the exit status to use (0 on success). */
+ * the error as "inkray: MESSAGE" on failure and the volume's note (other DICOM series, spacing
+ * used, float64 rounded) as "inkray: NAME: NOTE" on success. Returns the exit status to use (0
+ * on success). */
 int cli_load_volume(ir_volume_desc *desc, ir_volume *out);
 
 /* ---- Distributed headless runs (dist_headless.c) ------------------------------------------------ */

@@ -77,9 +77,9 @@ static bool parse_spacing3(const char *text, float spacing[3]) {
 
 int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc, char err[IR_ERR_LEN]) {
   const char *opt = argv[*i];
-  const char *names[] = {"--dims", "--type", "--endian", "--spacing"};
+  const char *names[] = {"--dims", "--type", "--endian", "--spacing", "--series", "--array"};
   int which = -1;
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < 6; k++)
     if (strcmp(opt, names[k]) == 0) which = k;
   if (which < 0) return 0;
   if (*i + 1 >= argc) {
@@ -108,6 +108,15 @@ int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc,
     }
     desc->endian_given = true;
     break;
+  case 4:
+  case 5:
+    if (!*value) {
+      snprintf(err, IR_ERR_LEN, "%s needs a non-empty value", opt);
+      return -1;
+    }
+    if (which == 4) desc->series = value;
+    else desc->array = value;
+    break;
   default:
     if (!parse_spacing3(value, desc->spacing)) {
       snprintf(err, IR_ERR_LEN, "--spacing '%s': expected three positive numbers sx,sy,sz", value);
@@ -125,8 +134,12 @@ void cli_print_volume_options(FILE *to) {
         "  --type TYPE          uint8 | uint16 | int16 | float32\n"
         "  --endian little|big  byte order of 16-bit and float data (default little)\n"
         "  --spacing sx,sy,sz   voxel size (default from the header, else 1,1,1)\n"
-        "VOLUME is a file (.raw, .raw.gz, .nrrd, .nhdr, .mhd, .mha, .nii, .nii.gz, .dat)\n"
-        "or builtin:NAME[:N] (N up to 2048)",
+        "  --series UID         DICOM folder of several series: the one to load (default: the\n"
+        "                       largest; the others are listed)\n"
+        "  --array NAME         .vti: the point data array (default: the active scalars)\n"
+        "VOLUME is a file (.raw, .raw.gz, .nrrd, .nhdr, .mhd, .mha, .nii, .nii.gz, .dat, .vti,\n"
+        ".tif, .tiff, .dcm or any DICOM file), a folder of DICOM files or TIFF slices, a TIFF\n"
+        "slice pattern (slice_%03d.tif) or builtin:NAME[:N] (N up to 2048)",
         to);
   const char *const *names = ir_builtin_names();
   fputs(" with NAME one of:", to);
@@ -143,5 +156,6 @@ int cli_load_volume(ir_volume_desc *desc, ir_volume *out) {
     fprintf(stderr, "inkray: %s\n", err);
     return status == IR_ERR_INPUT ? 2 : 1;
   }
+  if (out->note[0]) fprintf(stderr, "inkray: %s: %s\n", out->name, out->note);
   return 0;
 }

@@ -63,6 +63,11 @@ static void print_info(const ir_volume *v, const char *source) {
   printf("type        %s\n", ir_voxel_type_name(v->type));
   printf("spacing     %g x %g x %g\n", (double)v->spacing[0], (double)v->spacing[1],
          (double)v->spacing[2]);
+  if (v->world_origin[0] != 0 || v->world_origin[1] != 0 || v->world_origin[2] != 0)
+    printf("origin      %g, %g, %g\n", (double)v->world_origin[0], (double)v->world_origin[1],
+           (double)v->world_origin[2]);
+  if (v->modality[0]) printf("modality    %s\n", v->modality);
+  if (v->description[0]) printf("description %s\n", v->description);
   print_bytes(v->bytes);
   printf("range       %.9g .. %.9g\n", s.min, s.max);
   printf("mean        %.6g\n", s.mean);

@@ -145,6 +145,8 @@ static ir_status read_inflate(FILE *f, const char *what, ir_encoding encoding, s
   size_t produced = 0; /* decompressed bytes so far, skip included */
   size_t total = skip + bytes;
   bool stream_end = false;
+  /* Lives as long as the stream: inflate is called with next_out pointing at it. */
+  unsigned char extra;
   for (;;) {
     if (z.avail_in == 0) {
       size_t got = fread(in, 1, INFLATE_CHUNK, f);
@@ -174,7 +176,6 @@ static ir_status read_inflate(FILE *f, const char *what, ir_encoding encoding, s
       room = total - produced;
     } else {
       /* All the data is in; one more byte would mean the file holds more than the dims say. */
-      unsigned char extra;
       target = &extra;
       room = 1;
     }

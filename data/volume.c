@@ -1,9 +1,11 @@
 /* ir_volume_load: picks the loader from the source's name, plus what every loader shares
  * (messages, byte counts, allocation, value range, byte swapping). */
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "data/parallel.h"
 #include "data/volume_internal.h"
@@ -16,6 +18,10 @@ ir_status ir_input_error(char err[IR_ERR_LEN], const char *path, const char *fmt
   va_start(args, fmt);
   vsnprintf(err + used, IR_ERR_LEN - (size_t)used, fmt, args);
   va_end(args);
+  /* One line whatever the file held: names from files (VTI arrays, DICOM descriptions) and
+   * library texts (libtiff's) may carry line breaks. */
+  for (char *c = err; *c; c++)
+    if (*c == '\n' || *c == '\r' || *c == '\t') *c = ' ';
   return IR_ERR_INPUT;
 }
 
@@ -240,6 +246,131 @@ static bool raw_only_options(const ir_volume_desc *desc) {
   return desc->dims[0] || desc->dims[1] || desc->dims[2] || desc->type_given || desc->endian_given;
 }
 
+/* Formats whose library was not found at configure time: one line saying how to get them. */
+#ifndef INKRAY_HAVE_GDCM
+ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  (void)out;
+  return ir_input_error(err, desc->source,
+                        "inkray was built without DICOM support (install libgdcm-dev and rebuild)");
+}
+#endif
+#ifndef INKRAY_HAVE_TIFF
+ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  (void)out;
+  return ir_input_error(err, desc->source,
+                        "inkray was built without TIFF support (install libtiff-dev and rebuild)");
+}
+#endif
+#ifndef INKRAY_HAVE_EXPAT
+ir_status ir_load_vti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  (void)out;
+  return ir_input_error(err, desc->source,
+                        "inkray was built without VTK image data support (install libexpat1-dev "
+                        "and rebuild)");
+}
+#endif
+
+static bool is_tiff_name(const char *name) {
+  return ir_path_has_suffix(name, ".tif") || ir_path_has_suffix(name, ".tiff");
+}
+
+/* A folder holds either TIFF slices (any .tif/.tiff file in it) or a DICOM series. */
+static bool folder_has_tiff(const char *path) {
+  DIR *dir = opendir(path);
+  if (!dir) return false;
+  bool found = false;
+  for (struct dirent *e; !found && (e = readdir(dir)) != NULL;)
+    found = e->d_name[0] != '.' && is_tiff_name(e->d_name);
+  closedir(dir);
+  return found;
+}
+
+/* DICOM Part 10 files have "DICM" after a 128-byte preamble, whatever their name. */
+static bool has_dicom_magic(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  unsigned char buf[132];
+  size_t got = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  return got == sizeof buf && memcmp(buf + 128, "DICM", 4) == 0;
+}
+
+typedef ir_status (*loader_fn)(const ir_volume_desc *, ir_volume *, char *);
+
+/* The loader for a path that names no header format, and its format's name. */
+static loader_fn pick_image_loader(const char *src, const char **format) {
+  struct stat st;
+  bool is_dir = stat(src, &st) == 0 && S_ISDIR(st.st_mode);
+  if (is_dir) {
+    bool tiff = folder_has_tiff(src);
+    *format = tiff ? "TIFF" : "DICOM";
+    return tiff ? ir_load_tiff : ir_load_dicom;
+  }
+  if (ir_path_has_suffix(src, ".vti")) {
+    *format = "VTK image data";
+    return ir_load_vti;
+  }
+  if (is_tiff_name(src)) {
+    *format = "TIFF";
+    return ir_load_tiff;
+  }
+  if (ir_path_has_suffix(src, ".dcm") || ir_path_has_suffix(src, ".dicom") ||
+      ir_path_has_suffix(src, ".ima") || has_dicom_magic(src)) {
+    *format = "DICOM";
+    return ir_load_dicom;
+  }
+  return NULL;
+}
+
+/* DICOM, TIFF and VTI are decoded whole (slices through GDCM, pages through libtiff, arrays
+ * that are compressed or text): a sub-box is cut out of the loaded volume, and a header-only
+ * load drops the voxels. Memory and time are those of the whole volume; the result follows the
+ * same contract as the formats that read only the box. */
+static ir_status load_whole_then_box(const ir_volume_desc *desc, loader_fn load, ir_volume *out,
+                                     char err[IR_ERR_LEN]) {
+  ir_status status = load(desc, out, err);
+  if (status != IR_OK) return status;
+  memcpy(out->full_dims, out->dims, sizeof out->full_dims);
+  if (desc->header_only) {
+    free(out->voxels);
+    out->voxels = NULL;
+    out->bytes = 0;
+    out->value_min = out->value_max = 0.0;
+    out->nonfinite_count = 0;
+    return IR_OK;
+  }
+  size_t off[3], size[3];
+  status = ir_region_resolve(desc, out->dims, desc->source, off, size, err);
+  if (status != IR_OK || !ir_region_is_partial(out->dims, size)) {
+    if (status != IR_OK) ir_volume_free(out);
+    return status;
+  }
+  size_t elem = ir_voxel_type_size(out->type), row = size[0] * elem;
+  size_t bytes = row * size[1] * size[2];
+  unsigned char *box = malloc(bytes ? bytes : 1);
+  if (!box) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory for a %zux%zux%zu box", desc->source,
+             size[0], size[1], size[2]);
+    ir_volume_free(out);
+    return IR_ERR_RUNTIME;
+  }
+  const unsigned char *whole = out->voxels;
+  for (size_t z = 0; z < size[2]; z++)
+    for (size_t y = 0; y < size[1]; y++)
+      memcpy(box + (z * size[1] + y) * row,
+             whole + (((off[2] + z) * out->dims[1] + off[1] + y) * out->dims[0] + off[0]) * elem,
+             row);
+  free(out->voxels);
+  out->voxels = box;
+  out->bytes = bytes;
+  memcpy(out->dims, size, sizeof out->dims);
+  memcpy(out->origin, off, sizeof out->origin);
+  char name[sizeof out->name];
+  memcpy(name, out->name, sizeof name);
+  ir_volume_finish(out, name);
+  return IR_OK;
+}
+
 ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
   memset(out, 0, sizeof *out);
   err[0] = '\0';
@@ -248,11 +379,17 @@ ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR
     snprintf(err, IR_ERR_LEN, "no volume given: name a file or builtin:NAME[:N]");
     return IR_ERR_INPUT;
   }
-  if (strncmp(src, "builtin:", 8) == 0) return ir_load_builtin(desc, out, err);
+  if (strncmp(src, "builtin:", 8) == 0) {
+    if (desc->series || desc->array)
+      return ir_input_error(err, src, "%s is for %s; a builtin volume has none",
+                            desc->series ? "--series" : "--array",
+                            desc->series ? "DICOM folders" : ".vti files");
+    return ir_load_builtin(desc, out, err);
+  }
 
   static const struct {
     const char *suffix;
-    ir_status (*load)(const ir_volume_desc *, ir_volume *, char *);
+    loader_fn load;
     const char *format;
   } headers[] = {
       {".nrrd", ir_load_nrrd, "NRRD"},   {".nhdr", ir_load_nrrd, "NRRD"},
@@ -260,14 +397,25 @@ ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR
       {".nii", ir_load_nifti, "NIfTI"},  {".nii.gz", ir_load_nifti, "NIfTI"},
       {".dat", ir_load_qvis, "QVis"},
   };
-  for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
+  loader_fn load = NULL;
+  const char *format = NULL;
+  for (size_t k = 0; k < sizeof headers / sizeof headers[0] && !load; k++) {
     if (!ir_path_has_suffix(src, headers[k].suffix)) continue;
-    if (raw_only_options(desc))
-      return ir_input_error(err, src,
-                            "--dims, --type and --endian are for raw files; the %s header "
-                            "already gives them (only --spacing overrides a header)",
-                            headers[k].format);
-    return headers[k].load(desc, out, err);
+    load = headers[k].load;
+    format = headers[k].format;
   }
-  return ir_load_raw(desc, out, err);
+  if (!load) load = pick_image_loader(src, &format);
+  if (!load) load = ir_load_raw;
+  if (load != ir_load_raw && raw_only_options(desc))
+    return ir_input_error(err, src,
+                          "--dims, --type and --endian are for raw files; the %s header "
+                          "already gives them (only --spacing overrides a header)",
+                          format);
+  if (desc->series && load != ir_load_dicom)
+    return ir_input_error(err, src, "--series picks a DICOM series; this is not DICOM");
+  if (desc->array && load != ir_load_vti)
+    return ir_input_error(err, src, "--array picks a VTK image data array; this is not a .vti file");
+  if (load == ir_load_dicom || load == ir_load_tiff || load == ir_load_vti)
+    return load_whole_then_box(desc, load, out, err);
+  return load(desc, out, err);
 }

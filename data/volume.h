@@ -1,5 +1,5 @@
-/* inkray data module: volumes in memory, loaded from raw files, common header formats, or
- * generated procedurally.
+/* inkray data module: volumes in memory, loaded from raw files, common header formats, DICOM
+ * series, TIFF stacks, VTK image data, or generated procedurally.
  *
  * A volume keeps its voxels in their native type (8/16-bit integers or float32), x fastest,
  * in host byte order. Isovalues are in data units. Library functions never print or exit: they
@@ -49,6 +49,9 @@ typedef struct ir_volume {
   size_t dims[3];        /* voxels along x, y, z */
   ir_voxel_type type;
   float spacing[3];      /* world size of one voxel along x, y, z (1,1,1 if unknown) */
+  float world_origin[3]; /* world position of voxel (0,0,0) of the file where it gives one
+                            (DICOM, VTI), else 0; shown by `inkray info`; the renderer centres
+                            volumes */
   void *voxels;          /* dims[0]*dims[1]*dims[2] voxels of `type`, x fastest, host order */
   size_t bytes;          /* size of `voxels` in bytes */
   char name[256];        /* short name for display: file name or builtin:NAME:N */
@@ -57,6 +60,10 @@ typedef struct ir_volume {
   double value_min;      /* smallest finite value */
   double value_max;      /* largest finite value */
   size_t nonfinite_count; /* NaN/Inf voxels (float32 only); the renderer treats them as empty */
+  char modality[17];     /* DICOM Modality (CT, MR, ...); empty for other formats */
+  char description[128]; /* DICOM SeriesDescription, VTI array name; empty if none */
+  char note[512];        /* one line the program should show (other series in the folder,
+                            uneven slice spacing, a converted type); empty if none */
 } ir_volume;
 
 /* How to load a volume. Zero means "not given": the format or file name decides. */
@@ -80,6 +87,8 @@ typedef struct ir_volume_desc {
   /* Header only: dims (of the whole volume), type, spacing and name are filled; no voxels are
    * read or allocated (voxels NULL, bytes 0, value range 0..0). */
   bool header_only;
+  const char *series;    /* DICOM: SeriesInstanceUID to load from a folder of several series */
+  const char *array;     /* VTI: point data array to load instead of the active scalars */
 } ir_volume_desc;
 
 /* Loads (or generates) a volume. On failure `out` is left empty and `err` holds one line. */

@@ -14,6 +14,10 @@
 
 #include "data/volume.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Headers larger than this are certainly not headers (a LIST of 65536 slice names fits). */
 #define IR_HEADER_MAX_BYTES ((size_t)16 << 20)
 /* More data files than this is a corrupt pattern, not a volume. */
@@ -75,6 +79,52 @@ ir_status ir_load_meta(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
 ir_status ir_load_nifti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
 ir_status ir_load_qvis(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
 ir_status ir_load_builtin(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+/* DICOM series (a folder or one file of it), TIFF stacks and slice folders, VTK image data.
+ * Each is built only when its library is found at configure time (INKRAY_HAVE_GDCM,
+ * INKRAY_HAVE_TIFF, INKRAY_HAVE_EXPAT); otherwise ir_volume_load refuses the format. */
+ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+ir_status ir_load_vti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+/* A whole .vti file in memory (the loader and the fuzz target): `array` as --array. */
+ir_status ir_vti_decode(const unsigned char *bytes, size_t len, const char *path,
+                        const char *array, ir_volume *out, char err[IR_ERR_LEN]);
+/* A whole TIFF file in memory (the fuzz target): all its pages, not finished (no range). */
+ir_status ir_tiff_decode(const unsigned char *bytes, size_t len, const char *path, ir_volume *out,
+                         char err[IR_ERR_LEN]);
+
+/* ---- Sample types of the file formats (convert.c) ------------------------------------------ */
+/* The formats store more types than the four voxel types; the loaders read samples of these
+ * and ir_volume_from_samples turns them into voxels. */
+typedef enum ir_sample_type {
+  IR_SAMPLE_INT8 = 0,
+  IR_SAMPLE_UINT8,
+  IR_SAMPLE_INT16,
+  IR_SAMPLE_UINT16,
+  IR_SAMPLE_INT32,
+  IR_SAMPLE_UINT32,
+  IR_SAMPLE_INT64,
+  IR_SAMPLE_UINT64,
+  IR_SAMPLE_FLOAT32,
+  IR_SAMPLE_FLOAT64,
+  IR_SAMPLE_TYPE_COUNT
+} ir_sample_type;
+size_t ir_sample_size(ir_sample_type t);
+const char *ir_sample_name(ir_sample_type t); /* "int8", "uint64", "float64", ... */
+
+/* Makes out from dims[0]*dims[1]*dims[2] samples (host byte order) in `samples`, a malloc'd
+ * buffer that this function takes over (it becomes out->voxels or is freed). Values become
+ * slope * v + inter (pass 1, 0 for none) and are kept in the narrowest voxel type that holds
+ * them exactly: uint8, uint16, int16 and float32 samples as they are; int8 as int16; wider
+ * integers (and rescaled integers) as uint8, int16 or uint16 when their range fits, else
+ * float32 when every value is at most 2^24 in magnitude, else refused; float64 and non-integer
+ * rescaling as float32. Spacing is set to 1; the caller sets it and finishes the volume. */
+ir_status ir_volume_from_samples(ir_volume *out, const size_t dims[3], void *samples,
+                                 ir_sample_type type, double slope, double inter,
+                                 const char *path, char err[IR_ERR_LEN]);
+/* dims[0]*dims[1]*dims[2]*ir_sample_size(type) in *bytes; false (with a message) on zero dims
+ * or overflow. */
+bool ir_sample_byte_count(const size_t dims[3], ir_sample_type type, size_t *bytes,
+                          const char *path, char err[IR_ERR_LEN]);
 
 /* Reads the voxels a header describes into out (dims, type, spacing, voxels, bytes), then
  * finishes the volume (ir_volume_finish). `header_path` is the header's file. */
@@ -195,4 +245,7 @@ ir_status ir_read_payload_scatter(FILE *f, const char *what, ir_encoding encodin
 double ir_marschner_lobb(double x, double y, double z);
 int ir_fractal_octaves(size_t n);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -8,6 +8,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${INKRAY_BUILD_DIR:-$root/build}
 
 packages=(cmake ninja-build gcc g++ pkg-config zlib1g-dev
+          libgdcm-dev libtiff-dev libexpat1-dev liblz4-dev liblzma-dev
           libsdl2-dev libglew-dev libgl-dev
           xvfb xauth libgl1-mesa-dri
           clang libclang-rt-14-dev

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -70,6 +71,9 @@ static inline const char *scratch_dir(void) {
 }
 
 static inline const char *scratch_path(const char *name) { return fmt_path("%s/%s", scratch_dir(), name); }
+
+/* A scratch path that outlives fmt_path's ring of buffers (folders used across many calls). */
+static inline const char *kept_path(const char *name) { return strdup(scratch_path(name)); }
 
 static inline void write_bytes(const char *path, const void *data, size_t n) {
   FILE *f = fopen(path, "wb");
@@ -167,5 +171,68 @@ static inline uint32_t float_bits(float f) {
   memcpy(&u, &f, 4);
   return u;
 }
+
+/* Runs `inkray info ARGS` (ARGS already quoted for the shell) with the built program (env
+ * INKRAY_BINARY); returns the exit status and the whole of stderr and stdout in new strings. */
+typedef struct info_run {
+  int status;
+  char *out, *err;
+} info_run;
+
+static inline char *slurp_text(const char *path) {
+  size_t n = 0;
+  unsigned char *data = read_bytes(path, &n);
+  char *text = malloc(n + 1);
+  if (data) memcpy(text, data, n);
+  text[data ? n : 0] = '\0';
+  free(data);
+  return text;
+}
+
+/* Runs `inkray ARGS`. */
+static inline info_run run_inkray(const char *args) {
+  const char *bin = getenv("INKRAY_BINARY");
+  if (!bin || access(bin, X_OK) != 0) {
+    fprintf(stderr, "FAIL: INKRAY_BINARY ('%s') is not the built inkray program\n", bin ? bin : "(unset)");
+    exit(1);
+  }
+  const char *out = scratch_path("info_stdout.txt"), *err = scratch_path("info_stderr.txt");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", bin, args, out, err);
+  int raw = system(cmd);
+  info_run r = {raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp_text(out), slurp_text(err)};
+  return r;
+}
+
+static inline info_run run_inkray_info(const char *args) { return run_inkray(fmt_path("info %s", args)); }
+
+/* A short headless run on the CPU reference renderer (no GPU needed) must load the volume,
+ * render, and find surface hits. */
+#define CHECK_HEADLESS_RENDERS(source_quoted)                                               \
+  do {                                                                                      \
+    info_run h_ = run_inkray(fmt_path("--headless --device cpu --frames 1 --warmup 0 "      \
+                                      "--size 32x32 %s", source_quoted));                   \
+    CHECK_MSG(h_.status == 0, "headless %s: exit %d: %s", source_quoted, h_.status, h_.err); \
+    CHECK_STR_CONTAINS(h_.out, "hits");                                                     \
+    info_run_free(&h_);                                                                     \
+  } while (0)
+
+static inline void info_run_free(info_run *r) {
+  free(r->out);
+  free(r->err);
+}
+
+/* `inkray info ARGS` exits 2 with exactly one line on stderr holding `reason`, nothing on
+ * stdout. */
+#define CHECK_INFO_REFUSES(args, reason)                                                    \
+  do {                                                                                      \
+    info_run r_ = run_inkray_info(args);                                                    \
+    CHECK_MSG(r_.status == 2, "info %s: exit %d, expected 2 (%s)", args, r_.status, r_.err); \
+    CHECK_STR_CONTAINS(r_.err, reason);                                                     \
+    char *nl_ = strchr(r_.err, '\n');                                                       \
+    CHECK_MSG(nl_ && nl_[1] == '\0', "stderr is not one line: %s", r_.err);                 \
+    CHECK_EQ_INT(strlen(r_.out), 0);                                                        \
+    info_run_free(&r_);                                                                     \
+  } while (0)
 
 #endif

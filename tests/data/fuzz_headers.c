@@ -1,5 +1,6 @@
-/* libFuzzer target for the header parsers (NRRD, MetaImage, QVis, NIfTI-1) and the gzip/zlib
- * payload reader. Every input goes to every parser; a parser must either accept it or return
+/* libFuzzer target for the header parsers (NRRD, MetaImage, QVis, NIfTI-1), the gzip/zlib
+ * payload reader, and the whole-file decoders of VTK image data (expat XML, base64, compressed
+ * blocks) and TIFF (libtiff from memory) when those were built. Every input goes to every parser; a parser must either accept it or return
  * IR_ERR_INPUT with one non-empty line, never crash, read out of bounds or leak.
  * Built with clang -fsanitize=fuzzer,address,undefined from tests/data/CMakeLists.txt. */
 #include <stddef.h>
@@ -41,6 +42,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ir_status status = ir_nifti_parse(data, size, "fuzz.nii", &h, err);
   check_result(status, &h, err);
   if (status == IR_OK) ir_header_free(&h);
+
+  /* Whole-file decoders: they allocate only what the data can hold, so a fuzzed input cannot
+   * make them ask for more than a small multiple of its size. */
+  ir_volume v;
+#ifdef INKRAY_HAVE_EXPAT
+  err[0] = '\0';
+  status = ir_vti_decode(data, size, "fuzz.vti", size % 3 == 0 ? "density" : NULL, &v, err);
+  if (status != IR_OK && (!err[0] || strchr(err, '\n'))) __builtin_trap();
+  if (status == IR_OK && (!v.voxels || v.type >= IR_VOXEL_TYPE_COUNT)) __builtin_trap();
+  ir_volume_free(&v);
+#endif
+#ifdef INKRAY_HAVE_TIFF
+  err[0] = '\0';
+  status = ir_tiff_decode(data, size, "fuzz.tif", &v, err);
+  if (status != IR_OK && (!err[0] || strchr(err, '\n'))) __builtin_trap();
+  if (status == IR_OK && (!v.voxels || v.type >= IR_VOXEL_TYPE_COUNT)) __builtin_trap();
+  ir_volume_free(&v);
+#endif
+  (void)v;
 
   /* The same bytes as a compressed payload of 4 KiB, gzip and zlib. */
   static unsigned char out[4096];

@@ -128,7 +128,7 @@ static void test_nonfinite_voxels_reported(void) {
 
 static void test_bad_input_exits_2(void) {
   expect_exit_2(quoted(shared_path("nothere.raw")), "nothere.raw", "no such file");
-  expect_exit_2(quoted(shared_data_dir()), "is a directory", NULL);
+  expect_exit_2(quoted(shared_data_dir()), "DICOM", NULL);
   expect_exit_2(fmt_path("--dims 64x64x64 --type uint8 %s", quoted(shared_path("neghip_66x66x66_uint8.raw"))),
                 "neghip_66x66x66_uint8.raw: 287496 bytes, expected 262144 for 64x64x64 uint8", NULL);
   expect_exit_2(quoted(shared_path("README.md")), "README.md", "--dims");

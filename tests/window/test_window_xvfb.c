@@ -299,6 +299,31 @@ static void test_gpu_request_without_a_device_falls_back(void) {
   CHECK_STR_CONTAINS(output, "cpu renderer, frames shown through host copy");
 }
 
+/* The image formats open in the window: small files kept in the repository (a generated
+ * enhanced CT, the fuzzer's TIFF and VTI seeds), each format where it was built. */
+static void test_window_opens_dicom_tiff_and_vti(void) {
+  const char *files[] = {
+#ifdef INKRAY_HAVE_GDCM
+      INKRAY_TEST_DATA_DIR "/samples/sphere_enhanced_ct.dcm",
+#endif
+#ifdef INKRAY_HAVE_TIFF
+      INKRAY_TEST_DATA_DIR "/fuzz_corpus/tiff_two_pages.tif",
+#endif
+#ifdef INKRAY_HAVE_EXPAT
+      INKRAY_TEST_DATA_DIR "/fuzz_corpus/vti_appended_zlib.vti",
+#endif
+      NULL};
+  write_file("quit.txt", "0 quit\n");
+  for (int k = 0; files[k]; k++) {
+    static char output[1 << 14];
+    char args[1024];
+    snprintf(args, sizeof args, "--device cpu --window 160x120 --script quit.txt '%s'", files[k]);
+    int rc = run_inkray(args, output, sizeof output);
+    CHECK_MSG(rc == 0, "inkray %s exited with %d:\n%s", args, rc, output);
+    CHECK_STR_CONTAINS(output, "1 frames");
+  }
+}
+
 static void test_bad_input_exits_2_with_a_message(void) {
   static const struct {
     const char *args, *expect;
@@ -349,6 +374,7 @@ int main(void) {
   RUN(test_fixed_size_keeps_the_render_resolution);
   RUN(test_gpu_request_without_a_device_falls_back);
   RUN(test_bad_input_exits_2_with_a_message);
+  RUN(test_window_opens_dicom_tiff_and_vti);
   int rc = check_summary();
   if (rc == 0) {
     char command[128];

@@ -1,0 +1,561 @@
+/* DICOM series through GDCM (C++ behind the C loader interface: ir_load_dicom).
+ *
+ * Read: a folder holding a series, or one file of it (the rest of its series is then read from
+ * the same folder). Files that are not DICOM are skipped. Each file's header is read up to the
+ * pixel data and the files are grouped by SeriesInstanceUID; a folder of several series loads
+ * the one asked for with --series UID, else the largest, and names the others in the volume's
+ * note. Single-frame slices are ordered by their position along the slice normal
+ * (ImagePositionPatient projected on the cross product of the ImageOrientationPatient
+ * vectors), never by file name or instance number; the slice spacing is the measured distance
+ * between neighbours (a spread up to 10% of it is accepted with a note giving the spacing
+ * used; more, or two slices at one position, is refused as a missing or duplicate slice).
+ * Multi-frame files (enhanced CT/MR and others) are read through gdcm::ImageReader, which
+ * takes the origin, spacing and rescaling from the functional groups. Pixel data in any
+ * transfer syntax GDCM decodes (JPEG lossless, JPEG 2000, JPEG-LS, RLE, deflate). Rescale
+ * slope and intercept are applied (HU for CT), and the values kept in the narrowest voxel type
+ * that holds them exactly (ir_volume_from_samples); spacing from PixelSpacing (row spacing,
+ * then column spacing: y, then x). Modality and SeriesDescription go into the volume.
+ * Refused: several samples a pixel (colour), slices of different sizes or orientations,
+ * single-frame slices without a position, series mixing multi-frame files, pixel data
+ * shorter than the header says. */
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <gdcmAttribute.h>
+#include <gdcmImageReader.h>
+#include <gdcmReader.h>
+#include <gdcmTrace.h>
+
+#include "data/volume_internal.h"
+
+namespace {
+
+/* Compressed pixel data cannot expand beyond this many bytes per byte of file: checked before
+ * the volume is allocated. */
+const size_t kMaxRatio = 4096;
+/* Slice distances within 1% of the median are even; within 10% they are accepted with a note;
+ * beyond that a slice is missing (or duplicated). */
+const double kEvenTolerance = 0.01;
+const double kAcceptTolerance = 0.10;
+
+struct slice_info {
+  std::string path;
+  size_t file_size = 0;
+  bool encapsulated = false;
+  size_t pixel_value_at = 0; /* where the Pixel Data value begins in the file (uncompressed) */
+  std::string series, modality, description;
+  unsigned rows = 0, cols = 0, frames = 1, samples = 1, bits = 0, sign = 0;
+  bool have_position = false, have_orientation = false;
+  double position[3] = {0, 0, 0}, orientation[6] = {1, 0, 0, 0, 1, 0};
+  double pixel_spacing[2] = {1, 1};
+  double slope = 1, intercept = 0;
+  double depth = 0; /* position along the slice normal */
+};
+
+std::string trimmed_string(const gdcm::DataSet &ds, uint16_t group, uint16_t element) {
+  const gdcm::Tag tag(group, element);
+  if (!ds.FindDataElement(tag)) return std::string();
+  const gdcm::DataElement &de = ds.GetDataElement(tag);
+  const gdcm::ByteValue *bv = de.GetByteValue();
+  if (!bv || !bv->GetPointer()) return std::string();
+  std::string s(bv->GetPointer(), bv->GetLength());
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
+  size_t start = s.find_first_not_of(' ');
+  return start == std::string::npos ? std::string() : s.substr(start);
+}
+
+/* Backslash-separated decimal strings; true when exactly `count` numbers are there. */
+bool parse_numbers(const std::string &s, double *out, int count) {
+  if (s.empty()) return false;
+  const char *p = s.c_str();
+  for (int k = 0; k < count; k++) {
+    char *end = nullptr;
+    double v = std::strtod(p, &end);
+    if (end == p || !std::isfinite(v)) return false;
+    out[k] = v;
+    p = end;
+    while (*p == ' ') p++;
+    if (k + 1 < count) {
+      if (*p != '\\') return false;
+      p++;
+    }
+  }
+  return true;
+}
+
+template <uint16_t G, uint16_t E> unsigned us_value(const gdcm::DataSet &ds, unsigned fallback) {
+  if (!ds.FindDataElement(gdcm::Tag(G, E))) return fallback;
+  gdcm::Attribute<G, E> at;
+  at.SetFromDataSet(ds);
+  return at.GetValue();
+}
+
+/* A cheap look before GDCM parses a file: Part 10 files have "DICM" after the 128-byte
+ * preamble; old files without one start with a group 0002 or 0008 tag. Anything else (a raw
+ * volume, notes, thumbnails) is skipped without reading it. */
+bool looks_like_dicom(const std::string &path) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  unsigned char b[132];
+  size_t got = std::fread(b, 1, sizeof b, f);
+  std::fclose(f);
+  if (got == sizeof b && std::memcmp(b + 128, "DICM", 4) == 0) return true;
+  return got >= 8 && (b[0] == 0x08 || b[0] == 0x02) && b[1] == 0x00 && b[3] == 0x00;
+}
+
+/* The header up to the pixel data; false for files that are not DICOM. */
+bool read_header(const std::string &path, slice_info &s) {
+  gdcm::Reader reader;
+  reader.SetFileName(path.c_str());
+  if (!reader.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010))) return false;
+  const gdcm::File &file = reader.GetFile();
+  const gdcm::DataSet &ds = file.GetDataSet();
+  if (!ds.FindDataElement(gdcm::Tag(0x0028, 0x0010))) return false; /* no image in it */
+  s.path = path;
+  const gdcm::TransferSyntax &ts = file.GetHeader().GetDataSetTransferSyntax();
+  s.encapsulated = ts.IsEncapsulated();
+  /* The elements before the pixel data, and the Pixel Data element's own header (12 bytes
+   * explicit OB/OW, 8 implicit): the file must hold the pixels after that. */
+  size_t before = (size_t)file.GetHeader().GetFullLength() +
+                  (size_t)(ts.IsExplicit() ? ds.GetLength<gdcm::ExplicitDataElement>()
+                                           : ds.GetLength<gdcm::ImplicitDataElement>());
+  const gdcm::Tag pixel_data(0x7fe0, 0x0010);
+  if (ds.FindDataElement(pixel_data)) {
+    /* GDCM's ReadUpToTag includes the Pixel Data element itself, at its declared length. */
+    const gdcm::VL vl = ds.GetDataElement(pixel_data).GetVL();
+    size_t declared = vl.IsUndefined() ? 0 : (size_t)(uint32_t)vl;
+    s.pixel_value_at = before >= declared ? before - declared : 0;
+  } else {
+    s.pixel_value_at = before + (ts.IsExplicit() ? 12 : 8);
+  }
+  s.series = trimmed_string(ds, 0x0020, 0x000e);
+  s.modality = trimmed_string(ds, 0x0008, 0x0060);
+  s.description = trimmed_string(ds, 0x0008, 0x103e);
+  s.rows = us_value<0x0028, 0x0010>(ds, 0);
+  s.cols = us_value<0x0028, 0x0011>(ds, 0);
+  s.samples = us_value<0x0028, 0x0002>(ds, 1);
+  s.bits = us_value<0x0028, 0x0100>(ds, 0);
+  s.sign = us_value<0x0028, 0x0103>(ds, 0);
+  double frames = 1;
+  if (parse_numbers(trimmed_string(ds, 0x0028, 0x0008), &frames, 1) && frames >= 1 &&
+      frames < 1e7)
+    s.frames = (unsigned)frames;
+  s.have_position = parse_numbers(trimmed_string(ds, 0x0020, 0x0032), s.position, 3);
+  s.have_orientation = parse_numbers(trimmed_string(ds, 0x0020, 0x0037), s.orientation, 6);
+  double spacing[2];
+  if (parse_numbers(trimmed_string(ds, 0x0028, 0x0030), spacing, 2) && spacing[0] > 0 &&
+      spacing[1] > 0) {
+    s.pixel_spacing[0] = spacing[0];
+    s.pixel_spacing[1] = spacing[1];
+  }
+  double v;
+  if (parse_numbers(trimmed_string(ds, 0x0028, 0x1053), &v, 1) && v != 0) s.slope = v;
+  if (parse_numbers(trimmed_string(ds, 0x0028, 0x1052), &v, 1)) s.intercept = v;
+  return true;
+}
+
+bool sample_type_of(const gdcm::PixelFormat &pf, ir_sample_type *out) {
+  switch (pf.GetScalarType()) {
+  case gdcm::PixelFormat::FLOAT32: *out = IR_SAMPLE_FLOAT32; return true;
+  case gdcm::PixelFormat::FLOAT64: *out = IR_SAMPLE_FLOAT64; return true;
+  default: break;
+  }
+  bool sgn = pf.GetPixelRepresentation() == 1;
+  switch (pf.GetBitsAllocated()) {
+  case 8: *out = sgn ? IR_SAMPLE_INT8 : IR_SAMPLE_UINT8; return true;
+  case 16: *out = sgn ? IR_SAMPLE_INT16 : IR_SAMPLE_UINT16; return true;
+  case 32: *out = sgn ? IR_SAMPLE_INT32 : IR_SAMPLE_UINT32; return true;
+  default: return false;
+  }
+}
+
+double stored_value(const unsigned char *p, ir_sample_type t, size_t i) {
+  switch (t) {
+  case IR_SAMPLE_INT8: return reinterpret_cast<const int8_t *>(p)[i];
+  case IR_SAMPLE_UINT8: return p[i];
+  case IR_SAMPLE_INT16: return reinterpret_cast<const int16_t *>(p)[i];
+  case IR_SAMPLE_UINT16: return reinterpret_cast<const uint16_t *>(p)[i];
+  case IR_SAMPLE_INT32: return reinterpret_cast<const int32_t *>(p)[i];
+  case IR_SAMPLE_UINT32: return reinterpret_cast<const uint32_t *>(p)[i];
+  case IR_SAMPLE_FLOAT32: return reinterpret_cast<const float *>(p)[i];
+  default: return reinterpret_cast<const double *>(p)[i];
+  }
+}
+
+void normal_of(const double o[6], double n[3]) {
+  n[0] = o[1] * o[5] - o[2] * o[4];
+  n[1] = o[2] * o[3] - o[0] * o[5];
+  n[2] = o[0] * o[4] - o[1] * o[3];
+}
+
+struct series_group {
+  std::string uid;
+  std::vector<slice_info> slices;
+  size_t frame_count() const {
+    size_t n = 0;
+    for (const slice_info &s : slices) n += s.frames;
+    return n;
+  }
+};
+
+std::string folder_of(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+/* Every DICOM image file in the folder, grouped by series in order of first appearance. */
+ir_status scan_folder(const std::string &folder, std::vector<series_group> &groups,
+                      char err[IR_ERR_LEN]) {
+  DIR *dir = opendir(folder.c_str());
+  if (!dir) return ir_input_error(err, folder.c_str(), "cannot open the folder");
+  std::vector<std::string> names;
+  for (struct dirent *e; (e = readdir(dir)) != nullptr;)
+    if (e->d_name[0] != '.') names.push_back(e->d_name);
+  closedir(dir);
+  std::sort(names.begin(), names.end()); /* a stable scan; the order of slices comes later */
+  std::map<std::string, size_t> index;
+  for (const std::string &name : names) {
+    std::string path = folder + "/" + name;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    slice_info s;
+    if (!looks_like_dicom(path) || !read_header(path, s)) continue;
+    s.file_size = (size_t)st.st_size;
+    auto it = index.find(s.series);
+    if (it == index.end()) {
+      it = index.emplace(s.series, groups.size()).first;
+      groups.push_back(series_group{s.series, {}});
+    }
+    groups[it->second].slices.push_back(s);
+  }
+  if (groups.empty())
+    return ir_input_error(err, folder.c_str(),
+                          "no DICOM image files in the folder (a folder is read as a DICOM "
+                          "series or as TIFF slices)");
+  return IR_OK;
+}
+
+std::string series_label(const series_group &g) {
+  const slice_info &s = g.slices.front();
+  std::string label = (g.uid.empty() ? std::string("(no UID)") : g.uid) + " (" +
+                      std::to_string(g.frame_count()) + " slices";
+  if (!s.modality.empty()) label += ", " + s.modality;
+  if (!s.description.empty()) label += " '" + s.description + "'";
+  return label + ")";
+}
+
+/* Orders single-frame slices along the normal and measures the spacing. */
+ir_status order_slices(std::vector<slice_info> &slices, const char *src, double *spacing,
+                       std::string &note, char err[IR_ERR_LEN]) {
+  *spacing = 1.0;
+  if (slices.size() == 1) return IR_OK;
+  const slice_info &first = slices.front();
+  for (const slice_info &s : slices) {
+    if (!s.have_position || !s.have_orientation)
+      return ir_input_error(err, src,
+                            "%s has no ImagePositionPatient/ImageOrientationPatient: the slices "
+                            "cannot be ordered",
+                            ir_display_name(s.path.c_str()));
+    for (int k = 0; k < 6; k++)
+      if (std::fabs(s.orientation[k] - first.orientation[k]) > 1e-3)
+        return ir_input_error(err, src, "%s is oriented differently from %s: not one volume",
+                              ir_display_name(s.path.c_str()), ir_display_name(first.path.c_str()));
+  }
+  double n[3];
+  normal_of(first.orientation, n);
+  for (slice_info &s : slices)
+    s.depth = s.position[0] * n[0] + s.position[1] * n[1] + s.position[2] * n[2];
+  std::sort(slices.begin(), slices.end(),
+            [](const slice_info &a, const slice_info &b) { return a.depth < b.depth; });
+  std::vector<double> gaps;
+  for (size_t i = 1; i < slices.size(); i++) gaps.push_back(slices[i].depth - slices[i - 1].depth);
+  std::vector<double> sorted = gaps;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted[sorted.size() / 2];
+  if (median <= 1e-6)
+    return ir_input_error(err, src, "the slices do not advance along the slice normal "
+                                    "(duplicate positions)");
+  double worst = 0, mean = 0;
+  size_t worst_at = 0;
+  for (size_t i = 0; i < gaps.size(); i++) {
+    double dev = std::fabs(gaps[i] - median) / median;
+    if (dev > worst) {
+      worst = dev;
+      worst_at = i;
+    }
+    mean += gaps[i];
+  }
+  mean /= (double)gaps.size();
+  if (worst > kAcceptTolerance) {
+    const slice_info &a = slices[worst_at], &b = slices[worst_at + 1];
+    const char *what = gaps[worst_at] < median ? "two slices too close (a duplicate?)"
+                                               : "a gap (a missing slice?)";
+    return ir_input_error(err, src,
+                          "uneven slice spacing: %g between %s and %s, %g elsewhere: %s",
+                          gaps[worst_at], ir_display_name(a.path.c_str()),
+                          ir_display_name(b.path.c_str()), median, what);
+  }
+  *spacing = mean;
+  if (worst > kEvenTolerance) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "slice distances vary by up to %.1f%% (%g to %g); using their mean, %g",
+                  100 * worst, sorted.front(), sorted.back(), mean);
+    note = buf;
+  }
+  return IR_OK;
+}
+
+/* Reads one file's pixels (all frames) through GDCM, checking they match the series. */
+ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type, size_t bytes,
+                      unsigned char *dst, gdcm::Image *image_out, char err[IR_ERR_LEN]) {
+  gdcm::ImageReader reader;
+  reader.SetFileName(s.path.c_str());
+  const char *name = ir_display_name(s.path.c_str());
+  if (!reader.Read())
+    return ir_input_error(err, src, "%s: GDCM cannot read the image (truncated or corrupt)", name);
+  const gdcm::Image &image = reader.GetImage();
+  ir_sample_type t;
+  if (!sample_type_of(image.GetPixelFormat(), &t) || t != type)
+    return ir_input_error(err, src, "%s: its pixel format differs from the series' first file",
+                          name);
+  /* GDCM reads a file cut short inside uncompressed pixel data, padding the rest. */
+  if (!s.encapsulated && s.pixel_value_at + bytes > s.file_size)
+    return ir_input_error(err, src, "%s: truncated: %zu bytes, the pixel data need %zu from byte %zu",
+                          name, s.file_size, bytes, s.pixel_value_at);
+  if (image.GetBufferLength() != bytes)
+    return ir_input_error(err, src, "%s: %lu bytes of pixels, expected %zu", name,
+                          (unsigned long)image.GetBufferLength(), bytes);
+  if (!image.GetBuffer(reinterpret_cast<char *>(dst)))
+    return ir_input_error(err, src, "%s: GDCM cannot decode the pixel data (%s)", name,
+                          reader.GetFile().GetHeader().GetDataSetTransferSyntax().GetString());
+  if (image_out) *image_out = image;
+  return IR_OK;
+}
+
+ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *out,
+                      std::string note, char err[IR_ERR_LEN]) {
+  const char *src = desc->source;
+  std::vector<slice_info> &slices = g.slices;
+  const slice_info &first0 = slices.front();
+  bool multi = first0.frames > 1;
+  if (slices.size() > 1)
+    for (const slice_info &s : slices)
+      if (s.frames > 1)
+        return ir_input_error(err, src,
+                              "series %s mixes %zu files with multi-frame ones: give one "
+                              "multi-frame file to load it",
+                              g.uid.c_str(), slices.size());
+  for (const slice_info &s : slices) {
+    if (s.samples != 1)
+      return ir_input_error(err, src, "%s has %u samples a pixel (colour): only grey images are "
+                            "read", ir_display_name(s.path.c_str()), s.samples);
+    if (s.rows != first0.rows || s.cols != first0.cols || s.bits != first0.bits ||
+        s.sign != first0.sign)
+      return ir_input_error(err, src, "%s is %ux%u %u-bit, %s %ux%u %u-bit: the slices of a "
+                            "series must match", ir_display_name(s.path.c_str()), s.cols, s.rows,
+                            s.bits, ir_display_name(first0.path.c_str()), first0.cols,
+                            first0.rows, first0.bits);
+  }
+  double slice_spacing = 1;
+  ir_status status = order_slices(slices, src, &slice_spacing, note, err);
+  if (status != IR_OK) return status;
+  const slice_info &first = slices.front();
+  gdcm::PixelFormat pf(1, (unsigned short)first.bits, (unsigned short)first.bits,
+                       (unsigned short)(first.bits - 1), (unsigned short)first.sign);
+  ir_sample_type type;
+  if (!sample_type_of(pf, &type))
+    return ir_input_error(err, src, "%u-bit pixels are not supported (8, 16 or 32 bits)",
+                          first.bits);
+  size_t dims[3] = {first.cols, first.rows, multi ? (size_t)first.frames : slices.size()};
+  size_t bytes = 0;
+  if (!ir_sample_byte_count(dims, type, &bytes, src, err)) return IR_ERR_INPUT;
+  size_t budget = 0;
+  for (const slice_info &s : slices) {
+    size_t can = s.encapsulated ? (s.file_size > SIZE_MAX / kMaxRatio ? SIZE_MAX
+                                                                      : s.file_size * kMaxRatio)
+                                : s.file_size;
+    budget = budget > SIZE_MAX - can ? SIZE_MAX : budget + can;
+  }
+  if (bytes > budget)
+    return ir_input_error(err, src,
+                          "%zux%zux%zu %s needs %zu bytes, more than the files can hold: the "
+                          "header sizes are corrupt",
+                          dims[0], dims[1], dims[2], ir_sample_name(type), bytes);
+  unsigned char *samples = static_cast<unsigned char *>(std::malloc(bytes));
+  if (!samples) {
+    std::snprintf(err, IR_ERR_LEN, "%s: out of host memory: %zux%zux%zu %s needs %zu bytes",
+                  src, dims[0], dims[1], dims[2], ir_sample_name(type), bytes);
+    return IR_ERR_RUNTIME;
+  }
+  /* Rescaling is per slice in DICOM; one pair for the series is the common case. */
+  double slope = first.slope, intercept = first.intercept;
+  bool same_rescale = true;
+  for (const slice_info &s : slices)
+    same_rescale = same_rescale && s.slope == slope && s.intercept == intercept;
+  size_t slice_bytes = bytes / slices.size();
+  double spacing[3] = {first.pixel_spacing[1], first.pixel_spacing[0], slice_spacing};
+  double origin[3] = {first.position[0], first.position[1], first.position[2]};
+  ir_progress progress;
+  ir_progress_begin(&progress, desc->show_progress, ir_display_name(src), bytes);
+  for (size_t i = 0; i < slices.size() && status == IR_OK; i++) {
+    gdcm::Image image;
+    status = read_pixels(slices[i], src, type, slice_bytes, samples + i * slice_bytes,
+                         multi ? &image : nullptr, err);
+    if (status == IR_OK && multi) {
+      /* GDCM reads spacing, origin and rescaling from enhanced files' functional groups. */
+      const double *sp = image.GetSpacing();
+      const double *org = image.GetOrigin();
+      for (int k = 0; k < 3; k++) {
+        spacing[k] = sp && sp[k] > 0 && std::isfinite(sp[k]) ? sp[k] : 1.0;
+        origin[k] = org ? org[k] : 0.0;
+      }
+      if (image.GetSlope() != 0) slope = image.GetSlope();
+      intercept = image.GetIntercept();
+    }
+    ir_progress_add(&progress, slice_bytes);
+  }
+  ir_progress_end(&progress);
+  if (status != IR_OK) {
+    std::free(samples);
+    return status;
+  }
+  if (!same_rescale) {
+    /* Each slice its own rescaling: into int32 when every pair is integral and the values
+     * fit, else float32; ir_volume_from_samples then narrows as usual. */
+    size_t n = dims[0] * dims[1] * dims[2], per = dims[0] * dims[1];
+    bool integral = true;
+    for (const slice_info &s : slices)
+      integral = integral && s.slope == std::floor(s.slope) && s.intercept == std::floor(s.intercept);
+    for (size_t i = 0; i < n && integral; i++)
+      integral = std::fabs(stored_value(samples, type, i) * slices[i / per].slope +
+                           slices[i / per].intercept) < 2147483647.0;
+    void *scaled = std::malloc(n * 4);
+    if (!scaled) {
+      std::free(samples);
+      std::snprintf(err, IR_ERR_LEN, "%s: out of host memory rescaling %zu voxels", src, n);
+      return IR_ERR_RUNTIME;
+    }
+    for (size_t i = 0; i < n; i++) {
+      double v = stored_value(samples, type, i) * slices[i / per].slope + slices[i / per].intercept;
+      if (integral) static_cast<int32_t *>(scaled)[i] = (int32_t)v;
+      else static_cast<float *>(scaled)[i] = (float)v;
+    }
+    std::free(samples);
+    samples = static_cast<unsigned char *>(scaled);
+    type = integral ? IR_SAMPLE_INT32 : IR_SAMPLE_FLOAT32;
+    slope = 1;
+    intercept = 0;
+  }
+  status = ir_volume_from_samples(out, dims, samples, type, slope, intercept, src, err);
+  if (status != IR_OK) return status;
+  for (int k = 0; k < 3; k++) {
+    out->spacing[k] = (float)spacing[k];
+    out->world_origin[k] = (float)origin[k];
+  }
+  std::snprintf(out->modality, sizeof out->modality, "%s", first.modality.c_str());
+  std::snprintf(out->description, sizeof out->description, "%s", first.description.c_str());
+  std::snprintf(out->note, sizeof out->note, "%s", note.c_str());
+  return IR_OK;
+}
+
+} // namespace
+
+static ir_status load_dicom(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  /* GDCM reports through its own stream; the loader's message says what went wrong. */
+  gdcm::Trace::SetDebug(false);
+  gdcm::Trace::SetWarning(false);
+  gdcm::Trace::SetError(false);
+  const char *src = desc->source;
+  struct stat st;
+  if (stat(src, &st) != 0) return ir_check_file(src, nullptr, err);
+  bool is_dir = S_ISDIR(st.st_mode);
+  std::string chosen_series;
+  if (!is_dir) {
+    ir_status status = ir_check_file(src, nullptr, err);
+    if (status != IR_OK) return status;
+    slice_info s;
+    if (!read_header(src, s))
+      return ir_input_error(err, src, "not a DICOM image file (GDCM cannot read its header)");
+    chosen_series = s.series;
+    if (s.frames > 1 && !desc->series) {
+      /* A multi-frame file is a volume by itself. */
+      s.file_size = (size_t)st.st_size;
+      series_group g{s.series, {s}};
+      ir_status rc = load_series(desc, g, out, std::string(), err);
+      if (rc != IR_OK) {
+        ir_volume_free(out);
+        return rc;
+      }
+      if (desc->spacing_given) std::memcpy(out->spacing, desc->spacing, sizeof out->spacing);
+      ir_volume_finish(out, ir_display_name(src));
+      return IR_OK;
+    }
+  }
+  std::vector<series_group> groups;
+  ir_status scanned = scan_folder(is_dir ? std::string(src) : folder_of(src), groups, err);
+  if (scanned != IR_OK) return scanned;
+  if (desc->series) chosen_series = desc->series;
+  size_t pick = 0;
+  bool found = false;
+  if (is_dir && !desc->series) {
+    for (size_t i = 0; i < groups.size(); i++)
+      if (groups[i].frame_count() > groups[pick].frame_count()) pick = i;
+    found = true;
+  } else {
+    for (size_t i = 0; i < groups.size() && !found; i++)
+      if (groups[i].uid == chosen_series) {
+        pick = i;
+        found = true;
+      }
+  }
+  if (!found) {
+    std::string list;
+    for (const series_group &g : groups) list += (list.empty() ? "" : ", ") + series_label(g);
+    return ir_input_error(err, src, "no series %s here; the series are: %.300s",
+                          chosen_series.c_str(), list.c_str());
+  }
+  std::string note;
+  if (groups.size() > 1 && !desc->series) {
+    std::string others;
+    for (size_t i = 0; i < groups.size(); i++)
+      if (i != pick) others += (others.empty() ? "" : ", ") + series_label(groups[i]);
+    note = "loaded series " + groups[pick].uid + "; " + std::to_string(groups.size() - 1) +
+           " more in the folder, pick one with --series UID: " + others;
+  }
+  ir_status status = load_series(desc, groups[pick], out, note, err);
+  if (status != IR_OK) {
+    ir_volume_free(out);
+    return status;
+  }
+  if (desc->spacing_given) std::memcpy(out->spacing, desc->spacing, sizeof out->spacing);
+  ir_volume_finish(out, ir_display_name(src));
+  return IR_OK;
+}
+
+/* No C++ exception crosses into C: GDCM's (or the standard library's) become a message. */
+extern "C" ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out,
+                                   char err[IR_ERR_LEN]) {
+  try {
+    return load_dicom(desc, out, err);
+  } catch (const std::bad_alloc &) {
+    ir_volume_free(out);
+    std::snprintf(err, IR_ERR_LEN, "%s: out of host memory reading DICOM", desc->source);
+    return IR_ERR_RUNTIME;
+  } catch (const std::exception &e) {
+    ir_volume_free(out);
+    return ir_input_error(err, desc->source, "GDCM failed: %s", e.what());
+  }
+}
