@@ -381,7 +381,9 @@ def plots(out, datasets, series):
     made.append("table1_fps.png")
 
     # Where time goes: stacked stage times of the diagnostic pass, InK-Compact in both multi-kernel
-    # pipelines and the single kernel.
+    # pipelines and the single kernel. The rest of the diagnostic frame is stacked on top: the
+    # multi pipelines' control work and round trips, and all of the single kernel, whose one
+    # kernel has no stage columns in the CSV.
     fig, axes = plt.subplots(1, len(STAGE_PLOTS), figsize=(max(14, 2.1 * len(datasets)), 4), squeeze=False)
     for ax, c in zip(axes.flat, STAGE_PLOTS):
         bottom = [0.0] * len(datasets)
@@ -389,6 +391,10 @@ def plots(out, datasets, series):
             vals = [statistics.fmean(d.stages[c][s]) if c in d.stages else 0 for d in datasets]
             ax.bar(range(len(datasets)), vals, bottom=bottom, label=s.replace("_ms", ""), color=colour)
             bottom = [b + v for b, v in zip(bottom, vals)]
+        frame = [statistics.fmean(d.stages[c]["frame_ms"]) if c in d.stages else 0 for d in datasets]
+        rest = [max(0.0, f - b) for f, b in zip(frame, bottom)]
+        ax.bar(range(len(datasets)), rest, bottom=bottom, label="rest of the frame", color="lightgray",
+               edgecolor="gray", linewidth=0.5)
         ax.set_xticks(range(len(datasets)))
         ax.set_xticklabels([d.tag for d in datasets], rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("ms per frame (diagnostic pass)")
