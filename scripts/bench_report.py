@@ -207,7 +207,8 @@ SCENES_TITLE = "Render scenes: plain caster, single kernel, multi and paper pipe
 
 def read_scenes(out):
     """The summary table scripts/render-scenes.sh prints last: its '== render scenes' line and the
-    lines after it, as they are. None when the scenes were not run, [] when no table was printed."""
+    lines after it, as they are. None when the scenes were not run, [] when no table was printed
+    or it has no renderer row (every scene failed: its heading and column line only)."""
     try:
         with open(os.path.join(out, "render-scenes.txt")) as f:
             text = f.read().splitlines()
@@ -219,7 +220,7 @@ def read_scenes(out):
     block = text[start:]
     while block and not block[-1].strip():
         block.pop()
-    return block
+    return block if len(block) > 2 else []
 
 
 # ---- Compaction --------------------------------------------------------------------------------
@@ -631,7 +632,7 @@ def main():
     if scenes is None:
         w("Not run (the render scenes need a GPU: full and quick modes; see Not measured).\n")
     elif not scenes:
-        w("render-scenes.txt holds no summary table (see it and render-scenes/).\n")
+        w("No scene measured: render-scenes.txt holds no summary row (see it, render-scenes/ and Not measured).\n")
     else:
         w("scripts/render-scenes.sh (render_bench: every renderer in one process on builtin fractal volumes; "
           "per-scene output in render-scenes/), its summary as printed:\n")

@@ -75,6 +75,18 @@ assert report[start - 1] == "```" and report[start + len(summary)] == "```", "no
 assert len(summary) == 6, f"expected the heading, the column line and 4 renderers, got {len(summary)} lines"
 PY
 
+# Every scene failing (a render_bench that cannot run): the section says so, with no empty table.
+failed=$work/failed
+mkdir -p "$failed" "$work/failbuild/tests/render"
+cp -r "$smoke/render" "$smoke/env.txt" "$failed/"
+printf '#!/bin/sh\necho "render_bench: no CUDA device" >&2\nexit 1\n' >"$work/failbuild/tests/render/render_bench"
+chmod +x "$work/failbuild/tests/render/render_bench"
+INKRAY_BUILD_DIR=$work/failbuild "$root/scripts/render-scenes.sh" --quick --out "$failed/render-scenes" \
+  >"$failed/render-scenes.txt" 2>&1 || true
+report "$failed"
+grep -q '^No scene measured' "$failed/report.md" || fail "failed scenes: the report does not say no scene was measured"
+! grep -q '^== render scenes' "$failed/report.md" || fail "failed scenes: an empty table in the report"
+
 # ---- No matplotlib: tables written, plots skipped with a note ----------------------------------
 nompl=$work/nompl
 mkdir -p "$nompl" "$work/blocker/matplotlib"
