@@ -382,9 +382,9 @@ def plots(out, datasets, series):
     made.append("table1_fps.png")
 
     # Where time goes: stacked stage times of the diagnostic pass, InK-Compact in both multi-kernel
-    # pipelines and the single kernel. The rest of the diagnostic frame is stacked on top: the
-    # multi pipelines' control work and round trips, and all of the single kernel, whose one
-    # kernel has no stage columns in the CSV.
+    # pipelines and the single kernel (its one kernel is under shade). The rest of the diagnostic
+    # frame is stacked on top: the multi pipelines' control work and round trips, and all of the
+    # single kernel in CSVs of earlier inkray versions, which left its kernel out of the stages.
     fig, axes = plt.subplots(1, len(STAGE_PLOTS), figsize=(max(14, 2.1 * len(datasets)), 4), squeeze=False)
     for ax, c in zip(axes.flat, STAGE_PLOTS):
         bottom = [0.0] * len(datasets)
@@ -561,8 +561,9 @@ def main():
     w("## Where the time goes (per-stage diagnostic pass)\n")
     w("The renderer runs each diagnostic frame a second time, driven from the host with an event between "
       "stages, so the stage times need not add up to the timed frame (shown as frame); means over the views and "
-      "isovalues, in ms. compact = time in out-of-kernel compaction, inside the stage times. stages.csv has "
-      "every configuration.\n")
+      "isovalues, in ms. compact = time in out-of-kernel compaction, inside the stage times. The single "
+      "kernel's and the plain caster's one kernel is under shade; the multi pipeline shades inside intersect. "
+      "stages.csv has every configuration.\n")
     w("| dataset | config | frame | bvh update | ray gen | traverse | intersect | shade | stage sum | compact | rounds | rays hit |")
     w("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with open(os.path.join(out, "stages.csv"), "w", newline="") as f:
