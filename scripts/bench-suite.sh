@@ -4,12 +4,16 @@
 #
 #   1. Ray-casting (InK Table 1 / Figs. 6-7): every dataset found (the real volumes in
 #      ../shared/data and builtin volumes at 256^3, 512^3 and 1024^3), a sweep of isovalues
-#      suggested by each volume's histogram, an orbit of 8 views, 1024x1024, every compaction
-#      method in the multi-kernel pipeline and the single-kernel pipeline (inkray --headless).
-#      Each run also does the per-stage diagnostic pass.
+#      suggested by each volume's histogram, an orbit of 8 views, 1024x1024, every renderer
+#      (inkray --headless --pipeline multi,paper,single,plain): the default multi-kernel pipeline
+#      and the InK paper's pipeline with every compaction method, the single kernel and the plain
+#      macrocell caster (the baseline). Each run also does the per-stage diagnostic pass.
 #   2. Compaction sweeps (Redzone Fig. 4, Jumping Jack Fig. 11): size x kept fraction x pattern
 #      for every method and CUB (inkray compact-bench). These run first: their time is bounded.
-#   3. Report: scripts/bench_report.py turns the CSVs into tables, claim verdicts and plots.
+#   3. Render scenes (GPU modes): scripts/render-scenes.sh (render_bench on builtin fractals at
+#      two distances and 4K; --quick: its --quick subset) into render-scenes.txt; runs after the
+#      datasets, under the same budget.
+#   4. Report: scripts/bench_report.py turns the CSVs into tables, claim verdicts and plots.
 #
 # Usage: scripts/bench-suite.sh [--quick | --smoke] [--out DIR] [--pack DIR] [--data DIR] [--budget S]
 #   --quick     fewer datasets, isovalues and frames (under 2 minutes on an H100)
@@ -21,7 +25,8 @@
 #   --budget S  start no render after S seconds and stop one still running then (the compaction
 #               sweeps run first, the report last); what was left out is listed in the report.
 #               Default 540 (--quick: 100), so that the whole suite fits in 10 (2) minutes.
-# Environment: INKRAY_BUILD_DIR (default ./build): built there (inkray target only) if missing;
+# Environment: INKRAY_BUILD_DIR (default ./build): inkray (and, in the GPU modes, render_bench)
+# built there if missing;
 # INKRAY_COMMIT names the commit of an exported or copied tree (it wins over git's answer).
 # Needs: bash, cmake + a CUDA toolkit to build, python3 for the report (matplotlib for plots).
 set -uo pipefail
@@ -49,15 +54,18 @@ while (($#)); do
 done
 
 # ---- What each mode runs ------------------------------------------------------------------------
-# The Table 1 protocol: 1024x1024, 8 views, every method in both pipelines. Frames per view and
+# The Table 1 protocol: 1024x1024, 8 views, every renderer, every method in the two multi-kernel
+# pipelines. Frames per view and
 # the number of isovalues are what the time limits allow. compact-bench sizes include 2^22, the
 # 4M-element stream of JJ Fig. 11.
 device=gpu size=1024x1024 orbit=8
 case $mode in
-  full)  frames=16 warmup=3 isos=suggested:5 bench_args=(--sizes 20,22,24,27) default_budget=540 ;;
-  quick) frames=8  warmup=2 isos=suggested:3 bench_args=(--quick --sizes 22,24) default_budget=100 ;;
-  smoke) frames=2  warmup=0 isos=suggested:2 bench_args=(--quick) device=cpu size=48x48 orbit=2 default_budget= ;;
+  full)  frames=16 warmup=3 isos=suggested:5 bench_args=(--sizes 20,22,24,27) scene_args=() default_budget=540 ;;
+  quick) frames=8  warmup=2 isos=suggested:3 bench_args=(--quick --sizes 22,24) scene_args=(--quick) default_budget=100 ;;
+  smoke) frames=2  warmup=0 isos=suggested:2 bench_args=(--quick) scene_args=() device=cpu size=48x48 orbit=2 default_budget= ;;
 esac
+# The multi and paper pipelines run with every method; single and plain ignore the method.
+pipelines=multi,paper,single,plain
 # The time limits (10 minutes, --quick 2) hold by construction: what does not fit is left out
 # and listed in the report.
 budget=${budget:-$default_budget}
@@ -98,19 +106,29 @@ progress() { # progress LABEL: one step done, LABEL is the next
 }
 
 # ---- Build ----------------------------------------------------------------------------------------
+# inkray is required; render_bench (the render scenes, GPU modes only) is built beside it, and
+# when it cannot be, the scenes are listed as not measured rather than failing the suite.
 inkray=$build/inkray
-if [[ ! -x $inkray ]]; then
-  echo "bench-suite: building inkray in $build" >&2
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINKRAY_WINDOW=OFF \
-    ${INKRAY_CUDA_ARCH:+-DCMAKE_CUDA_ARCHITECTURES=$INKRAY_CUDA_ARCH} >/dev/null &&
-    cmake --build "$build" -j "$(nproc)" --target inkray >/dev/null || {
+render_bench=$build/tests/render/render_bench
+targets=(inkray)
+[[ $device == gpu ]] && targets+=(render_bench)
+if [[ ! -x $inkray || ($device == gpu && ! -x $render_bench) ]]; then
+  echo "bench-suite: building ${targets[*]} in $build" >&2
+  if [[ ! -f $build/build.ninja && ! -f $build/Makefile ]]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINKRAY_WINDOW=OFF \
+      ${INKRAY_CUDA_ARCH:+-DCMAKE_CUDA_ARCHITECTURES=$INKRAY_CUDA_ARCH} >/dev/null
+  fi
+  cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >/dev/null ||
+    cmake --build "$build" -j "$(nproc)" --target inkray >/dev/null
+  [[ -x $inkray ]] || {
     echo "bench-suite: building inkray failed; run cmake --build $build --target inkray to see why" >&2
     exit 1
   }
 fi
 
 mkdir -p "$out/logs" "$out/render" "$out/images"
-rm -f "$out"/render/*.csv "$out"/images/*.png "$out"/compact*.csv
+rm -f "$out"/render/*.csv "$out"/images/*.png "$out"/compact*.csv "$out"/render-scenes.txt
+rm -rf "$out/render-scenes"
 
 # ---- Environment: what the numbers were measured on -----------------------------------------------
 {
@@ -143,7 +161,8 @@ rm -f "$out"/render/*.csv "$out"/images/*.png "$out"/compact*.csv
   fi
   echo "cuda=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
   echo "cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo 2>/dev/null | head -1) ($(nproc) cores)"
-  printf '%s\n' "device=$device" "size=$size" "orbit=$orbit" "frames=$frames" "warmup=$warmup" "isovalues=$isos"
+  printf '%s\n' "device=$device" "size=$size" "orbit=$orbit" "frames=$frames" "warmup=$warmup" "isovalues=$isos" \
+    "pipelines=$pipelines"
 } >"$out/env.txt"
 
 # ---- The runs ---------------------------------------------------------------------------------------
@@ -158,6 +177,7 @@ for entry in "${datasets[@]}"; do
   selected+=("$tag|$volume")
 done
 steps=$((${#selected[@]} + 2))
+[[ $device == gpu ]] && steps=$((steps + 1))
 : >"$out/skipped.txt"
 
 progress "compaction sweeps"
@@ -185,7 +205,7 @@ for entry in "${selected[@]}"; do
     limit=(timeout "$left")
   fi
   "${limit[@]}" "$inkray" --headless --device "$device" --size "$size" --frames "$frames" --warmup "$warmup" \
-    --orbit "$orbit" --method all --pipeline both --iso "$isos" --quiet \
+    --orbit "$orbit" --method all --pipeline "$pipelines" --iso "$isos" --quiet \
     --csv "$out/render/$tag.csv" --png "$out/images/$tag.png" "$volume" >"$out/logs/render-$tag.txt" 2>&1
   rc=$?
   if ((rc == 124)); then
@@ -197,6 +217,36 @@ for entry in "${selected[@]}"; do
     ((rc == 2)) || echo "bench-suite: $tag failed (exit $rc), see $out/logs/render-$tag.txt" >&2
   fi
 done
+
+# The render scenes: render_bench over fixed scenes; its summary table goes into the report.
+if [[ $device == gpu ]]; then
+  progress "render scenes"
+  step=$((step + 1))
+  limit=()
+  left=
+  if [[ -n $budget ]]; then
+    left=$((budget - ($(date +%s) - t_start)))
+    limit=(timeout "$left")
+  fi
+  if [[ ! -x $render_bench ]]; then
+    echo "render scenes: not run: $render_bench could not be built (cmake --build $build --target render_bench)" >>"$out/skipped.txt"
+  elif [[ -n $left ]] && ((left < 20)); then
+    echo "render scenes: not run: the --budget of $budget s was spent" >>"$out/skipped.txt"
+  else
+    INKRAY_BUILD_DIR=$build "${limit[@]}" "$root/scripts/render-scenes.sh" "${scene_args[@]}" --out "$out/render-scenes" \
+      >"$out/render-scenes.txt" 2>&1
+    rc=$?
+    if ((rc == 124)); then
+      echo "render scenes: stopped: the --budget of $budget s ran out (the scenes done are in render-scenes/)" >>"$out/skipped.txt"
+    elif ((rc != 0)); then
+      echo "render scenes: exit $rc: $(grep -m1 'render-scenes:' "$out/render-scenes.txt")" >>"$out/skipped.txt"
+    elif grep -q 'render-scenes: .* failed' "$out/render-scenes.txt"; then
+      grep 'render-scenes: .* failed' "$out/render-scenes.txt" >>"$out/skipped.txt"
+    fi
+  fi
+else
+  echo "render scenes: not run on the CPU (smoke mode; render_bench needs a GPU)" >>"$out/skipped.txt"
+fi
 
 progress "report"
 python3 "$root/scripts/bench_report.py" "$out" >"$out/logs/report.txt" 2>&1 || {
