@@ -3,7 +3,8 @@
 # plots and a Markdown report (the source of docs/PERFORMANCE.md).
 #
 #   1. Ray-casting (InK Table 1 / Figs. 6-7): every dataset found (the real volumes in
-#      ../shared/data and builtin volumes at 256^3, 512^3 and 1024^3), a sweep of isovalues
+#      tests/data/real, avg152T1 from ../shared/data when it is there, and builtin volumes at
+#      256^3, 512^3 and 1024^3), a sweep of isovalues
 #      suggested by each volume's histogram, an orbit of 8 views, 1024x1024, every renderer
 #      (inkray --headless --pipeline multi,paper,single,plain): the default multi-kernel pipeline
 #      and the InK paper's pipeline with every compaction method, the single kernel and the plain
@@ -21,13 +22,14 @@
 #   --out DIR   where results go (default ./out/bench)
 #   --pack DIR  afterwards, put report.md, the figures and a tar.gz of everything into DIR
 #               (at most 8 files: for copying results off a machine)
-#   --data DIR  the real datasets (default ../shared/data beside the repository)
+#   --data DIR  the real datasets (default tests/data/real in the repository)
 #   --budget S  start no render after S seconds and stop one still running then (the compaction
 #               sweeps run first, the report last); what was left out is listed in the report.
 #               Default 540 (--quick: 100), so that the whole suite fits in 10 (2) minutes.
 # Environment: INKRAY_BUILD_DIR (default ./build): inkray (and, in the GPU modes, render_bench)
 # built there if missing;
-# INKRAY_COMMIT names the commit of an exported or copied tree (it wins over git's answer).
+# INKRAY_SHARED_DATA (default ../shared/data) for avg152T1; INKRAY_COMMIT names the commit of an
+# exported or copied tree (it wins over git's answer).
 # Needs: bash, cmake + a CUDA toolkit to build, python3 for the report (matplotlib for plots).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,7 +38,9 @@ mode=full
 out=$root/out/bench
 pack=
 budget=
-data=$(cd "$root/.." && pwd)/shared/data
+data=$root/tests/data/real
+# The one volume not kept in the repository (its licence is not the VTK one), when present.
+shared=${INKRAY_SHARED_DATA:-$root/../shared/data}
 
 usage() { sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 while (($#)); do
@@ -76,7 +80,7 @@ datasets=(
   "bolt|$data/bolt_70x123x66_uint8.raw|full"
   "headsq|$data/headsq_64x64x93_int16.raw|full quick"
   "headmr|$data/HeadMRVolume.mhd|full"
-  "avg152t1|$data/avg152T1_RL_nifti.nii.gz|full"
+  "avg152t1|$shared/avg152T1_RL_nifti.nii.gz|full"
   "carotid|$data/carotid_76x49x45_float32.raw|full"
   "frog|$data/frog/frogtissue.mhd|full quick"
   "fractal-256|builtin:fractal:256|full quick"

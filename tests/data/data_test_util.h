@@ -1,4 +1,4 @@
-/* Helpers for the data module's tests: the shared dataset folder, a scratch folder, writing
+/* Helpers for the data module's tests: the dataset folders, a scratch folder, writing
  * and reading whole files (plain, gzip, zlib), loading with options. Reads files directly,
  * never through the loader, so expected values are independent of the code under test. */
 #ifndef INKRAY_TESTS_DATA_UTIL_H
@@ -17,17 +17,27 @@
 #include "data/volume.h"
 #include "tests/check.h"
 
-/* The real datasets; a test that needs them fails (not skips) when they are missing. */
-static inline const char *shared_data_dir(void) {
-  const char *dir = getenv("INKRAY_SHARED_DATA");
+/* The small real datasets kept in the repository (tests/data/real); a test that needs them
+ * fails (not skips) when they are missing. */
+static inline const char *test_data_dir(void) {
+  const char *dir = getenv("INKRAY_TEST_DATA");
   struct stat st;
   if (!dir || !*dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     fprintf(stderr,
-            "FAIL: INKRAY_SHARED_DATA ('%s') is not a folder: these tests need the real datasets "
-            "(ctest sets it to ../shared/data beside the repository)\n",
+            "FAIL: INKRAY_TEST_DATA ('%s') is not a folder: these tests need the datasets in "
+            "tests/data/real (ctest sets the variable)\n",
             dir ? dir : "(unset)");
     exit(1);
   }
+  return dir;
+}
+
+/* The optional shared dataset folder (INKRAY_SHARED_DATA): NULL when it is not there. Tests
+ * only add cases with it, never need it. */
+static inline const char *shared_data_dir_or_null(void) {
+  const char *dir = getenv("INKRAY_SHARED_DATA");
+  struct stat st;
+  if (!dir || !*dir || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return NULL;
   return dir;
 }
 
@@ -43,9 +53,18 @@ static inline const char *fmt_path(const char *fmt, ...) {
   return out;
 }
 
-static inline const char *shared_path(const char *name) {
-  return fmt_path("%s/%s", shared_data_dir(), name);
+/* A file of the shared folder, or NULL (with a note on stdout) when it is not there. */
+static inline const char *shared_file(const char *name) {
+  const char *dir = shared_data_dir_or_null();
+  const char *path = dir ? fmt_path("%s/%s", dir, name) : NULL;
+  if (!path || access(path, R_OK) != 0) {
+    printf("  (%s not in INKRAY_SHARED_DATA: that case is skipped)\n", name);
+    return NULL;
+  }
+  return path;
 }
+
+static inline const char *data_path(const char *name) { return fmt_path("%s/%s", test_data_dir(), name); }
 
 static char scratch_dir_path[512];
 

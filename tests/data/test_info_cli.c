@@ -1,4 +1,4 @@
-/* `inkray info` through the built program (env INKRAY_BINARY): every shared dataset prints
+/* `inkray info` through the built program (env INKRAY_BINARY): every dataset of tests/data/real prints
  * its dims, type, spacing, size, range and suggestions with exit status 0; bad input exits 2
  * with one message naming the file and the reason. */
 #include <sys/wait.h>
@@ -80,29 +80,30 @@ static void test_help_exits_0(void) {
   free_result(&r);
 }
 
-static void test_every_shared_dataset(void) {
-  expect_ok(quoted(shared_path("neghip_66x66x66_uint8.raw")),
+static void test_every_dataset(void) {
+  expect_ok(quoted(data_path("neghip_66x66x66_uint8.raw")),
             (const char *[]){"dims        66 x 66 x 66 (287496 voxels)", "type        uint8",
                              "spacing     1 x 1 x 1", "bytes       287496", "range       0 .. 255",
                              "non-finite  0", NULL});
-  expect_ok(quoted(shared_path("bolt_70x123x66_uint8.raw")),
+  expect_ok(quoted(data_path("bolt_70x123x66_uint8.raw")),
             (const char *[]){"dims        70 x 123 x 66", "type        uint8", "bytes       568260", NULL});
-  expect_ok(quoted(shared_path("headsq_64x64x93_int16.raw")),
+  expect_ok(quoted(data_path("headsq_64x64x93_int16.raw")),
             (const char *[]){"dims        64 x 64 x 93", "type        int16", "range       0 .. 3926",
                              "bytes       761856", NULL});
-  expect_ok(quoted(shared_path("headsq/quarter.nhdr")),
+  expect_ok(quoted(data_path("headsq/quarter.nhdr")),
             (const char *[]){"dims        64 x 64 x 93", "type        int16",
                              "spacing     3.2 x 3.2 x 1.5", "range       0 .. 3926", NULL});
-  expect_ok(quoted(shared_path("HeadMRVolume.mhd")),
+  expect_ok(quoted(data_path("HeadMRVolume.mhd")),
             (const char *[]){"dims        48 x 62 x 42", "type        uint8", "spacing     4 x 4 x 4",
                              NULL});
-  expect_ok(quoted(shared_path("frog/frogtissue.mhd")),
+  expect_ok(quoted(data_path("frog/frogtissue.mhd")),
             (const char *[]){"dims        500 x 470 x 136 (31960000 voxels)", "type        uint8",
                              "spacing     1 x 1 x 1.5", "bytes       31960000", ".5", NULL});
-  expect_ok(quoted(shared_path("avg152T1_RL_nifti.nii.gz")),
-            (const char *[]){"dims        91 x 109 x 91", "type        uint8", "spacing     2 x 2 x 2",
-                             NULL});
-  expect_ok(quoted(shared_path("carotid_76x49x45_float32.raw")),
+  const char *avg152 = shared_file("avg152T1_RL_nifti.nii.gz");
+  if (avg152)
+    expect_ok(quoted(avg152), (const char *[]){"dims        91 x 109 x 91", "type        uint8",
+                                               "spacing     2 x 2 x 2", NULL});
+  expect_ok(quoted(data_path("carotid_76x49x45_float32.raw")),
             (const char *[]){"dims        76 x 49 x 45", "type        float32", "bytes       670320",
                              "non-finite  0", NULL});
 }
@@ -111,9 +112,9 @@ static void test_builtins_and_options(void) {
   expect_ok("builtin:sphere:32", (const char *[]){"dims        32 x 32 x 32", "type        float32",
                                                   "isovalues   0 ", NULL});
   expect_ok("builtin:fractal:32", (const char *[]){"isovalues   127.5", NULL});
-  expect_ok(fmt_path("--spacing 1,2,3 %s", quoted(shared_path("HeadMRVolume.mhd"))),
+  expect_ok(fmt_path("--spacing 1,2,3 %s", quoted(data_path("HeadMRVolume.mhd"))),
             (const char *[]){"spacing     1 x 2 x 3", NULL});
-  expect_ok(fmt_path("--dims 66x70x123 --type uint8 %s", quoted(shared_path("bolt_70x123x66_uint8.raw"))),
+  expect_ok(fmt_path("--dims 66x70x123 --type uint8 %s", quoted(data_path("bolt_70x123x66_uint8.raw"))),
             (const char *[]){"dims        66 x 70 x 123", NULL});
 }
 
@@ -127,12 +128,12 @@ static void test_nonfinite_voxels_reported(void) {
 }
 
 static void test_bad_input_exits_2(void) {
-  expect_exit_2(quoted(shared_path("nothere.raw")), "nothere.raw", "no such file");
-  expect_exit_2(quoted(shared_data_dir()), "DICOM", NULL);
-  expect_exit_2(fmt_path("--dims 64x64x64 --type uint8 %s", quoted(shared_path("neghip_66x66x66_uint8.raw"))),
+  expect_exit_2(quoted(data_path("nothere.raw")), "nothere.raw", "no such file");
+  expect_exit_2(quoted(test_data_dir()), "DICOM", NULL);
+  expect_exit_2(fmt_path("--dims 64x64x64 --type uint8 %s", quoted(data_path("neghip_66x66x66_uint8.raw"))),
                 "neghip_66x66x66_uint8.raw: 287496 bytes, expected 262144 for 64x64x64 uint8", NULL);
-  expect_exit_2(quoted(shared_path("README.md")), "README.md", "--dims");
-  expect_exit_2(fmt_path("--type uint8 %s", quoted(shared_path("headsq/quarter.nhdr"))),
+  expect_exit_2(quoted(data_path("README.md")), "README.md", "--dims");
+  expect_exit_2(fmt_path("--type uint8 %s", quoted(data_path("headsq/quarter.nhdr"))),
                 "quarter.nhdr", "raw files");
   expect_exit_2("builtin:cube", "builtin:cube", "unknown builtin");
   expect_exit_2("builtin:sphere:4096", "builtin:sphere:4096", "from 2 to 2048");
@@ -144,9 +145,9 @@ static void test_bad_input_exits_2(void) {
 
 int main(void) {
   binary();
-  shared_data_dir();
+  test_data_dir();
   RUN(test_help_exits_0);
-  RUN(test_every_shared_dataset);
+  RUN(test_every_dataset);
   RUN(test_builtins_and_options);
   RUN(test_nonfinite_voxels_reported);
   RUN(test_bad_input_exits_2);

@@ -1,6 +1,7 @@
-/* Every format on the real datasets in the shared data folder: dims, type, spacing, and the
- * voxels compared with what the files hold, read here without the loader (raw twins, slices
- * concatenated, zlib/gzip decompressed directly). Fails when the folder is missing. */
+/* Every format on the real datasets of tests/data/real (plus the shared folder's NIfTI when it
+ * is there): dims, type, spacing, and the voxels compared with what the files hold, read here
+ * without the loader (raw twins, slices concatenated, zlib/gzip decompressed directly). Fails
+ * when tests/data/real is missing. */
 #include <math.h>
 
 #include "tests/data/data_test_util.h"
@@ -34,11 +35,11 @@ static void check_bytes_equal(const ir_volume *v, const unsigned char *expected,
 
 static void test_raw_named_uint8_neghip_matches_file(void) {
   ir_volume v;
-  if (!load_checked(shared_path("neghip_66x66x66_uint8.raw"), &v, 66, 66, 66, IR_VOXEL_UINT8, 1,
+  if (!load_checked(data_path("neghip_66x66x66_uint8.raw"), &v, 66, 66, 66, IR_VOXEL_UINT8, 1,
                     1, 1))
     return;
   size_t n = 0;
-  unsigned char *raw = read_bytes(shared_path("neghip_66x66x66_uint8.raw"), &n);
+  unsigned char *raw = read_bytes(data_path("neghip_66x66x66_uint8.raw"), &n);
   check_bytes_equal(&v, raw, n);
   /* x fastest: voxel (x,y,z) is byte x + 66*(y + 66*z). */
   CHECK_EQ_INT(ir_volume_value_at(&v, 5, 7, 9), raw[5 + 66 * (7 + 66 * 9)]);
@@ -57,11 +58,11 @@ static void test_raw_named_uint8_neghip_matches_file(void) {
 
 static void test_raw_named_uint8_bolt_matches_file(void) {
   ir_volume v;
-  if (!load_checked(shared_path("bolt_70x123x66_uint8.raw"), &v, 70, 123, 66, IR_VOXEL_UINT8, 1,
+  if (!load_checked(data_path("bolt_70x123x66_uint8.raw"), &v, 70, 123, 66, IR_VOXEL_UINT8, 1,
                     1, 1))
     return;
   size_t n = 0;
-  unsigned char *raw = read_bytes(shared_path("bolt_70x123x66_uint8.raw"), &n);
+  unsigned char *raw = read_bytes(data_path("bolt_70x123x66_uint8.raw"), &n);
   check_bytes_equal(&v, raw, n);
   free(raw);
   ir_volume_free(&v);
@@ -69,14 +70,14 @@ static void test_raw_named_uint8_bolt_matches_file(void) {
 
 static void test_raw_named_int16_headsq_range(void) {
   ir_volume v;
-  if (!load_checked(shared_path("headsq_64x64x93_int16.raw"), &v, 64, 64, 93, IR_VOXEL_INT16, 1,
+  if (!load_checked(data_path("headsq_64x64x93_int16.raw"), &v, 64, 64, 93, IR_VOXEL_INT16, 1,
                     1, 1))
     return;
   /* The dataset's README: values 0..3926. */
   CHECK_NEAR(v.value_min, 0, 0);
   CHECK_NEAR(v.value_max, 3926, 0);
   size_t n = 0;
-  unsigned char *raw = read_bytes(shared_path("headsq_64x64x93_int16.raw"), &n);
+  unsigned char *raw = read_bytes(data_path("headsq_64x64x93_int16.raw"), &n);
   check_bytes_equal(&v, raw, n);
   int16_t first;
   memcpy(&first, raw + 2 * (10 + 64 * (20 + 64 * 30)), 2);
@@ -87,11 +88,11 @@ static void test_raw_named_int16_headsq_range(void) {
 
 static void test_raw_named_float32_carotid_range(void) {
   ir_volume v;
-  if (!load_checked(shared_path("carotid_76x49x45_float32.raw"), &v, 76, 49, 45,
+  if (!load_checked(data_path("carotid_76x49x45_float32.raw"), &v, 76, 49, 45,
                     IR_VOXEL_FLOAT32, 1, 1, 1))
     return;
   size_t n = 0;
-  unsigned char *raw = read_bytes(shared_path("carotid_76x49x45_float32.raw"), &n);
+  unsigned char *raw = read_bytes(data_path("carotid_76x49x45_float32.raw"), &n);
   check_bytes_equal(&v, raw, n);
   /* README: speeds 0..580. */
   CHECK(v.value_min >= 0 && v.value_min < 1);
@@ -104,7 +105,7 @@ static void test_raw_flags_override_name(void) {
   ir_volume v;
   char err[IR_ERR_LEN];
   ir_volume_desc opt = {.dims = {66, 70, 123}, .spacing_given = true, .spacing = {0.5f, 1, 2}};
-  ir_status status = load_with(shared_path("bolt_70x123x66_uint8.raw"), &opt, &v, err);
+  ir_status status = load_with(data_path("bolt_70x123x66_uint8.raw"), &opt, &v, err);
   CHECK_MSG(status == IR_OK, "%s", err);
   if (status != IR_OK) return;
   CHECK_EQ_INT(v.dims[0], 66);
@@ -115,23 +116,23 @@ static void test_raw_flags_override_name(void) {
   ir_volume_free(&v);
   /* --type uint16 doubles the expected size: the file no longer fits. */
   opt = (ir_volume_desc){.type_given = true, .type = IR_VOXEL_UINT16};
-  status = load_with(shared_path("bolt_70x123x66_uint8.raw"), &opt, &v, err);
+  status = load_with(data_path("bolt_70x123x66_uint8.raw"), &opt, &v, err);
   CHECK_EQ_INT(status, IR_ERR_INPUT);
   CHECK_STR_CONTAINS(err, "bolt_70x123x66_uint8.raw: 568260 bytes, expected 1136520 for 70x123x66 uint16");
 }
 
 static void test_nrrd_detached_slices_headsq_equal_raw_twin(void) {
   ir_volume v;
-  if (!load_checked(shared_path("headsq/quarter.nhdr"), &v, 64, 64, 93, IR_VOXEL_INT16, 3.2f,
+  if (!load_checked(data_path("headsq/quarter.nhdr"), &v, 64, 64, 93, IR_VOXEL_INT16, 3.2f,
                     3.2f, 1.5f))
     return;
   size_t n = 0;
-  unsigned char *twin = read_bytes(shared_path("headsq_64x64x93_int16.raw"), &n);
+  unsigned char *twin = read_bytes(data_path("headsq_64x64x93_int16.raw"), &n);
   check_bytes_equal(&v, twin, n);
   /* And slice by slice against quarter.1 .. quarter.93 (8192 bytes each). */
   for (int k = 1; k <= 93; k++) {
     size_t m = 0;
-    unsigned char *slice = read_bytes(shared_path(fmt_path("headsq/quarter.%d", k)), &m);
+    unsigned char *slice = read_bytes(data_path(fmt_path("headsq/quarter.%d", k)), &m);
     CHECK_MSG(slice && m == 8192, "quarter.%d", k);
     if (slice && m == 8192)
       CHECK_MSG(memcmp((unsigned char *)v.voxels + (size_t)(k - 1) * 8192, slice, 8192) == 0,
@@ -144,10 +145,10 @@ static void test_nrrd_detached_slices_headsq_equal_raw_twin(void) {
 
 static void test_metaimage_mhd_headmr_equal_raw(void) {
   ir_volume v;
-  if (!load_checked(shared_path("HeadMRVolume.mhd"), &v, 48, 62, 42, IR_VOXEL_UINT8, 4, 4, 4))
+  if (!load_checked(data_path("HeadMRVolume.mhd"), &v, 48, 62, 42, IR_VOXEL_UINT8, 4, 4, 4))
     return;
   size_t n = 0;
-  unsigned char *raw = read_bytes(shared_path("HeadMRVolume.raw"), &n);
+  unsigned char *raw = read_bytes(data_path("HeadMRVolume.raw"), &n);
   check_bytes_equal(&v, raw, n);
   free(raw);
   ir_volume_free(&v);
@@ -155,12 +156,12 @@ static void test_metaimage_mhd_headmr_equal_raw(void) {
 
 static void test_metaimage_zlib_frog_labels_equal_uncompress(void) {
   ir_volume v;
-  if (!load_checked(shared_path("frog/frogtissue.mhd"), &v, 500, 470, 136, IR_VOXEL_UINT8, 1, 1,
+  if (!load_checked(data_path("frog/frogtissue.mhd"), &v, 500, 470, 136, IR_VOXEL_UINT8, 1, 1,
                     1.5f))
     return;
   CHECK_EQ_INT(ir_volume_voxel_count(&v), 31960000);
   size_t zn = 0;
-  unsigned char *z = read_bytes(shared_path("frog/frogtissue.zraw"), &zn);
+  unsigned char *z = read_bytes(data_path("frog/frogtissue.zraw"), &zn);
   uLongf n = 500ul * 470ul * 136ul;
   unsigned char *expected = malloc(n + 1);
   int rc = z && expected ? uncompress(expected, &n, z, (uLong)zn) : Z_MEM_ERROR;
@@ -184,11 +185,14 @@ static void test_metaimage_zlib_frog_labels_equal_uncompress(void) {
 }
 
 static void test_nifti_gz_avg152_equal_gunzip(void) {
+  /* Not in the repository (its licence is not the VTK one): only with the shared folder. */
+  const char *path = shared_file("avg152T1_RL_nifti.nii.gz");
+  if (!path) return;
   ir_volume v;
-  if (!load_checked(shared_path("avg152T1_RL_nifti.nii.gz"), &v, 91, 109, 91, IR_VOXEL_UINT8, 2,
+  if (!load_checked(path, &v, 91, 109, 91, IR_VOXEL_UINT8, 2,
                     2, 2))
     return;
-  gzFile gz = gzopen(shared_path("avg152T1_RL_nifti.nii.gz"), "rb");
+  gzFile gz = gzopen(path, "rb");
   size_t cap = 2u << 20;
   unsigned char *all = malloc(cap);
   int got = gz && all ? gzread(gz, all, (unsigned)cap) : -1;
@@ -213,7 +217,7 @@ static void test_spacing_option_overrides_header(void) {
   ir_volume v;
   char err[IR_ERR_LEN];
   ir_volume_desc opt = {.spacing_given = true, .spacing = {1, 2, 3}};
-  ir_status status = load_with(shared_path("HeadMRVolume.mhd"), &opt, &v, err);
+  ir_status status = load_with(data_path("HeadMRVolume.mhd"), &opt, &v, err);
   CHECK_MSG(status == IR_OK, "%s", err);
   if (status != IR_OK) return;
   CHECK_NEAR(v.spacing[0], 1, 0);
@@ -225,7 +229,7 @@ static void test_spacing_option_overrides_header(void) {
 static void test_stats_headsq_suggests_skin_and_bone(void) {
   ir_volume v;
   char err[IR_ERR_LEN];
-  if (load(shared_path("headsq/quarter.nhdr"), &v, err) != IR_OK) {
+  if (load(data_path("headsq/quarter.nhdr"), &v, err) != IR_OK) {
     CHECK_MSG(false, "%s", err);
     return;
   }
@@ -248,7 +252,7 @@ static void test_stats_headsq_suggests_skin_and_bone(void) {
 static void test_stats_frog_labels_suggest_half_steps(void) {
   ir_volume v;
   char err[IR_ERR_LEN];
-  if (load(shared_path("frog/frogtissue.mhd"), &v, err) != IR_OK) {
+  if (load(data_path("frog/frogtissue.mhd"), &v, err) != IR_OK) {
     CHECK_MSG(false, "%s", err);
     return;
   }
@@ -264,7 +268,7 @@ static void test_stats_frog_labels_suggest_half_steps(void) {
 }
 
 int main(void) {
-  shared_data_dir();
+  test_data_dir();
   RUN(test_raw_named_uint8_neghip_matches_file);
   RUN(test_raw_named_uint8_bolt_matches_file);
   RUN(test_raw_named_int16_headsq_range);

@@ -67,11 +67,11 @@ static void run_and_check(const char *volume, const char *size, int w, int h) {
 static void test_builtin_volume_every_method_every_pipeline(void) { run_and_check("builtin:sphere:64", "160x120", 160, 120); }
 
 static void test_real_volume_every_method_every_pipeline(void) {
-  const char *data = getenv("INKRAY_SHARED_DATA");
+  const char *data = getenv("INKRAY_TEST_DATA");
   char path[512];
-  snprintf(path, sizeof path, "%s/neghip_66x66x66_uint8.raw", data ? data : "../shared/data");
+  snprintf(path, sizeof path, "%s/neghip_66x66x66_uint8.raw", data ? data : "tests/data/real");
   if (!file_exists(path)) {
-    SKIP(test_real_volume_every_method_every_pipeline, "shared data not found");
+    CHECK_MSG(0, "%s not found (INKRAY_TEST_DATA is tests/data/real)", path);
     return;
   }
   run_and_check(path, "128x128", 128, 128);

@@ -305,11 +305,11 @@ static void test_brick_walk_and_bvh_draw_the_same_image(void) {
   }
 }
 
-/* Real datasets beside the project: non-empty images with plausible coverage. */
+/* The real datasets of tests/data/real: non-empty images with plausible coverage. */
 static void test_real_datasets_render(void) {
-  const char *root = getenv("INKRAY_SHARED_DATA");
+  const char *root = getenv("INKRAY_TEST_DATA");
   if (!root || !*root) {
-    printf("  (INKRAY_SHARED_DATA not set: datasets skipped)\n");
+    CHECK_MSG(0, "INKRAY_TEST_DATA is not set (ctest sets it to tests/data/real)");
     return;
   }
   struct {

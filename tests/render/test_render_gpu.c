@@ -225,9 +225,9 @@ static void test_fractal_all_methods_identical(void) {
 }
 
 static void test_real_datasets_all_methods_identical(void) {
-  const char *root = getenv("INKRAY_SHARED_DATA");
+  const char *root = getenv("INKRAY_TEST_DATA");
   if (!root || !*root) {
-    printf("  (INKRAY_SHARED_DATA not set: datasets skipped)\n");
+    CHECK_MSG(0, "INKRAY_TEST_DATA is not set (ctest sets it to tests/data/real)");
     return;
   }
   struct {
