@@ -1,48 +1,53 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build everything, run the GPU test suite (and the CPU tests), run a
-# short benchmark, and print a short summary last. Logs go to $OUT (or ./out) when set.
+# short benchmark, and print a short summary last. Results go to $OUT (or ./out): at most six
+# files (summary.txt, logs.tar.gz with every log, compact-bench.csv, frames.csv, last.png), since a
+# GPU machine hands back only a few. The tests use the datasets in tests/data/real.
 # Usage: scripts/gpu-check.sh [--no-bench]
-# Environment: OUT (logs), INKRAY_BUILD_DIR (default ./build-gpu), INKRAY_CUDA_ARCH (default 90),
-#   INKRAY_SHARED_DATA (the real datasets, when they are not at ../shared/data),
+# Environment: OUT (results), INKRAY_BUILD_DIR (default ./build-gpu), INKRAY_CUDA_ARCH (default 90),
+#   INKRAY_SHARED_DATA (optional extra datasets, default ../shared/data),
 #   INKRAY_CMAKE_ARGS (more configure arguments).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
 mkdir -p "$out"
+logs=$(mktemp -d)
+trap 'tar -czf "$out/logs.tar.gz" -C "$logs" . && rm -rf "$logs"' EXIT
 build=${INKRAY_BUILD_DIR:-$root/build-gpu}
 summary=()
 note() { summary+=("$*"); }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | tee "$logs/gpu.txt"
 t0=$(date +%s)
-args=(-S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${INKRAY_CUDA_ARCH:-90}"
+args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${INKRAY_CUDA_ARCH:-90}"
       -DINKRAY_WINDOW=OFF)
 [[ -n ${INKRAY_SHARED_DATA:-} ]] && args+=(-DINKRAY_SHARED_DATA="$INKRAY_SHARED_DATA")
+[[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1 && args+=(-G Ninja)
 # shellcheck disable=SC2206
 args+=(${INKRAY_CMAKE_ARGS:-})
-if cmake "${args[@]}" >"$out/configure.log" 2>&1 &&
-   cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1; then
+if cmake "${args[@]}" >"$logs/configure.log" 2>&1 &&
+   cmake --build "$build" -j "$(nproc)" >"$logs/build.log" 2>&1; then
   note "build: ok in $(( $(date +%s) - t0 )) s"
 else
-  tail -40 "$out/build.log" "$out/configure.log"
+  tail -40 "$logs/build.log" "$logs/configure.log"
   note "build: FAILED (see build.log)"
-  printf '%s\n' "== summary ==" "${summary[@]}"
+  printf '%s\n' "== summary ==" "${summary[@]}" | tee "$out/summary.txt"
   exit 1
 fi
 
-ctest --test-dir "$build" --output-on-failure -L 'gpu|cpu' -E fuzz >"$out/ctest.log" 2>&1
+ctest --test-dir "$build" --output-on-failure -L 'gpu|cpu' -E fuzz >"$logs/ctest.log" 2>&1
 rc=$?
-grep -E "tests passed|tests failed|\*\*\*" "$out/ctest.log" | tail -20
-note "tests: $(grep -E 'tests passed' "$out/ctest.log" | tail -1) (rc $rc)"
+grep -E "tests passed|tests failed|\*\*\*" "$logs/ctest.log" | tail -20
+note "tests: $(grep -E 'tests passed' "$logs/ctest.log" | tail -1) (rc $rc)"
 
 if [[ ${1:-} != --no-bench ]]; then
-  "$build/inkray" compact-bench --quick --csv "$out/compact-bench.csv" >"$out/compact-bench.txt" 2>&1
+  "$build/inkray" compact-bench --quick --csv "$out/compact-bench.csv" >"$logs/compact-bench.txt" 2>&1
   note "compact-bench: rc $? ($(wc -l <"$out/compact-bench.csv" 2>/dev/null || echo 0) csv rows)"
-  tail -30 "$out/compact-bench.txt"
+  tail -30 "$logs/compact-bench.txt"
   "$build/inkray" --headless --frames 50 --size 1024x1024 --method all --pipeline both --orbit 8 \
-    --csv "$out/frames.csv" --png "$out/last.png" builtin:fractal:256 >"$out/headless.txt" 2>&1
+    --csv "$out/frames.csv" --png "$out/last.png" builtin:fractal:256 >"$logs/headless.txt" 2>&1
   note "headless: rc $?"
-  tail -20 "$out/headless.txt"
+  tail -20 "$logs/headless.txt"
 fi
-printf '%s\n' "== summary ==" "$(cat "$out/gpu.txt")" "${summary[@]}"
+printf '%s\n' "== summary ==" "$(cat "$logs/gpu.txt")" "${summary[@]}" | tee "$out/summary.txt"
 exit $rc
