@@ -33,6 +33,11 @@ bool cli_parse_size2(const char *text, int *w, int *h);
 bool cli_parse_int(const char *text, long min, long max, long *out);
 bool cli_parse_float(const char *text, double *out);
 
+/* Checks before any work starts that `path` can be written as the output of `option` (--png,
+ * --csv, ...): not a folder, its folder exists and is writable. Returns false with one line in
+ * `err` ("--png '/no/such/x.png': folder /no/such does not exist") otherwise. */
+bool cli_check_output_path(const char *option, const char *path, char err[IR_ERR_LEN]);
+
 /* Loads the volume named by desc (or IR_DEFAULT_VOLUME when desc->source is NULL), printing
  * the error as "inkray: MESSAGE" on failure and the volume's note (other DICOM series, spacing
  * used, float64 rounded) as "inkray: NAME: NOTE" on success. Returns the exit status to use (0

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 bool cli_parse_int(const char *text, long min, long max, long *out) {
@@ -145,6 +146,47 @@ void cli_print_volume_options(FILE *to) {
   fputs(" with NAME one of:", to);
   for (int k = 0; names && names[k]; k++) fprintf(to, " %s", names[k]);
   fprintf(to, ".\nWith no VOLUME: %s.\n", IR_DEFAULT_VOLUME);
+}
+
+bool cli_check_output_path(const char *option, const char *path, char err[IR_ERR_LEN]) {
+  struct stat st;
+  if (!path || !*path) {
+    snprintf(err, IR_ERR_LEN, "%s: empty file name", option);
+    return false;
+  }
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      snprintf(err, IR_ERR_LEN, "%s '%s': is a folder; give a file name", option, path);
+      return false;
+    }
+    if (access(path, W_OK) != 0) {
+      snprintf(err, IR_ERR_LEN, "%s '%s': cannot write: %s", option, path, strerror(errno));
+      return false;
+    }
+    return true;
+  }
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  if (!slash) {
+    snprintf(dir, sizeof dir, ".");
+  } else {
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir) {
+      snprintf(err, IR_ERR_LEN, "%s: path too long", option);
+      return false;
+    }
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+  }
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    snprintf(err, IR_ERR_LEN, "%s '%s': folder %.200s does not exist", option, path, dir);
+    return false;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    snprintf(err, IR_ERR_LEN, "%s '%s': cannot write in folder %.200s: %s", option, path, dir, strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 int cli_load_volume(ir_volume_desc *desc, ir_volume *out) {

@@ -38,6 +38,7 @@
 typedef struct hl_options {
   ir_volume_desc volume;
   ir_device device;
+  bool device_given;
   int width, height;
   int frames, warmup, orbit;
   bool size_given, frames_given, warmup_given, orbit_given;
@@ -298,6 +299,7 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     int rc = 0;
     if (strcmp(opt, "--device") == 0) {
       if (!ir_device_parse(value, &o->device)) rc = bad_option("--device '%s': use gpu or cpu%s", value, "");
+      o->device_given = true;
     } else if (strcmp(opt, "--frames") == 0) {
       rc = parse_count(opt, value, 1, 1000000, &o->frames);
       o->frames_given = true;
@@ -335,15 +337,32 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     }
     if (rc) return rc;
   }
+  if (given == 0) o->png_path = "inkray.png";
+  if (o->verify && o->device == IR_DEVICE_CPU)
+    return bad_option("--verify compares the GPU with the CPU renderer; it needs --device gpu%s%s", "", "");
+  return -1;
+}
+
+/* Defaults that depend on the device, once it is known (after the fallback to the CPU). */
+static void apply_device_defaults(hl_options *o) {
   /* The CPU reference renderer is tens of times slower: its defaults finish in seconds. */
   bool cpu = o->device == IR_DEVICE_CPU;
   if (!o->size_given) o->width = o->height = cpu ? 256 : 512;
   if (!o->frames_given) o->frames = cpu ? 4 : 20;
   if (!o->warmup_given) o->warmup = cpu ? 1 : 3;
   if (!o->orbit_given) o->orbit = cpu ? 4 : 8;
-  if (given == 0) o->png_path = "inkray.png";
-  if (o->verify && cpu) return bad_option("--verify compares the GPU with the CPU renderer; it needs --device gpu%s%s", "", "");
-  return -1;
+}
+
+/* Output files are checked before the volume is loaded or a frame rendered: a typo in a folder
+ * name should not cost a whole run. */
+static int check_outputs(const hl_options *o) {
+  char err[IR_ERR_LEN] = {0};
+  if ((o->png_path && !cli_check_output_path("--png", o->png_path, err)) ||
+      (o->csv_path && !cli_check_output_path("--csv", o->csv_path, err))) {
+    fprintf(stderr, "inkray: %s\n", err);
+    return 2;
+  }
+  return 0;
 }
 
 /* ---- Statistics ------------------------------------------------------------------------------- */
@@ -644,6 +663,19 @@ static void print_summary(const hl_options *o, const hl_result *results, int n) 
            r->p95_ms, r->sd_ms, 1000.0 / r->mean_ms, 1000.0 / r->median_ms);
   }
   if (!o->stage_pass) return;
+  if (o->device == IR_DEVICE_CPU) {
+    /* The CPU renderer does each ray's whole march in one go: there are no stages to time, only
+     * the rounds and ray counts of the diagnostic pass. */
+    printf("\nper-stage split: GPU only (the CPU reference renderer times whole frames); ray counts "
+           "from %d frame%s, one per view, means\n", o->orbit, o->orbit == 1 ? "" : "s");
+    printf("%-10s %-8s %-13s %6s %9s %9s\n", "isovalue", "pipeline", "method", "rounds", "rays", "hits");
+    for (int k = 0; k < n; k++) {
+      const hl_result *r = &results[k];
+      printf("%-10.5g %-8s %-13s %6.1f %9.0f %9.0f\n", r->config.isovalue, ir_pipeline_name(r->config.pipeline),
+             method_label(&r->config), r->stages.iterations, r->stages.rays_generated, r->stages.rays_hit);
+    }
+    return;
+  }
   printf("\nper-stage split in ms (diagnostic pass with per-stage timing; the GPU runs each frame again with events "
          "between stages; %d frame%s, one per view; means; they need not add up to a timed frame; the single kernel's "
          "and the plain caster's one kernel under shade; the multi pipeline shades inside intersect)\n",
@@ -815,6 +847,20 @@ int app_headless_main(int argc, char **argv) {
   }
   if (rc >= 0) return rc;
   if (app_dist_requested()) return run_distributed(argc, argv, &o);
+
+  if ((rc = check_outputs(&o)) != 0) return rc;
+  /* Like the window: with no CUDA device the default GPU renderer gives way to the CPU one.
+   * An explicit --device gpu (or --verify) still needs the GPU: its timings mean the GPU. */
+  if (o.device == IR_DEVICE_GPU && !o.device_given && !o.verify) {
+    int devices = 0;
+    cudaError_t e = cudaGetDeviceCount(&devices);
+    if (e != cudaSuccess || devices == 0) {
+      fprintf(stderr, "inkray: no CUDA device (%s); using the CPU reference renderer\n",
+              e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+      o.device = IR_DEVICE_CPU;
+    }
+  }
+  apply_device_defaults(&o);
 
   char device_line[512] = "CPU reference renderer";
   if (o.device == IR_DEVICE_GPU && (rc = describe_gpu(device_line, sizeof device_line)) != 0) return rc;

@@ -291,6 +291,12 @@ static int check_script_keys(const wnd_script *script, const char *path) {
               path, ev->line, ev->key);
       return 2;
     }
+    /* Screenshot files are checked now, not when the window gets there. */
+    char err[IR_ERR_LEN] = {0};
+    if (ev->kind == WND_EVENT_SCREENSHOT && ev->path[0] && !cli_check_output_path("screenshot", ev->path, err)) {
+      fprintf(stderr, "inkray: %s:%d: %s\n", path, ev->line, err);
+      return 2;
+    }
   }
   return 0;
 }

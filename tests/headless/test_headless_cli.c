@@ -1,6 +1,9 @@
 /* inkray --headless through the built binary on the CPU renderer: the files it writes (PNG of the
  * asked size, CSV with fixed columns and one row per frame), option errors (exit 2, one line),
- * and every compaction method name of the table accepted. */
+ * output paths checked before any work, the fallback to the CPU without a GPU, and every
+ * compaction method name of the table accepted. */
+#include <cuda_runtime_api.h>
+
 #include "compaction/compaction.h"
 #include "tests/check.h"
 #include "tests/headless/run_inkray.h"
@@ -12,6 +15,11 @@ static const char *const expected_columns[] = {
     "rays_hit", "traverse_rays", "intersect_rays", "traverse_iter_ms", "intersect_iter_ms", NULL};
 
 static run_result result;
+
+static bool gpu_present(void) {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
 
 static void join(char *out, size_t cap, const char *dir, const char *name) { snprintf(out, cap, "%s/%s", dir, name); }
 
@@ -171,13 +179,48 @@ static void test_missing_volume_file_exits_2(void) {
   CHECK_STR_CONTAINS(result.output, "/nonexistent/volume_8x8x8_uint8.raw");
 }
 
-static void test_unwritable_png_is_a_runtime_error_naming_the_file(void) {
-  const char *args[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
-                        "--size", "8x8", "--no-stages", "--png", "/nonexistent-folder/x.png",
-                        "builtin:sphere:8", NULL};
+/* Output paths are checked before anything is loaded or rendered: the volume named here does not
+ * exist, so a message about the output proves the check came first. */
+static void test_unwritable_outputs_are_refused_before_any_work(void) {
+  static const char *const cases[][2] = {{"--png", "/nonexistent-folder/x.png"},
+                                         {"--csv", "/nonexistent-folder/x.csv"},
+                                         {"--png", "/"}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const char *args[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
+                          "--size", "8x8", cases[k][0], cases[k][1], "/nonexistent/volume_8x8x8_uint8.raw", NULL};
+    run_inkray(NULL, args, &result);
+    CHECK_MSG(result.status == 2, "%s %s: exit %d, expected 2", cases[k][0], cases[k][1], result.status);
+    CHECK_STR_CONTAINS(result.output, cases[k][0]);
+    CHECK_STR_CONTAINS(result.output, cases[k][1]);
+    CHECK_MSG(line_count(result.output) == 1, "expected one line, got: %s", result.output);
+  }
+}
+
+/* The CPU renderer has no stages to time: the summary says so instead of a table of zeros, and
+ * still reports the rounds and ray counts of the diagnostic pass. */
+static void test_cpu_run_says_the_stage_split_is_gpu_only(void) {
+  const char *args[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "2",
+                        "--size", "24x24", "builtin:sphere:16", NULL};
+  run_inkray(NULL, args, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "per-stage split: GPU only");
+  CHECK_MSG(strstr(result.output, "intersect") == NULL && strstr(result.output, "bvh") == NULL,
+            "stage columns printed for a CPU run: %s", result.output);
+  CHECK_STR_CONTAINS(result.output, "rounds");
+}
+
+/* An explicit --device gpu means GPU timings: without a device it stops (one line pointing to
+ * --device cpu) instead of falling back. */
+static void test_explicit_gpu_without_a_device_is_not_replaced(void) {
+  if (gpu_present()) {
+    printf("  (a CUDA device is present: nothing to check)\n");
+    return;
+  }
+  const char *args[] = {"--headless", "--device", "gpu", "--frames", "1", "builtin:sphere:8", NULL};
   run_inkray(NULL, args, &result);
   CHECK_EQ_INT(result.status, 1);
-  CHECK_STR_CONTAINS(result.output, "/nonexistent-folder/x.png");
+  CHECK_STR_CONTAINS(result.output, "--device cpu");
+  CHECK_EQ_INT(line_count(result.output), 1);
 }
 
 static void test_help_lists_the_options_and_exits_0(void) {
@@ -190,26 +233,27 @@ static void test_help_lists_the_options_and_exits_0(void) {
 }
 
 /* The no-display fallback with no options: a quick GPU run that writes inkray.png, or, with no
- * GPU, one line that points to --device cpu and exit 1. */
-static void test_no_options_renders_or_points_to_the_cpu(void) {
+ * GPU, the same run on the CPU renderer (its defaults: 256x256) after a one-line note. */
+static void test_no_options_renders_on_the_gpu_or_falls_back_to_the_cpu(void) {
   char dir[64], png[128];
   make_scratch(dir);
   join(png, sizeof png, dir, "inkray.png");
   const char *args[] = {"--headless", NULL};
   run_inkray(dir, args, &result);
-  if (result.status == 0) {
-    int w = 0, h = 0, channels = 0;
-    unsigned char *pixels = read_png(png, &w, &h, &channels);
-    CHECK_MSG(pixels != NULL, "no inkray.png after a run with no options");
-    if (pixels) {
-      CHECK_EQ_INT(w, 512);
-      CHECK_EQ_INT(h, 512);
-      stbi_image_free(pixels);
-    }
-  } else {
-    CHECK_EQ_INT(result.status, 1);
-    CHECK_STR_CONTAINS(result.output, "--device cpu");
-    CHECK(!file_exists(png));
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  bool gpu = gpu_present();
+  if (!gpu) {
+    CHECK_STR_CONTAINS(result.output, "no CUDA device");
+    CHECK_STR_CONTAINS(result.output, "using the CPU reference renderer");
+    CHECK_STR_CONTAINS(result.output, "inkray headless: CPU reference renderer");
+  }
+  int w = 0, h = 0, channels = 0;
+  unsigned char *pixels = read_png(png, &w, &h, &channels);
+  CHECK_MSG(pixels != NULL, "no inkray.png after a run with no options");
+  if (pixels) {
+    CHECK_EQ_INT(w, gpu ? 512 : 256);
+    CHECK_EQ_INT(h, gpu ? 512 : 256);
+    stbi_image_free(pixels);
   }
   remove_scratch(dir);
 }
@@ -222,8 +266,10 @@ int main(void) {
   RUN(test_bad_options_exit_2_with_one_line);
   RUN(test_unknown_method_lists_the_valid_ones);
   RUN(test_missing_volume_file_exits_2);
-  RUN(test_unwritable_png_is_a_runtime_error_naming_the_file);
+  RUN(test_unwritable_outputs_are_refused_before_any_work);
+  RUN(test_cpu_run_says_the_stage_split_is_gpu_only);
+  RUN(test_explicit_gpu_without_a_device_is_not_replaced);
   RUN(test_help_lists_the_options_and_exits_0);
-  RUN(test_no_options_renders_or_points_to_the_cpu);
+  RUN(test_no_options_renders_on_the_gpu_or_falls_back_to_the_cpu);
   return check_summary();
 }
