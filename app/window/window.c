@@ -562,11 +562,26 @@ static void choose_isovalue(win_state *s, const win_options *o) {
   s->iso = stats.suggested_count > 0 ? stats.suggested_isovalues[0] : s->volume.value_min + range / 2;
 }
 
-static int open_window(win_state *s, const win_options *o) {
+/* Before anything is loaded: a display that cannot be opened is one line and exit 1. */
+static int init_video(void) {
+  /* DISPLAY set, no Wayland and no driver asked for: the window is for that X server. Left to
+   * itself SDL would try the other video drivers when the server does not answer and end on an
+   * invisible offscreen surface that runs until killed. */
+  const char *x = getenv("DISPLAY"), *wayland = getenv("WAYLAND_DISPLAY"), *driver = getenv("SDL_VIDEODRIVER");
+  bool x_only = x && *x && !(wayland && *wayland) && !(driver && *driver);
+  if (x_only) SDL_SetHint(SDL_HINT_VIDEODRIVER, "x11");
   if (SDL_Init(SDL_INIT_VIDEO) != 0) {
-    fprintf(stderr, "inkray: cannot open a window: %s (or run inkray --headless)\n", SDL_GetError());
+    if (x_only)
+      fprintf(stderr, "inkray: cannot open a window: no X server answers at DISPLAY=%s (%s); unset DISPLAY "
+                      "or run inkray --headless\n", x, SDL_GetError());
+    else
+      fprintf(stderr, "inkray: cannot open a window: %s (or run inkray --headless)\n", SDL_GetError());
     return 1;
   }
+  return 0;
+}
+
+static int open_window(win_state *s, const win_options *o) {
   SDL_GL_SetAttribute(SDL_GL_CONTEXT_MAJOR_VERSION, 3);
   SDL_GL_SetAttribute(SDL_GL_CONTEXT_MINOR_VERSION, 3);
   SDL_GL_SetAttribute(SDL_GL_CONTEXT_PROFILE_MASK, SDL_GL_CONTEXT_PROFILE_CORE);
@@ -679,7 +694,8 @@ int app_window_main(int argc, char **argv) {
     wnd_script_free(&script.script);
     return 1;
   }
-  rc = cli_load_volume(&o.volume, &s.volume);
+  rc = init_video();
+  if (rc == 0) rc = cli_load_volume(&o.volume, &s.volume);
   if (rc == 0) {
     choose_isovalue(&s, &o);
     rc = create_renderer(&s, &o);
