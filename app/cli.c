@@ -192,7 +192,9 @@ bool cli_check_output_path(const char *option, const char *path, char err[IR_ERR
 int cli_load_volume(ir_volume_desc *desc, ir_volume *out) {
   char err[IR_ERR_LEN] = {0};
   if (!desc->source) desc->source = IR_DEFAULT_VOLUME;
-  desc->show_progress = isatty(STDERR_FILENO);
+  /* Big loads always report progress on stderr: in place on a terminal, else a line every few
+   * seconds (a log or CI shows that a long load is alive). */
+  desc->show_progress = true;
   ir_status status = ir_volume_load(desc, out, err);
   if (status != IR_OK) {
     fprintf(stderr, "inkray: %s\n", err);

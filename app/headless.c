@@ -872,6 +872,7 @@ int app_headless_main(int argc, char **argv) {
 
   hl_state st;
   memset(&st, 0, sizeof st);
+  if (o.quiet) o.volume.progress_min_bytes = SIZE_MAX; /* --quiet: no load progress either */
   if ((rc = cli_load_volume(&o.volume, &st.volume)) != 0) return rc;
   resolve_isovalues(&st.volume, &o);
 

@@ -13,8 +13,8 @@
 static void print_usage(FILE *to) {
   fputs("Usage: inkray info [VOLUME OPTIONS] VOLUME\n"
         "Loads VOLUME and prints its dims, voxel type, spacing, size in bytes, value range,\n"
-        "count of non-finite (NaN/Inf) voxels, a histogram of its values and isovalues likely\n"
-        "to show structure (best first). Exit status: 0 done, 2 bad input, 1 runtime failure.\n"
+        "count of non-finite (NaN/Inf) voxels, the up axis the header gives, a histogram of its\n"
+        "values and isovalues likely to show structure (best first). Exit status: 0 done, 2 bad input, 1 runtime failure.\n"
         "\n",
         to);
   cli_print_volume_options(to);
@@ -69,14 +69,26 @@ static void print_info(const ir_volume *v, const char *source) {
   if (v->modality[0]) printf("modality    %s\n", v->modality);
   if (v->description[0]) printf("description %s\n", v->description);
   print_bytes(v->bytes);
-  printf("range       %.9g .. %.9g\n", s.min, s.max);
-  printf("mean        %.6g\n", s.mean);
+  /* A float volume can be NaN/Inf throughout: it has no range and nothing to suggest. */
+  bool no_finite = v->nonfinite_count > 0 && v->nonfinite_count == ir_volume_voxel_count(v);
+  if (no_finite)
+    printf("range       none: every voxel is NaN or Inf\n");
+  else
+    printf("range       %.9g .. %.9g\n", s.min, s.max);
+  if (!no_finite) printf("mean        %.6g\n", s.mean);
   printf("non-finite  %zu%s\n", s.nonfinite_count,
          s.nonfinite_count ? " (NaN/Inf voxels; rendered as empty)" : "");
+  if (v->up_axis != IR_AXIS_NONE)
+    printf("up          %s (from the %s)\n", ir_axis_name(v->up_axis), v->up_source);
+  else
+    printf("up          not in the file (the orbit keeps +z up; --up changes it)\n");
   if (s.max > s.min) print_histogram(&s);
   printf("isovalues  ");
   for (int k = 0; k < s.suggested_count; k++) printf(" %.6g", s.suggested_isovalues[k]);
-  printf("%s\n", s.suggested_count ? " (best first)" : " none: the volume holds a single value");
+  if (s.suggested_count)
+    printf(" (best first)\n");
+  else
+    printf("%s\n", no_finite ? " none: no finite values" : " none: the volume holds a single value");
 }
 
 int app_info_main(int argc, char **argv) {

@@ -287,7 +287,7 @@ ir_status ir_load_builtin(const ir_volume_desc *desc, ir_volume *out, char err[I
     ir_volume_header_only(out, dims, b->type, desc->spacing_given ? desc->spacing : unit, name);
     return IR_OK;
   }
-  status = ir_volume_allocate(out, size, b->type, src, err);
+  status = ir_volume_allocate(out, size, b->type, desc, src, err);
   if (status != IR_OK) return status;
   box_job job = {.n = n, .out = out->voxels};
   memcpy(job.off, off, sizeof job.off);

@@ -132,7 +132,7 @@ ir_status ir_volume_from_samples(ir_volume *out, const size_t dims[3], void *sam
                             ir_sample_name(type), lo, hi, rescaled ? " after rescaling" : "");
     }
   }
-  ir_status status = ir_volume_allocate(out, dims, target, path, err);
+  ir_status status = ir_volume_allocate(out, dims, target, NULL, path, err);
   if (status != IR_OK) {
     free(samples);
     return status;

@@ -409,7 +409,7 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
   double spacing[3] = {first.pixel_spacing[1], first.pixel_spacing[0], slice_spacing};
   double origin[3] = {first.position[0], first.position[1], first.position[2]};
   ir_progress progress;
-  ir_progress_begin(&progress, desc->show_progress, ir_display_name(src), bytes);
+  ir_progress_begin(&progress, desc, ir_display_name(src), bytes);
   for (size_t i = 0; i < slices.size() && status == IR_OK; i++) {
     gdcm::Image image;
     status = read_pixels(slices[i], src, type, slice_bytes, samples + i * slice_bytes,

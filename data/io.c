@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "data/volume_internal.h"
@@ -75,9 +77,22 @@ char *ir_path_join_dir(const char *base, const char *rel) {
 }
 
 /* ---- Progress ------------------------------------------------------------------------------ */
-void ir_progress_begin(ir_progress *p, bool show, const char *name, size_t total) {
-  *p = (ir_progress){.enabled = show && total >= IR_PROGRESS_MIN_BYTES, .name = name,
-                     .total = total, .shown_percent = -1};
+#define PROGRESS_DEFAULT_INTERVAL_MS 5000u
+
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void ir_progress_begin(ir_progress *p, const ir_volume_desc *desc, const char *name, size_t total) {
+  size_t min_bytes = desc->progress_min_bytes ? desc->progress_min_bytes : IR_PROGRESS_MIN_BYTES;
+  unsigned interval_ms = desc->progress_interval_ms ? desc->progress_interval_ms : PROGRESS_DEFAULT_INTERVAL_MS;
+  *p = (ir_progress){.enabled = desc->show_progress && total >= min_bytes, .name = name, .total = total,
+                     .shown_percent = -1, .interval_s = interval_ms / 1000.0};
+  if (!p->enabled) return;
+  p->terminal = isatty(STDERR_FILENO);
+  p->start_s = p->last_line_s = now_seconds();
 }
 
 void ir_progress_add(ir_progress *p, size_t bytes) {
@@ -86,15 +101,30 @@ void ir_progress_add(ir_progress *p, size_t bytes) {
   int percent = (int)(100.0 * (double)p->done / (double)p->total);
   if (percent > 100) percent = 100;
   if (percent == p->shown_percent) return;
+  if (p->terminal) {
+    p->shown_percent = percent;
+    fprintf(stderr, "\rloading %s: %3d%%", p->name, percent);
+    fflush(stderr);
+    return;
+  }
+  double now = now_seconds();
+  if (now - p->last_line_s < p->interval_s) return;
   p->shown_percent = percent;
-  fprintf(stderr, "\rloading %s: %3d%%", p->name, percent);
+  p->last_line_s = now;
+  p->printed = true;
+  fprintf(stderr, "loading %s: %d%% of %zu bytes, %.0f s\n", p->name, percent, p->total, now - p->start_s);
   fflush(stderr);
 }
 
 void ir_progress_end(ir_progress *p) {
-  if (!p || !p->enabled || p->shown_percent < 0) return;
-  fputc('\n', stderr);
+  if (!p || !p->enabled) return;
+  if (p->terminal && p->shown_percent >= 0) fputc('\n', stderr);
+  /* A log that said the load was under way also says when it ended. */
+  if (!p->terminal && p->printed)
+    fprintf(stderr, "loading %s: done, %zu of %zu bytes in %.0f s\n", p->name, p->done, p->total,
+            now_seconds() - p->start_s);
   p->shown_percent = -1;
+  p->printed = false;
 }
 
 /* ---- Payloads -------------------------------------------------------------------------------- */
@@ -264,16 +294,21 @@ bool ir_header_add_file(ir_header *h, const char *name, size_t len) {
   return true;
 }
 
-/* Positions f at the first voxel of one data file (raw encoding) and checks its size. */
-static ir_status seek_plain(FILE *f, const char *what, const ir_header *h, size_t file_size,
-                            size_t offset, size_t bytes, size_t *start, char err[IR_ERR_LEN]) {
-  if (h->skip_to_end) {
-    if (file_size < bytes)
+/* Checks that a raw data file of file_size bytes holds `bytes` of voxels after `offset` (the
+ * header, byte skip); with line skips still to come, the offset is a lower bound. On success
+ * *start is where the voxels begin (known only without line skips or with skip_to_end). */
+static ir_status check_plain_size(const ir_header *h, const char *what, size_t file_size, size_t offset,
+                                  size_t bytes, bool offset_exact, size_t *start, char err[IR_ERR_LEN]) {
+  if (h->skip_to_end || !offset_exact) {
+    size_t need = h->skip_to_end ? bytes : offset + bytes;
+    if (file_size < need || need < bytes)
       return ir_input_error(err, what, "%zu bytes, expected at least %zu for %zux%zux%zu %s",
-                            file_size, bytes, h->dims[0], h->dims[1], h->dims[2],
+                            file_size, need, h->dims[0], h->dims[1], h->dims[2],
                             ir_voxel_type_name(h->type));
-    offset = file_size - bytes;
-  } else if (file_size < offset || file_size - offset != bytes) {
+    if (start) *start = h->skip_to_end ? file_size - bytes : offset;
+    return IR_OK;
+  }
+  if (file_size < offset || file_size - offset != bytes) {
     if (h->file_count > 1)
       return ir_input_error(err, what,
                             "%zu bytes, expected %zu (%zu header + %zu data: one of %zu files of "
@@ -288,10 +323,45 @@ static ir_status seek_plain(FILE *f, const char *what, const ir_header *h, size_
     return ir_input_error(err, what, "%zu bytes, expected %zu for %zux%zux%zu %s", file_size,
                           bytes, h->dims[0], h->dims[1], h->dims[2], ir_voxel_type_name(h->type));
   }
-  if (fseeko(f, (off_t)offset, SEEK_SET) != 0)
-    return ir_input_error(err, what, "cannot seek to byte %zu", offset);
-  *start = offset;
+  if (start) *start = offset;
   return IR_OK;
+}
+
+/* deflate packs at most about 1032:1; a compressed payload smaller than this cannot hold the
+ * voxels the header promises, whatever it decompresses to. */
+#define DEFLATE_MAX_RATIO 1032u
+
+static ir_status check_compressed_size(const ir_header *h, const char *what, size_t compressed,
+                                       size_t bytes, size_t skip, char err[IR_ERR_LEN]) {
+  size_t ceiling = compressed > (SIZE_MAX - 1024) / DEFLATE_MAX_RATIO ? SIZE_MAX
+                                                                       : compressed * DEFLATE_MAX_RATIO + 1024;
+  if (bytes <= ceiling && skip <= ceiling - bytes) return IR_OK;
+  return ir_input_error(err, what,
+                        "%zu bytes of compressed data cannot hold the %zu bytes of %zux%zux%zu %s "
+                        "(deflate packs at most %u:1): the header's sizes are wrong",
+                        compressed, bytes, h->dims[0], h->dims[1], h->dims[2],
+                        ir_voxel_type_name(h->type), DEFLATE_MAX_RATIO);
+}
+
+/* Positions f at the first voxel of one data file (raw encoding) and checks its size. */
+static ir_status seek_plain(FILE *f, const char *what, const ir_header *h, size_t file_size,
+                            size_t offset, size_t bytes, size_t *start, char err[IR_ERR_LEN]) {
+  ir_status status = check_plain_size(h, what, file_size, offset, bytes, true, start, err);
+  if (status != IR_OK) return status;
+  if (fseeko(f, (off_t)*start, SEEK_SET) != 0)
+    return ir_input_error(err, what, "cannot seek to byte %zu", *start);
+  return IR_OK;
+}
+
+/* Before anything is allocated: can this data file hold its share of the voxels? */
+static ir_status precheck_file(const ir_header *h, const char *what, size_t file_size, size_t base_offset,
+                               size_t share, char err[IR_ERR_LEN]) {
+  size_t offset = base_offset + h->file_skip;
+  if (h->encoding == IR_ENCODING_RAW)
+    return check_plain_size(h, what, file_size, offset, share, h->line_skip == 0, NULL, err);
+  if (offset > file_size)
+    return ir_input_error(err, what, "%zu bytes, shorter than the %zu bytes to skip", file_size, offset);
+  return check_compressed_size(h, what, file_size - offset, share, h->inflated_skip, err);
 }
 
 /* Skips NRRD "line skip" lines; returns the byte offset after them. */
@@ -459,6 +529,9 @@ static ir_status finish_read(const ir_header *h, const char *path, const ir_volu
     }
   }
   memcpy(out->spacing, desc->spacing_given ? desc->spacing : h->spacing, sizeof out->spacing);
+  out->up_axis = h->up_axis;
+  if (h->up_axis != IR_AXIS_NONE && h->up_source)
+    snprintf(out->up_source, sizeof out->up_source, "%s", h->up_source);
   ir_volume_finish(out, ir_display_name(path));
   return IR_OK;
 }
@@ -550,7 +623,12 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
     return IR_OK;
   }
   bool box = ir_region_is_partial(h->dims, box_size);
-  status = ir_volume_allocate(out, box_size, h->type, path, err);
+  /* The compressed file must be able to hold the voxels before any memory is taken for them. */
+  size_t file_size = 0;
+  status = ir_check_file(path, &file_size, err);
+  if (status == IR_OK) status = check_compressed_size(h, path, file_size, bytes, offset, err);
+  if (status != IR_OK) return status;
+  status = ir_volume_allocate(out, box_size, h->type, desc, path, err);
   if (status != IR_OK) return status;
   memcpy(out->full_dims, h->dims, sizeof out->full_dims);
   memcpy(out->origin, box_off, sizeof out->origin);
@@ -565,7 +643,7 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
                             offset, ir_gz_reason(gz, path));
   }
   ir_progress progress;
-  ir_progress_begin(&progress, desc->show_progress, ir_display_name(path), bytes);
+  ir_progress_begin(&progress, desc, ir_display_name(path), bytes);
   if (status == IR_OK && !box) status = gz_read_exact(gz, path, out->voxels, out->bytes, &progress, err);
   if (status == IR_OK && box) status = gz_read_box(gz, path, h, box_off, box_size, bytes, out, &progress, err);
   ir_progress_end(&progress);
@@ -624,7 +702,16 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
     if (ir_check_file(paths[i], NULL, sub) != IR_OK)
       status = ir_input_error(err, header_path, "data file %s", sub);
   }
-  if (status == IR_OK) status = ir_volume_allocate(out, box_size, h->type, header_path, err);
+  /* Sizes before the allocation: a header (or a file name) that promises more voxels than its
+   * files can hold fails here, naming both numbers, instead of allocating first. */
+  for (size_t i = 0; i < files && status == IR_OK; i++) {
+    const char *file = h->file_count ? paths[i] : header_path;
+    size_t file_size = 0;
+    status = ir_check_file(file, &file_size, err);
+    if (status == IR_OK)
+      status = precheck_file(h, file, file_size, h->file_count ? 0 : h->data_offset, bytes / files, err);
+  }
+  if (status == IR_OK) status = ir_volume_allocate(out, box_size, h->type, desc, header_path, err);
   if (status == IR_OK) {
     ir_region_sink sink = {.elem = ir_voxel_type_size(h->type), .dst = out->voxels};
     memcpy(sink.dims, h->dims, sizeof sink.dims);
@@ -633,8 +720,7 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
     ir_progress progress;
     size_t share = bytes / files;
     bool compressed = h->encoding != IR_ENCODING_RAW;
-    ir_progress_begin(&progress, desc->show_progress, ir_display_name(header_path),
-                      box && !compressed ? out->bytes : bytes);
+    ir_progress_begin(&progress, desc, ir_display_name(header_path), box && !compressed ? out->bytes : bytes);
     if (box && !compressed) {
       status = read_box_plain(h, paths, header_path, share, &sink, &progress, err);
     } else {

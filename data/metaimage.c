@@ -6,8 +6,10 @@
  * MET_FLOAT), ElementNumberOfChannels (1), ElementByteOrderMSB / BinaryDataByteOrderMSB,
  * BinaryData (True), CompressedData (zlib), ElementSpacing (else ElementSize), HeaderSize
  * (bytes before the data in each file; -1: data at the end), ElementDataFile (LOCAL, a file,
- * a "fmt first last step" pattern, or LIST followed by one name a line). Other keys (transform,
- * offset, orientation, comments) do not change the voxels and are ignored. */
+ * a "fmt first last step" pattern, or LIST followed by one name a line); AnatomicalOrientation,
+ * else TransformMatrix, for the volume's up axis (the one toward superior). Other keys (offset,
+ * centre of rotation, comments) do not change the voxels and are ignored. */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,7 +49,30 @@ static bool meta_type(const char *value, ir_voxel_type *out) {
 typedef struct meta_seen {
   bool ndims, dims, type, spacing, data_file, compressed;
   long header_size;
+  ir_axis orientation_up; /* from AnatomicalOrientation */
+  bool transform;         /* TransformMatrix given, rows in dirs */
+  double dirs[3][3];
 } meta_seen;
+
+/* AnatomicalOrientation as ITK writes it: one letter per index axis naming the side the axis
+ * comes from ("RAI": x from right to left, y from anterior to posterior, z from inferior to
+ * superior, the identity in ITK's LPS space). The axis lettered I points up, S down. Returns
+ * false on anything but three distinct axis letters. */
+static bool meta_orientation_up(const char *value, ir_axis *up) {
+  if (strlen(value) != 3) return false;
+  const char *pairs = "RLAPIS";
+  int used = 0;
+  *up = IR_AXIS_NONE;
+  for (int k = 0; k < 3; k++) {
+    const char *at = strchr(pairs, toupper((unsigned char)value[k]));
+    if (!at || !value[k]) return false;
+    int pair = (int)(at - pairs) / 2;
+    if (used & (1 << pair)) return false;
+    used |= 1 << pair;
+    if (pair == 2) *up = (ir_axis)((*at == 'I' ? IR_AXIS_X : IR_AXIS_NEG_X) + k);
+  }
+  return true;
+}
 
 static ir_status meta_spacing(const char *value, float spacing[3], size_t line, const char *key,
                               const char *path, char err[IR_ERR_LEN]) {
@@ -114,6 +139,15 @@ static ir_status meta_field(const char *key, const char *value, size_t line, con
     ir_status status = meta_spacing(value, size, line, key, path, err);
     if (status == IR_OK && !seen->spacing) memcpy(h->spacing, size, sizeof size);
     return status;
+  } else if (ir_text_equal_nocase(key, "AnatomicalOrientation")) {
+    /* Orientation does not change the voxels: a value not understood only leaves up unknown. */
+    if (!meta_orientation_up(value, &seen->orientation_up)) seen->orientation_up = IR_AXIS_NONE;
+  } else if (ir_text_equal_nocase(key, "TransformMatrix") || ir_text_equal_nocase(key, "Rotation") ||
+             ir_text_equal_nocase(key, "Orientation")) {
+    double m[9];
+    /* ITK writes row k as the direction of index axis k in its LPS space (+z superior). */
+    seen->transform = ir_text_parse_floats(value, m, 9) == 9;
+    for (int k = 0; k < 9 && seen->transform; k++) seen->dirs[k / 3][k % 3] = m[k];
   } else if (ir_text_equal_nocase(key, "HeaderSize")) {
     if (!ir_text_parse_long(value, &seen->header_size) || seen->header_size < -1)
       return ir_input_error(err, path, "line %zu: HeaderSize '%s': expected -1 or more", line,
@@ -145,6 +179,10 @@ ir_status ir_meta_parse(const char *text, size_t len, const char *path, ir_heade
     size_t blank = 0;
     while (blank < line.len && (line.start[blank] == ' ' || line.start[blank] == '\t')) blank++;
     if (blank == line.len) continue;
+    if (memchr(line.start, '\0', line.len)) {
+      status = ir_input_error(err, path, "line %zu: %s", line.number, IR_HEADER_NUL_REASON);
+      break;
+    }
     if (!ir_text_split(&line, '=', key, sizeof key, value, sizeof value)) {
       status = ir_input_error(err, path,
                               memchr(line.start, '=', line.len)
@@ -196,6 +234,13 @@ ir_status ir_meta_parse(const char *text, size_t len, const char *path, ir_heade
   if (status != IR_OK) {
     ir_header_free(h);
     return status;
+  }
+  if (seen.orientation_up != IR_AXIS_NONE) {
+    h->up_axis = seen.orientation_up;
+    h->up_source = "MetaImage AnatomicalOrientation";
+  } else if (seen.transform) {
+    h->up_axis = ir_up_axis_from_directions((const double(*)[3])seen.dirs);
+    h->up_source = "MetaImage TransformMatrix";
   }
   if (seen.header_size == -1)
     h->skip_to_end = true;

@@ -4,7 +4,8 @@
  *
  * Read: dim (3-D; trailing dimensions of size 1 allowed), datatype (UINT8, INT16, UINT16,
  * FLOAT32), pixdim[1..3] as spacing, vox_offset, scl_slope/scl_inter: unless the slope is 0
- * (no scaling) or the pair is 1 and 0, values become slope*v + inter and the volume float32.
+ * (no scaling) or the pair is 1 and 0, values become slope*v + inter and the volume float32
+ * (a NaN or infinite slope or intercept is refused); sform, else qform, for the up axis.
  * Not read: .hdr/.img pairs, NIfTI-2, 4-D series, other datatypes. */
 #include <math.h>
 #include <stdint.h>
@@ -23,6 +24,10 @@ enum {
   NII_VOX_OFFSET = 108,
   NII_SCL_SLOPE = 112,
   NII_SCL_INTER = 116,
+  NII_QFORM_CODE = 252,
+  NII_SFORM_CODE = 254,
+  NII_QUATERN_B = 256,
+  NII_SROW_X = 280,
   NII_MAGIC = 344,
 };
 
@@ -67,6 +72,32 @@ static const char *nii_type_name(int datatype) {
   case 2304: return "RGBA32";
   default: return "unknown";
   }
+}
+
+/* NIfTI's world is RAS (+z superior). The sform, when its code is set, else the qform gives
+ * each index axis's world direction; the axis nearest to superior is the volume's up axis. */
+static void nifti_up_axis(const nii_reader *r, ir_header *h) {
+  double dirs[3][3];
+  if (nii_i16(r, NII_SFORM_CODE) > 0) {
+    /* srow_x/y/z are the rows of the index-to-world matrix: column k is axis k's direction. */
+    for (int row = 0; row < 3; row++)
+      for (int k = 0; k < 3; k++) dirs[k][row] = nii_f32(r, NII_SROW_X + 16 * (size_t)row + 4 * (size_t)k);
+    h->up_source = "NIfTI sform";
+  } else if (nii_i16(r, NII_QFORM_CODE) > 0) {
+    double b = nii_f32(r, NII_QUATERN_B), c = nii_f32(r, NII_QUATERN_B + 4), d = nii_f32(r, NII_QUATERN_B + 8);
+    double a2 = 1.0 - (b * b + c * c + d * d);
+    double a = a2 > 0 ? sqrt(a2) : 0.0;
+    double qfac = nii_f32(r, NII_PIXDIM) < 0 ? -1.0 : 1.0;
+    double m[3][3] = {{a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c)},
+                      {2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b)},
+                      {2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b}};
+    for (int row = 0; row < 3; row++)
+      for (int k = 0; k < 3; k++) dirs[k][row] = m[row][k] * (k == 2 ? qfac : 1.0);
+    h->up_source = "NIfTI qform";
+  } else {
+    return;
+  }
+  h->up_axis = ir_up_axis_from_directions((const double(*)[3])dirs);
 }
 
 ir_status ir_nifti_parse(const unsigned char *bytes, size_t len, const char *path, ir_header *h,
@@ -136,12 +167,20 @@ ir_status ir_nifti_parse(const unsigned char *bytes, size_t len, const char *pat
   h->data_offset = (size_t)offset;
 
   float slope = nii_f32(&r, NII_SCL_SLOPE), inter = nii_f32(&r, NII_SCL_INTER);
-  if (!isfinite(inter)) inter = 0.0f;
-  if (isfinite(slope) && slope != 0.0f && !(slope == 1.0f && inter == 0.0f)) {
+  /* A slope of 0 means no scaling (the intercept is then unused); a NaN or infinite slope or
+   * intercept would turn every voxel into NaN: refused rather than guessed at. */
+  if (slope != 0.0f && !isfinite(slope))
+    return ir_input_error(err, path, "scl_slope is %g: expected a finite number (0 for no scaling)",
+                          (double)slope);
+  if (slope != 0.0f && !isfinite(inter))
+    return ir_input_error(err, path, "scl_inter is %g with scl_slope %g: expected a finite number",
+                          (double)inter, (double)slope);
+  if (slope != 0.0f && !(slope == 1.0f && inter == 0.0f)) {
     h->scaled = true;
     h->scale_slope = slope;
     h->scale_inter = inter;
   }
+  nifti_up_axis(&r, h);
   return IR_OK;
 }
 

@@ -3,10 +3,11 @@
  * gzip encodings, 3-D scalar volumes of type uchar, short, ushort or float.
  *
  * Read: dimension, type, sizes, endian, encoding, spacings, space directions (spacing = the
- * length of each axis vector), data file (one file, a "fmt first last step [subdim]" pattern,
- * or LIST followed by one name a line), byte skip (-1 for raw data at the end of the file),
- * line skip. Ignored: comments, key:=value pairs and the fields that do not change the
- * voxels (content, space, kinds, centers, units, origin, ...).
+ * length of each axis vector; with a patient space, RAS/LAS/LPS, the axis nearest to superior
+ * becomes the volume's up axis), space, data file (one file, a "fmt first last step [subdim]"
+ * pattern, or LIST followed by one name a line), byte skip (-1 for raw data at the end of the
+ * file), line skip. Ignored: comments, key:=value pairs and the fields that do not change the
+ * voxels (content, kinds, centers, units, origin, ...).
  * Not read: ascii, hex and bzip2 encodings; other types; dimensions other than 3. */
 #include <math.h>
 #include <stdlib.h>
@@ -38,11 +39,13 @@ static bool nrrd_type(const char *word, ir_voxel_type *out) {
   return false;
 }
 
-/* "(a,b,c) (d,e,f) (g,h,i)" or "none" entries: the length of each vector is the spacing. */
-static bool parse_space_directions(const char *value, float spacing[3]) {
+/* "(a,b,c) (d,e,f) (g,h,i)" or "none" entries: the length of each vector is the spacing; the
+ * vectors themselves go to dirs (zero for "none"). */
+static bool parse_space_directions(const char *value, float spacing[3], double dirs[3][3]) {
   const char *p = value;
   for (int axis = 0; axis < 3; axis++) {
     while (*p == ' ' || *p == '\t') p++;
+    dirs[axis][0] = dirs[axis][1] = dirs[axis][2] = 0.0;
     if (strncmp(p, "none", 4) == 0) {
       spacing[axis] = 1.0f;
       p += 4;
@@ -58,6 +61,7 @@ static bool parse_space_directions(const char *value, float spacing[3]) {
     if (ir_text_parse_floats(vec, c, 3) != 3) return false;
     double length = sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2]);
     spacing[axis] = isfinite(length) && length > 0 ? (float)length : 1.0f;
+    memcpy(dirs[axis], c, sizeof c);
     p = close + 1;
   }
   while (*p == ' ' || *p == '\t') p++;
@@ -68,7 +72,21 @@ typedef struct nrrd_seen {
   bool dimension, type, sizes, endian, encoding, data_file;
   bool byte_skip_end; /* byte skip -1 */
   long byte_skip;
+  bool patient_space; /* space: RAS, LAS or LPS (with or without time): world +z is superior */
+  bool directions;    /* space directions given, in dirs */
+  double dirs[3][3];
 } nrrd_seen;
+
+/* The NRRD spaces of a patient: their third world axis points to the superior side. */
+static bool nrrd_patient_space(const char *value) {
+  static const char *const names[] = {"right-anterior-superior", "RAS", "left-anterior-superior", "LAS",
+                                      "left-posterior-superior", "LPS", "right-anterior-superior-time",
+                                      "RAST", "left-anterior-superior-time", "LAST",
+                                      "left-posterior-superior-time", "LPST"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+    if (ir_text_equal_nocase(value, names[k])) return true;
+  return false;
+}
 
 /* One "field: value" line. */
 static ir_status nrrd_field(const char *key, const char *value, size_t line, const char *path,
@@ -116,10 +134,13 @@ static ir_status nrrd_field(const char *key, const char *value, size_t line, con
     /* NaN marks a non-spatial axis; a missing or absurd spacing is taken as 1. */
     for (int k = 0; k < 3; k++) h->spacing[k] = isfinite(s[k]) && s[k] > 0 ? (float)s[k] : 1.0f;
   } else if (ir_text_equal_nocase(key, "space directions")) {
-    if (!parse_space_directions(value, h->spacing))
+    if (!parse_space_directions(value, h->spacing, seen->dirs))
       return ir_input_error(err, path,
                             "line %zu: space directions '%s': expected three (x,y,z) vectors",
                             line, value);
+    seen->directions = true;
+  } else if (ir_text_equal_nocase(key, "space")) {
+    seen->patient_space = nrrd_patient_space(value);
   } else if (ir_text_equal_nocase(key, "byte skip") || ir_text_equal_nocase(key, "byteskip")) {
     if (!ir_text_parse_long(value, &seen->byte_skip) || seen->byte_skip < -1)
       return ir_input_error(err, path, "line %zu: byte skip '%s': expected -1 or more", line,
@@ -179,6 +200,10 @@ ir_status ir_nrrd_parse(const char *text, size_t len, const char *path, ir_heade
     /* key:=value pairs are free-form metadata. */
     const char *colon = memchr(line.start, ':', line.len);
     if (colon && (size_t)(colon - line.start) + 1 < line.len && colon[1] == '=') continue;
+    if (memchr(line.start, '\0', line.len)) {
+      status = ir_input_error(err, path, "line %zu: %s", line.number, IR_HEADER_NUL_REASON);
+      break;
+    }
     if (!ir_text_split(&line, ':', key, sizeof key, value, sizeof value)) {
       status = ir_input_error(err, path,
                               colon ? "line %zu: field or value too long"
@@ -210,6 +235,12 @@ ir_status ir_nrrd_parse(const char *text, size_t len, const char *path, ir_heade
   if (status != IR_OK) {
     ir_header_free(h);
     return status;
+  }
+  if (seen.patient_space) {
+    /* Without space directions the index axes are the world axes. */
+    static const double identity[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    h->up_axis = ir_up_axis_from_directions(seen.directions ? (const double(*)[3])seen.dirs : identity);
+    h->up_source = seen.directions ? "NRRD space directions" : "NRRD space";
   }
   if (seen.byte_skip == -1)
     h->skip_to_end = true;

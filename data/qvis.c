@@ -27,6 +27,10 @@ ir_status ir_qvis_parse(const char *text, size_t len, const char *path, ir_heade
     size_t blank = 0;
     while (blank < line.len && (line.start[blank] == ' ' || line.start[blank] == '\t')) blank++;
     if (blank == line.len || line.start[blank] == '#') continue;
+    if (memchr(line.start, '\0', line.len)) {
+      status = ir_input_error(err, path, "line %zu: %s", line.number, IR_HEADER_NUL_REASON);
+      break;
+    }
     if (!ir_text_split(&line, ':', key, sizeof key, value, sizeof value)) {
       status = ir_input_error(err, path,
                               memchr(line.start, ':', line.len) ? "line %zu: key or value too long"

@@ -8,10 +8,27 @@
 
 #include "data/volume_internal.h"
 
+/* Does the word look like an attempt at XxYxZ (digits, signs, dots and at least one 'x')? Then
+ * a name that fails to parse gets a message about its dims, not "no dims". */
+static bool looks_like_dims(const char *word, size_t len) {
+  bool digit = false, x = false;
+  for (size_t k = 0; k < len; k++) {
+    char c = word[k];
+    if (c >= '0' && c <= '9')
+      digit = true;
+    else if (c == 'x' || c == 'X')
+      x = true;
+    else if (c != '-' && c != '+' && c != '.')
+      return false;
+  }
+  return digit && x;
+}
+
 /* Dims and type from a name_XxYxZ_type.ext file name: *has_dims / *has_type say which parts
- * the name gives; `bad_type` receives the type word when it is not a known type. */
+ * the name gives; `bad_type` receives the type word when it is not a known type, `bad_dims`
+ * the dims word when it looks like dims but is not three whole numbers up to 2^40. */
 static void parse_name(const char *path, size_t dims[3], bool *has_dims, ir_voxel_type *type,
-                       bool *has_type, char *bad_type, size_t bad_len) {
+                       bool *has_type, char *bad_type, size_t bad_len, char *bad_dims) {
   *has_dims = *has_type = false;
   const char *base = ir_display_name(path);
   const char *type_start = strrchr(base, '_');
@@ -26,15 +43,20 @@ static void parse_name(const char *path, size_t dims[3], bool *has_dims, ir_voxe
   token[dims_len] = '\0';
   size_t parsed[3];
   char *p = token;
-  for (int k = 0; k < 3; k++) {
-    if (*p < '0' || *p > '9') return;
+  bool ok = true;
+  for (int k = 0; k < 3 && ok; k++) {
+    ok = *p >= '0' && *p <= '9';
     errno = 0;
     char *end = NULL;
-    unsigned long long value = strtoull(p, &end, 10);
-    if (errno || value > (1ull << 40)) return;
+    unsigned long long value = ok ? strtoull(p, &end, 10) : 0;
+    ok = ok && !errno && value <= (1ull << 40) &&
+         ((k < 2 && *end == 'x') || (k == 2 && *end == '\0'));
     parsed[k] = (size_t)value;
-    if ((k < 2 && *end != 'x') || (k == 2 && *end != '\0')) return;
-    p = end + 1;
+    if (ok) p = end + 1;
+  }
+  if (!ok) {
+    if (looks_like_dims(token, dims_len)) snprintf(bad_dims, 64, "%s", token);
+    return;
   }
   memcpy(dims, parsed, sizeof parsed);
   *has_dims = true;
@@ -58,13 +80,18 @@ ir_status ir_load_raw(const ir_volume_desc *desc, ir_volume *out, char err[IR_ER
 
   ir_header h;
   ir_header_init(&h);
-  char bad_type[32] = "";
+  char bad_type[32] = "", bad_dims[64] = "";
   bool name_dims = false, name_type = false;
-  parse_name(path, h.dims, &name_dims, &h.type, &name_type, bad_type, sizeof bad_type);
+  parse_name(path, h.dims, &name_dims, &h.type, &name_type, bad_type, sizeof bad_type, bad_dims);
   bool dims_given = desc->dims[0] || desc->dims[1] || desc->dims[2];
   if (dims_given) memcpy(h.dims, desc->dims, sizeof h.dims);
   if (desc->type_given) h.type = desc->type;
   bool have_dims = dims_given || name_dims, have_type = desc->type_given || name_type;
+  if (!have_dims && bad_dims[0])
+    return ir_input_error(err, path,
+                          "dims '%s' in the file name are not three whole numbers up to "
+                          "1099511627776 (XxYxZ, e.g. 256x256x128); rename the file or give --dims",
+                          bad_dims);
   if (!have_dims)
     return ir_input_error(err, path,
                           "raw file with no dims: give --dims XxYxZ --type "

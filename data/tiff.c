@@ -501,7 +501,7 @@ static const char *unit_name(int unit) {
 }
 
 /* The pages of every file in l, in order, into out; frees l. */
-static ir_status load_pages(file_list *l, const char *src, ir_status status, bool show_progress,
+static ir_status load_pages(file_list *l, const char *src, ir_status status, const ir_volume_desc *desc,
                             ir_volume *out, char err[IR_ERR_LEN]) {
   memset(out, 0, sizeof *out);
   tiff_page pg = {0};
@@ -537,7 +537,7 @@ static ir_status load_pages(file_list *l, const char *src, ir_status status, boo
   }
   if (status == IR_OK) {
     ir_progress progress;
-    ir_progress_begin(&progress, show_progress, ir_display_name(src), bytes);
+    ir_progress_begin(&progress, desc, ir_display_name(src), bytes);
     status = read_files(l, &pg, samples, bytes / pages, &progress, err);
     ir_progress_end(&progress);
   }
@@ -572,7 +572,8 @@ ir_status ir_tiff_decode(const unsigned char *bytes, size_t len, const char *pat
     snprintf(err, IR_ERR_LEN, "%s: out of host memory", path);
     status = IR_ERR_RUNTIME;
   }
-  return load_pages(&l, path, status, false, out, err);
+  const ir_volume_desc quiet = {0}; /* from memory: no progress */
+  return load_pages(&l, path, status, &quiet, out, err);
 }
 
 ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
@@ -591,7 +592,7 @@ ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
       status = IR_ERR_RUNTIME;
     }
   }
-  status = load_pages(&l, src, status, desc->show_progress, out, err);
+  status = load_pages(&l, src, status, desc, out, err);
   if (status != IR_OK) return status;
   if (desc->spacing_given) memcpy(out->spacing, desc->spacing, sizeof out->spacing);
   ir_volume_finish(out, ir_display_name(src));

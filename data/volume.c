@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,10 +51,39 @@ bool ir_volume_byte_count(const size_t dims[3], ir_voxel_type type, size_t *byte
   return true;
 }
 
+/* MemAvailable from /proc/meminfo in bytes; 0 when it cannot be read (the check is skipped). */
+static size_t available_memory(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  size_t bytes = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long kib = 0;
+    if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+      bytes = kib > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kib * 1024;
+      break;
+    }
+  }
+  fclose(f);
+  return bytes;
+}
+
+ir_status ir_check_memory(size_t bytes, const ir_volume_desc *desc, const char *path, char err[IR_ERR_LEN]) {
+  size_t available = desc && desc->available_bytes_override ? desc->available_bytes_override : available_memory();
+  if (available == 0 || bytes <= available) return IR_OK;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  return ir_input_error(err, path,
+                        "needs %zu bytes (%.1f GiB) of memory, but only %zu bytes (%.1f GiB) are "
+                        "available (MemAvailable); free memory or load a smaller volume",
+                        bytes, (double)bytes / gib, available, (double)available / gib);
+}
+
 ir_status ir_volume_allocate(ir_volume *out, const size_t dims[3], ir_voxel_type type,
-                             const char *path, char err[IR_ERR_LEN]) {
+                             const ir_volume_desc *desc, const char *path, char err[IR_ERR_LEN]) {
   size_t bytes = 0;
   if (!ir_volume_byte_count(dims, type, &bytes, path, err)) return IR_ERR_INPUT;
+  ir_status status = ir_check_memory(bytes, desc, path, err);
+  if (status != IR_OK) return status;
   void *voxels = malloc(bytes);
   if (!voxels) {
     snprintf(err, IR_ERR_LEN,
@@ -141,6 +171,22 @@ double ir_volume_value_at(const ir_volume *v, size_t x, size_t y, size_t z) {
   case IR_VOXEL_FLOAT32: return ((const float *)v->voxels)[i];
   default: return 0.0;
   }
+}
+
+ir_axis ir_up_axis_from_directions(const double dirs[3][3]) {
+  int best = -1;
+  double best_cos = 0.5; /* cos 60 degrees */
+  for (int k = 0; k < 3; k++) {
+    double length = sqrt(dirs[k][0] * dirs[k][0] + dirs[k][1] * dirs[k][1] + dirs[k][2] * dirs[k][2]);
+    if (!(length > 0) || !isfinite(length)) continue;
+    double c = fabs(dirs[k][2]) / length;
+    if (c > best_cos) {
+      best_cos = c;
+      best = k;
+    }
+  }
+  if (best < 0) return IR_AXIS_NONE;
+  return (ir_axis)((dirs[best][2] > 0 ? IR_AXIS_X : IR_AXIS_NEG_X) + best);
 }
 
 bool ir_host_is_big_endian(void) {

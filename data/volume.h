@@ -44,6 +44,18 @@ size_t ir_voxel_type_size(ir_voxel_type t);                 /* bytes per voxel *
 typedef enum ir_endian { IR_ENDIAN_LITTLE = 0, IR_ENDIAN_BIG } ir_endian;
 bool ir_endian_parse(const char *word, ir_endian *out);      /* "little" | "big" */
 
+/* ---- Axes ---------------------------------------------------------------------------------- */
+/* A volume axis with a direction, for "which way is up" (the orbit camera's up vector). */
+typedef enum ir_axis {
+  IR_AXIS_NONE = 0, /* not known / not given */
+  IR_AXIS_X, IR_AXIS_Y, IR_AXIS_Z,
+  IR_AXIS_NEG_X, IR_AXIS_NEG_Y, IR_AXIS_NEG_Z,
+} ir_axis;
+const char *ir_axis_name(ir_axis a);                 /* "x", "-y", ...; "none" */
+bool ir_axis_parse(const char *word, ir_axis *out);  /* x|y|z|-x|-y|-z (+x etc. too) */
+int ir_axis_index(ir_axis a);                        /* 0, 1, 2 (-1 for none) */
+int ir_axis_sign(ir_axis a);                         /* +1 or -1 (0 for none) */
+
 /* ---- A volume in host memory ----------------------------------------------------------- */
 typedef struct ir_volume {
   size_t dims[3];        /* voxels along x, y, z */
@@ -64,6 +76,11 @@ typedef struct ir_volume {
   char description[128]; /* DICOM SeriesDescription, VTI array name; empty if none */
   char note[512];        /* one line the program should show (other series in the folder,
                             uneven slice spacing, a converted type); empty if none */
+  /* The axis pointing up (superior for a patient), when the header says so: NRRD space +
+   * space directions, MetaImage AnatomicalOrientation / TransformMatrix, NIfTI sform / qform.
+   * IR_AXIS_NONE otherwise; the orbit camera then keeps +z up. up_source names the field. */
+  ir_axis up_axis;
+  char up_source[64];
 } ir_volume;
 
 /* How to load a volume. Zero means "not given": the format or file name decides. */
@@ -76,7 +93,15 @@ typedef struct ir_volume_desc {
   ir_endian endian;
   bool spacing_given;    /* --spacing given: use `spacing` */
   float spacing[3];
-  bool show_progress;    /* print progress to stderr for big files (the app sets it on a tty) */
+  /* Progress on stderr for big loads: on a terminal one line updated in place, otherwise a
+   * line at most every progress_interval_ms (0: 5000), so that logs stay short. */
+  bool show_progress;
+  size_t progress_min_bytes;     /* loads smaller than this show nothing (0: 256 MiB) */
+  unsigned progress_interval_ms; /* see above */
+  /* Refuse, before allocating, a volume larger than the memory the system says is available
+   * (MemAvailable in /proc/meminfo): a swap storm helps nobody. Zero-default: the check is on;
+   * available_bytes_override replaces the system's figure (tests; 0 = ask the system). */
+  size_t available_bytes_override;
   /* A sub-box: only voxels [region_offset, region_offset + region_size) of the volume are
    * read (sizes all 0: the whole volume). Raw and header formats with uncompressed data seek
    * to each run of the box and read nothing else; gzip/zlib data are decompressed as one

@@ -51,6 +51,8 @@ typedef struct ir_header {
                            "HeaderSize = -1") */
   bool scaled;          /* NIfTI scl_slope/scl_inter: values become slope*v + inter, in float32 */
   float scale_slope, scale_inter;
+  ir_axis up_axis;      /* the index axis toward the patient's superior side, if the header says */
+  const char *up_source; /* the header field that said it (a string literal) */
 } ir_header;
 
 void ir_header_init(ir_header *h);
@@ -140,6 +142,10 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
 const char *ir_gz_reason(gzFile gz, const char *path);
 
 /* ---- Header text (header_text.c) ---------------------------------------------------------- */
+/* A NUL byte on a header line: binary bytes where the header's text should be. */
+#define IR_HEADER_NUL_REASON \
+  "a NUL byte in the header: binary data where text was expected (is the header cut short, or " \
+  "the blank line before attached data missing?)"
 typedef struct ir_text_line {
   const char *start; /* not NUL-terminated */
   size_t len;        /* without the line end */
@@ -179,9 +185,13 @@ const char *ir_display_name(const char *path);
 /* dims[0]*dims[1]*dims[2]*size in *bytes; false (with a message) on zero dims or overflow. */
 bool ir_volume_byte_count(const size_t dims[3], ir_voxel_type type, size_t *bytes,
                           const char *path, char err[IR_ERR_LEN]);
-/* Allocates out->voxels for dims/type; IR_ERR_RUNTIME with a message when memory runs out. */
+/* IR_ERR_INPUT with both numbers when `bytes` exceed the memory available (MemAvailable, or
+ * desc->available_bytes_override); IR_OK when they fit or the figure cannot be read. */
+ir_status ir_check_memory(size_t bytes, const ir_volume_desc *desc, const char *path, char err[IR_ERR_LEN]);
+/* Allocates out->voxels for dims/type after ir_check_memory; IR_ERR_RUNTIME with a message
+ * when malloc fails all the same. */
 ir_status ir_volume_allocate(ir_volume *out, const size_t dims[3], ir_voxel_type type,
-                             const char *path, char err[IR_ERR_LEN]);
+                             const ir_volume_desc *desc, const char *path, char err[IR_ERR_LEN]);
 /* The box a desc asks for (ir_volume_desc.region_*), checked against the whole volume's dims:
  * off/size of the box, the whole volume when no region is given. IR_ERR_INPUT with a message
  * naming the path when the box is empty or reaches outside. */
@@ -202,6 +212,10 @@ void ir_region_scatter(const ir_region_sink *s, size_t begin, const unsigned cha
 void ir_volume_header_only(ir_volume *out, const size_t dims[3], ir_voxel_type type,
                            const float spacing[3], const char *name);
 
+/* The index axis whose world direction is closest to world +z, with its sign: dirs[k] is the
+ * direction of index axis k in a patient space whose +z is superior (RAS, LPS, LAS). NONE when
+ * no axis is within 60 degrees of it (an oblique volume has no clear up). */
+ir_axis ir_up_axis_from_directions(const double dirs[3][3]);
 /* Sets the name, fills value_min/value_max/nonfinite_count. */
 void ir_volume_finish(ir_volume *v, const char *name);
 /* Swaps every voxel's bytes (16- and 32-bit types). */
@@ -218,14 +232,19 @@ char *ir_path_join_dir(const char *base, const char *rel);
 /* Case-insensitive: does `path` end with `suffix`? */
 bool ir_path_has_suffix(const char *path, const char *suffix);
 
-/* Progress on stderr for big volumes; a no-op when disabled. */
+/* Progress on stderr for big volumes (desc->show_progress and at least progress_min_bytes): on a
+ * terminal one line rewritten in place; otherwise (a log, a pipe) a full line at most every
+ * progress_interval_ms, so that long loads show they are alive without flooding the log. A
+ * no-op when disabled. */
 typedef struct ir_progress {
-  bool enabled;
+  bool enabled, terminal;
   const char *name;
   size_t total, done;
   int shown_percent;
+  double start_s, last_line_s, interval_s;
+  bool printed;
 } ir_progress;
-void ir_progress_begin(ir_progress *p, bool show, const char *name, size_t total);
+void ir_progress_begin(ir_progress *p, const ir_volume_desc *desc, const char *name, size_t total);
 void ir_progress_add(ir_progress *p, size_t bytes);
 void ir_progress_end(ir_progress *p);
 

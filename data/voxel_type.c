@@ -1,4 +1,4 @@
-/* Voxel types and byte orders: names, sizes, parsing. */
+/* Voxel types, byte orders and axes: names, sizes, parsing. */
 #include <string.h>
 
 #include "data/volume.h"
@@ -42,3 +42,27 @@ bool ir_endian_parse(const char *word, ir_endian *out) {
   }
   return false;
 }
+
+static const char *const axis_names[] = {"none", "x", "y", "z", "-x", "-y", "-z"};
+
+const char *ir_axis_name(ir_axis a) { return (unsigned)a <= IR_AXIS_NEG_Z ? axis_names[a] : "none"; }
+
+bool ir_axis_parse(const char *word, ir_axis *out) {
+  if (!word) return false;
+  if (word[0] == '+' && word[1] != '-') word++;
+  for (int a = IR_AXIS_X; a <= IR_AXIS_NEG_Z; a++) {
+    if (strcmp(word, axis_names[a]) == 0) {
+      *out = (ir_axis)a;
+      return true;
+    }
+  }
+  return false;
+}
+
+int ir_axis_index(ir_axis a) {
+  if (a >= IR_AXIS_X && a <= IR_AXIS_Z) return (int)a - IR_AXIS_X;
+  if (a >= IR_AXIS_NEG_X && a <= IR_AXIS_NEG_Z) return (int)a - IR_AXIS_NEG_X;
+  return -1;
+}
+
+int ir_axis_sign(ir_axis a) { return a == IR_AXIS_NONE ? 0 : a >= IR_AXIS_NEG_X ? -1 : 1; }

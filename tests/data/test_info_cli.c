@@ -127,6 +127,64 @@ static void test_nonfinite_voxels_reported(void) {
             (const char *[]){"non-finite  2", "range       1 .. 8", NULL});
 }
 
+/* A float volume with no finite voxel has no range and nothing to suggest: info says so instead
+ * of "range 0 .. 0" and "a single value". */
+static void test_all_nonfinite_volume_says_so(void) {
+  float values[8];
+  for (int k = 0; k < 8; k++) values[k] = k % 2 ? 1.0f / 0.0f : 0.0f / 0.0f;
+  write_bytes(scratch_path("void_2x2x2_float32.raw"), values, sizeof values);
+  run_result r = run_info(quoted(scratch_path("void_2x2x2_float32.raw")));
+  CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
+  CHECK_STR_CONTAINS(r.out, "range       none: every voxel is NaN or Inf");
+  CHECK_STR_CONTAINS(r.out, "non-finite  8");
+  CHECK_STR_CONTAINS(r.out, "isovalues   none: no finite values");
+  CHECK_MSG(strstr(r.out, "single value") == NULL && strstr(r.out, "0 .. 0") == NULL, "%s", r.out);
+  free_result(&r);
+  /* A constant volume is still "a single value". */
+  float same[8] = {3, 3, 3, 3, 3, 3, 3, 3};
+  write_bytes(scratch_path("flat_2x2x2_float32.raw"), same, sizeof same);
+  r = run_info(quoted(scratch_path("flat_2x2x2_float32.raw")));
+  CHECK_STR_CONTAINS(r.out, "range       3 .. 3");
+  CHECK_STR_CONTAINS(r.out, "a single value");
+  free_result(&r);
+}
+
+/* The up axis from the header, with the field it came from; files without one say so. */
+static void test_up_axis_reported(void) {
+  write_text(scratch_path("up.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n"
+                                      "space: left-posterior-superior\n"
+                                      "space directions: (1,0,0) (0,0,-1) (0,1,0)\ndata file: up.raw\n");
+  unsigned char voxels[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  write_bytes(scratch_path("up.raw"), voxels, sizeof voxels);
+  run_result r = run_info(quoted(scratch_path("up.nhdr")));
+  CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
+  CHECK_STR_CONTAINS(r.out, "up          -y (from the NRRD space directions)");
+  free_result(&r);
+  r = run_info(quoted(data_path("neghip_66x66x66_uint8.raw")));
+  CHECK_STR_CONTAINS(r.out, "up          not in the file");
+  free_result(&r);
+}
+
+/* Sizes before memory: a 3-byte file named for 64 GiB says so (exit 2, both numbers), and a file
+ * that really is larger than the memory available is refused at once with both numbers. */
+static void test_sizes_and_memory_checked_before_loading(void) {
+  write_bytes(scratch_path("x_4096x4096x4096_uint8.raw"), "abc", 3);
+  expect_exit_2(quoted(scratch_path("x_4096x4096x4096_uint8.raw")), "3 bytes, expected 68719476736",
+                NULL);
+  /* 1 TiB as a sparse file: no disk used, more than any test machine's memory. */
+  const char *big = scratch_path("big_1024x1024x1048576_uint8.raw");
+  FILE *f = fopen(big, "wb");
+  bool sparse = f && ftruncate(fileno(f), (off_t)1 << 40) == 0;
+  if (f) fclose(f);
+  if (!sparse) {
+    printf("  (no 1 TiB sparse file here: the memory case is skipped)\n");
+    return;
+  }
+  expect_exit_2(quoted(big), "needs 1099511627776 bytes (1024.0 GiB) of memory, but only ",
+                "are available (MemAvailable)");
+  remove(big);
+}
+
 static void test_bad_input_exits_2(void) {
   expect_exit_2(quoted(data_path("nothere.raw")), "nothere.raw", "no such file");
   expect_exit_2(quoted(test_data_dir()), "DICOM", NULL);
@@ -151,5 +209,8 @@ int main(void) {
   RUN(test_builtins_and_options);
   RUN(test_nonfinite_voxels_reported);
   RUN(test_bad_input_exits_2);
+  RUN(test_all_nonfinite_volume_says_so);
+  RUN(test_up_axis_reported);
+  RUN(test_sizes_and_memory_checked_before_loading);
   return check_summary();
 }

@@ -1,5 +1,7 @@
 /* Bad input: every failure is IR_ERR_INPUT (IR_ERR_RUNTIME for memory) with one line that
  * names the file and the reason, and leaves the volume empty. */
+#include <math.h>
+
 #include "tests/data/data_test_util.h"
 
 /* Loads `source` with `opt`, expects `status` and a one-line message holding every reason. */
@@ -235,13 +237,110 @@ static void test_builtin_bad_names_and_sizes(void) {
     expect_input_error(sizes[k], sizes[k], "from 2 to 2048", NULL);
 }
 
-static void test_out_of_memory_is_a_runtime_error(void) {
-  /* 2^50 bytes: fits size_t, cannot be allocated; compressed data defer the size check. */
+/* A NIfTI-1 header (352 bytes with the extension flag) for dims x y z of int16, little-endian. */
+static void nifti_int16_header(unsigned char *nii, int x, int y, int z, float slope, float inter) {
+  memset(nii, 0, 352);
+  put_le32(nii, 348);
+  put_le16(nii + 40, 3);
+  put_le16(nii + 42, (uint16_t)x);
+  put_le16(nii + 44, (uint16_t)y);
+  put_le16(nii + 46, (uint16_t)z);
+  put_le16(nii + 70, 4);
+  put_le16(nii + 72, 16);
+  put_le32(nii + 108, float_bits(352));
+  put_le32(nii + 112, float_bits(slope));
+  put_le32(nii + 116, float_bits(inter));
+  memcpy(nii + 344, "n+1\0", 4);
+}
+
+/* Headers and names that promise far more voxels than their files hold fail on the sizes, with
+ * both numbers, before any allocation (which would fail first as "out of host memory"). */
+static void test_sizes_are_checked_before_allocating(void) {
+  write_bytes(scratch_path("x_4096x4096x4096_uint8.raw"), "abc", 3);
+  expect_input_error(scratch_path("x_4096x4096x4096_uint8.raw"), "x_4096x4096x4096_uint8.raw",
+                     "3 bytes, expected 68719476736", NULL);
+  /* 2^50 bytes promised by 8 bytes of gzip data: deflate cannot pack that tight. */
   write_text(scratch_path("vast.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\n"
                                         "sizes: 1048576 1048576 1024\nencoding: gzip\n"
-                                        "data file: z.raw\n");
-  expect_failure_with(scratch_path("vast.nhdr"), NULL, IR_ERR_RUNTIME, "vast.nhdr",
-                      "out of host memory", NULL);
+                                        "data file: vz.raw\n");
+  write_u8("vz.raw", 8);
+  expect_input_error(scratch_path("vast.nhdr"), "vz.raw", "8 bytes of compressed data cannot hold",
+                     "1125899906842624 bytes");
+  write_text(scratch_path("vast_raw.nhdr"), "NRRD0004\ntype: uchar\ndimension: 3\n"
+                                            "sizes: 1048576 1048576 1024\nencoding: raw\n"
+                                            "line skip: 2\ndata file: vz.raw\n");
+  expect_input_error(scratch_path("vast_raw.nhdr"), "vz.raw", "8 bytes, expected at least 1125899906842624",
+                     NULL);
+  unsigned char nii[352];
+  nifti_int16_header(nii, 32767, 32767, 32767, 0, 0);
+  write_bytes(scratch_path("vast.nii"), nii, sizeof nii);
+  expect_input_error(scratch_path("vast.nii"), "vast.nii", "352 bytes, expected 70362301923678 (352 header + 70362301923326 data", NULL);
+  size_t zn = 0;
+  unsigned char *z = deflate_bytes(nii, sizeof nii, 31, &zn);
+  write_bytes(scratch_path("vast.nii.gz"), z, zn);
+  free(z);
+  expect_input_error(scratch_path("vast.nii.gz"), "vast.nii.gz", "of compressed data cannot hold",
+                     "70362301923326 bytes of 32767x32767x32767 int16");
+}
+
+/* More than the memory available: refused at once with both numbers (exit 2 in the app). */
+static void test_volume_larger_than_available_memory_names_both_sizes(void) {
+  write_u8("mem_16x16x16_uint8.raw", 0);
+  unsigned char buf[4096] = {0};
+  write_bytes(scratch_path("mem_16x16x16_uint8.raw"), buf, sizeof buf);
+  ir_volume_desc opt = {.available_bytes_override = 4000};
+  expect_failure_with(scratch_path("mem_16x16x16_uint8.raw"), &opt, IR_ERR_INPUT, "mem_16x16x16_uint8.raw",
+                      "needs 4096 bytes", "only 4000 bytes");
+  opt.available_bytes_override = 4096;
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  CHECK_MSG(load_with(scratch_path("mem_16x16x16_uint8.raw"), &opt, &v, err) == IR_OK, "%s", err);
+  ir_volume_free(&v);
+  opt.available_bytes_override = 1000;
+  expect_failure_with("builtin:sphere:16", &opt, IR_ERR_INPUT, "builtin:sphere:16", "needs 16384 bytes",
+                      "only 1000 bytes");
+}
+
+/* NaN or infinite NIfTI scaling would make every voxel NaN: refused, naming the field. A slope of
+ * 0 means no scaling, so its intercept is not looked at. */
+static void test_nifti_nonfinite_scaling_is_refused(void) {
+  unsigned char file[352 + 8 * 2] = {0};
+  nifti_int16_header(file, 2, 2, 2, 2.0f, NAN);
+  write_bytes(scratch_path("nan_inter.nii"), file, sizeof file);
+  expect_input_error(scratch_path("nan_inter.nii"), "nan_inter.nii", "scl_inter is nan", NULL);
+  nifti_int16_header(file, 2, 2, 2, INFINITY, 0.0f);
+  write_bytes(scratch_path("inf_slope.nii"), file, sizeof file);
+  expect_input_error(scratch_path("inf_slope.nii"), "inf_slope.nii", "scl_slope is inf", NULL);
+  nifti_int16_header(file, 2, 2, 2, 0.0f, NAN);
+  write_bytes(scratch_path("unscaled.nii"), file, sizeof file);
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  CHECK_MSG(load(scratch_path("unscaled.nii"), &v, err) == IR_OK, "%s", err);
+  CHECK_EQ_INT(v.type, IR_VOXEL_INT16);
+  ir_volume_free(&v);
+}
+
+/* A NUL byte in a text header is binary data, not a long field: the message says so. */
+static void test_nul_byte_in_a_header_is_named(void) {
+  static const char nrrd[] = "NRRD0004\ntype: uc\0har\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n"
+                             "data file: z.raw\n";
+  write_bytes(scratch_path("nul.nhdr"), nrrd, sizeof nrrd - 1);
+  expect_input_error(scratch_path("nul.nhdr"), "nul.nhdr", "line 2", "NUL byte");
+  static const char meta[] = "NDims = 3\nDimSize = 2 2\0 2\nElementType = MET_UCHAR\nElementDataFile = z.raw\n";
+  write_bytes(scratch_path("nul.mhd"), meta, sizeof meta - 1);
+  expect_input_error(scratch_path("nul.mhd"), "nul.mhd", "line 2", "NUL byte");
+}
+
+/* A file name whose dims part is malformed says what is wrong with it, not "no dims". */
+static void test_bad_dims_in_a_file_name_are_named(void) {
+  static const char *const names[][2] = {{"x_-5x4x4_uint8.raw", "'-5x4x4'"},
+                                         {"x_4x4_uint8.raw", "'4x4'"},
+                                         {"x_4x4x4x4_uint8.raw", "'4x4x4x4'"},
+                                         {"x_4x4x99999999999999_uint8.raw", "'4x4x99999999999999'"}};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    write_u8(names[k][0], 16);
+    expect_input_error(scratch_path(names[k][0]), names[k][0], names[k][1], "in the file name");
+  }
 }
 
 int main(void) {
@@ -257,6 +356,10 @@ int main(void) {
   RUN(test_raw_without_dims_says_how_to_give_them);
   RUN(test_header_formats_reject_raw_options);
   RUN(test_builtin_bad_names_and_sizes);
-  RUN(test_out_of_memory_is_a_runtime_error);
+  RUN(test_sizes_are_checked_before_allocating);
+  RUN(test_volume_larger_than_available_memory_names_both_sizes);
+  RUN(test_nifti_nonfinite_scaling_is_refused);
+  RUN(test_nul_byte_in_a_header_is_named);
+  RUN(test_bad_dims_in_a_file_name_are_named);
   return check_summary();
 }
