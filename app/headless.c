@@ -43,6 +43,7 @@ typedef struct hl_options {
   int frames, warmup, orbit;
   bool size_given, frames_given, warmup_given, orbit_given;
   float elevation, distance;
+  ir_axis up; /* --up; IR_AXIS_NONE: the volume's header, else +z */
   bool use_method[IR_COMPACT_METHOD_COUNT];
   bool use_pipeline[IR_PIPELINE_COUNT];
   int iso_count;
@@ -96,6 +97,8 @@ static void print_help(FILE *to) {
         "                        (default 8; cpu: 4)\n"
         "  --elevation DEG       camera elevation of the orbit (default 20)\n"
         "  --distance D          camera distance, 1 fits the volume in view (default 1)\n"
+        "  --up x|y|z|-x|-y|-z   volume axis shown pointing up; the orbit turns around it\n"
+        "                        (default: the file's header says, else z)\n"
         "  --iso V[,V...]        isovalues in data units\n"
         "  --iso suggested[:N]   the isovalues the volume's histogram suggests (all, or the N best);\n"
         "                        default: the first suggested isovalue\n"
@@ -290,7 +293,7 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     static const char *const with_value[] = {"--device", "--frames", "--warmup", "--size",
                                              "--orbit", "--elevation", "--distance", "--iso",
                                              "--method", "--pipeline", "--csv", "--png",
-                                             "--threads", "--tail-rays", NULL};
+                                             "--threads", "--tail-rays", "--up", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known = known || strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'%s", opt, "");
@@ -326,6 +329,8 @@ static int parse_options(int argc, char **argv, hl_options *o) {
       rc = parse_real(opt, value, 0.05, 100.0, &o->distance);
     } else if (strcmp(opt, "--iso") == 0) {
       rc = parse_isovalues(value, o);
+    } else if (strcmp(opt, "--up") == 0) {
+      if (!ir_axis_parse(value, &o->up)) rc = bad_option("--up '%s': use x, y, z, -x, -y or -z%s", value, "");
     } else if (strcmp(opt, "--method") == 0) {
       rc = parse_methods(value, o);
     } else if (strcmp(opt, "--pipeline") == 0) {
@@ -462,7 +467,7 @@ static ir_frame_desc frame_for(const hl_run *run, const hl_config *c, int view, 
       .width = o->width,
       .height = o->height,
       .isovalue = (float)c->isovalue,
-      .camera = ir_camera_orbit(run->volume, view_azimuth(o, view), o->elevation, o->distance),
+      .camera = ir_camera_orbit(run->volume, view_azimuth(o, view), o->elevation, o->distance, o->up),
       .method = c->method,
       .pipeline = c->pipeline,
       .stage_timing = stage_timing,
@@ -594,6 +599,8 @@ static void pick_suggested(const ir_volume_stats *st, int wanted, hl_options *o)
 }
 
 static int resolve_isovalues(const ir_volume *v, hl_options *o) {
+  if (v->nonfinite_count > 0 && v->nonfinite_count == ir_volume_voxel_count(v))
+    fprintf(stderr, "inkray: warning: every voxel of %s is NaN or Inf; nothing will be drawn\n", v->name);
   if (o->iso_count == 0) {
     ir_volume_stats st;
     ir_volume_compute_stats(v, &st);
@@ -633,13 +640,15 @@ static int build_configs(const hl_options *o, hl_config *configs) {
 
 /* ---- Report ----------------------------------------------------------------------------------- */
 
-static void print_header(const hl_options *o, const ir_volume *v, const char *device_line, int config_count) {
+static void print_header(const hl_options *o, const ir_volume *v, const char *device_line, int config_count,
+                         const char *up_from) {
   printf("inkray headless: %s\n", device_line);
   printf("volume %s: %zux%zux%zu %s, values %g..%g\n", v->name, v->dims[0], v->dims[1], v->dims[2],
          ir_voxel_type_name(v->type), v->value_min, v->value_max);
-  printf("%dx%d, %d configuration%s, each %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg elevation\n",
+  printf("%dx%d, %d configuration%s, each %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg elevation, "
+         "up %s (%s)\n",
          o->width, o->height, config_count, config_count == 1 ? "" : "s", o->frames, o->frames == 1 ? "" : "s",
-         o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation);
+         o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation, ir_axis_name(o->up), up_from);
   if (o->device == IR_DEVICE_GPU && (o->use_pipeline[IR_PIPELINE_MULTI] || o->use_pipeline[IR_PIPELINE_PAPER])) {
     ir_frame_desc f = {.width = o->width, .height = o->height, .tail_rays = o->tail_rays};
     f.pipeline = IR_PIPELINE_MULTI;
@@ -874,6 +883,11 @@ int app_headless_main(int argc, char **argv) {
   memset(&st, 0, sizeof st);
   if (o.quiet) o.volume.progress_min_bytes = SIZE_MAX; /* --quiet: no load progress either */
   if ((rc = cli_load_volume(&o.volume, &st.volume)) != 0) return rc;
+  const char *up_from = "--up";
+  if (o.up == IR_AXIS_NONE) {
+    o.up = st.volume.up_axis != IR_AXIS_NONE ? st.volume.up_axis : IR_AXIS_Z;
+    up_from = st.volume.up_axis != IR_AXIS_NONE ? st.volume.up_source : "default";
+  }
   resolve_isovalues(&st.volume, &o);
 
   size_t pixels = (size_t)o.width * (size_t)o.height;
@@ -907,7 +921,7 @@ int app_headless_main(int argc, char **argv) {
     fputs(csv_header, st.csv);
   }
 
-  print_header(&o, &st.volume, device_line, count);
+  print_header(&o, &st.volume, device_line, count, up_from);
   fflush(stdout);
   rc = run_all(&o, &st, count);
   if (rc == 0) {

@@ -13,7 +13,8 @@ static double fov_or_default(float fov_y_degrees) {
   return f < 1.0 ? 1.0 : (f > 170.0 ? 170.0 : f);
 }
 
-ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float elevation_degrees, float distance) {
+ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float elevation_degrees, float distance,
+                          ir_axis up) {
   double size[3] = {1, 1, 1};
   if (v)
     for (int k = 0; k < 3; k++) size[k] = (double)v->dims[k] * v->spacing[k];
@@ -23,13 +24,24 @@ ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float eleva
   /* At distance 1 the bounding sphere just fits the vertical field of view. */
   double d = (distance > 0.0f ? distance : 1.0) * radius / sin(half_fov);
   double az = azimuth_degrees * IR_PI / 180.0, el = elevation_degrees * IR_PI / 180.0;
+  /* A right-handed frame (e1, e2, u) with u the up axis: azimuth turns in the e1-e2 plane,
+   * elevation rises toward u. For +z (the default: the slice axis of most scanned volumes) it
+   * is (x, y, z); the other axes rotate the indices, and a negative axis negates e2 as well so
+   * that the frame stays right-handed (the image turns upside down, not mirrored). */
+  if (up == IR_AXIS_NONE) up = IR_AXIS_Z;
+  int a = ir_axis_index(up), sign = ir_axis_sign(up);
+  double e1[3] = {0, 0, 0}, e2[3] = {0, 0, 0}, u[3] = {0, 0, 0};
+  e1[(a + 1) % 3] = 1.0;
+  e2[(a + 2) % 3] = sign;
+  u[a] = sign;
+  double w1 = d * cos(el) * cos(az), w2 = d * cos(el) * sin(az), wu = d * sin(el);
   ir_camera c;
   memset(&c, 0, sizeof c);
-  c.eye[0] = (float)(centre[0] + d * cos(el) * cos(az));
-  c.eye[1] = (float)(centre[1] + d * cos(el) * sin(az));
-  c.eye[2] = (float)(centre[2] + d * sin(el));
-  for (int k = 0; k < 3; k++) c.target[k] = (float)centre[k];
-  c.up[2] = 1.0f; /* z up: the slice axis of most scanned volumes */
+  for (int k = 0; k < 3; k++) {
+    c.eye[k] = (float)(centre[k] + w1 * e1[k] + w2 * e2[k] + wu * u[k]);
+    c.target[k] = (float)centre[k];
+    c.up[k] = (float)u[k];
+  }
   c.fov_y_degrees = 45.0f;
   return c;
 }

@@ -50,9 +50,11 @@ typedef struct ir_camera {
 } ir_camera;
 
 /* A camera on a sphere around the volume's centre, looking at it; distance 1 fits the volume
- * in view. Used by orbits, the window's default view and the tests. */
+ * in view. `up` is the volume axis shown pointing up, around which the azimuth turns
+ * (IR_AXIS_NONE: +z); -z shows the +z view upside down. Used by orbits, the window's views and
+ * the tests. */
 ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float elevation_degrees,
-                          float distance);
+                          float distance, ir_axis up);
 
 /* ---- Renderer -------------------------------------------------------------------------------- */
 typedef struct ir_renderer ir_renderer;

@@ -137,6 +137,7 @@ static const char *const HELP[][2] = {
     {"left drag", "orbit"},          {"right/mid drag", "pan"},    {"wheel", "zoom"},
     {"1-5", "compaction method"},    {"Tab", "next method"},       {"P", "pipeline: multi/paper/single"},
     {"Up/Down", "isovalue"},         {"Shift+Up/Down", "coarse"},  {"R", "reset view"},
+    {"U", "flip the view (up axis)"}, {"Shift+U", "next up axis"},
     {"S or F12", "screenshot"},      {"F", "overlay on/off"},      {"H", "this help"},
     {"Esc or Q", "quit"},
 };

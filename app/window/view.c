@@ -12,10 +12,22 @@
 #define DISTANCE_MIN 0.05f
 #define DISTANCE_MAX 20.0f
 
-wnd_view wnd_view_default(void) {
+wnd_view wnd_view_default(ir_axis up) {
   return (wnd_view){.azimuth_degrees = WND_VIEW_AZIMUTH,
                     .elevation_degrees = WND_VIEW_ELEVATION,
-                    .distance = WND_VIEW_DISTANCE};
+                    .distance = WND_VIEW_DISTANCE,
+                    .up = up};
+}
+
+void wnd_view_flip_up(wnd_view *view) {
+  ir_axis up = view->up == IR_AXIS_NONE ? IR_AXIS_Z : view->up;
+  int index = ir_axis_index(up);
+  view->up = (ir_axis)((ir_axis_sign(up) > 0 ? IR_AXIS_NEG_X : IR_AXIS_X) + index);
+}
+
+void wnd_view_next_up(wnd_view *view) {
+  ir_axis up = view->up == IR_AXIS_NONE ? IR_AXIS_Z : view->up;
+  view->up = (ir_axis)(IR_AXIS_X + (ir_axis_index(up) + 1) % 3);
 }
 
 void wnd_view_orbit(wnd_view *view, float dx, float dy) {
@@ -62,7 +74,7 @@ void wnd_view_zoom(wnd_view *view, float steps) {
 }
 
 ir_camera wnd_view_camera(const wnd_view *view, const ir_volume *volume) {
-  ir_camera camera = ir_camera_orbit(volume, view->azimuth_degrees, view->elevation_degrees, view->distance);
+  ir_camera camera = ir_camera_orbit(volume, view->azimuth_degrees, view->elevation_degrees, view->distance, view->up);
   for (int k = 0; k < 3; k++) {
     camera.eye[k] += view->pan[k];
     camera.target[k] += view->pan[k];

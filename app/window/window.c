@@ -39,6 +39,7 @@ typedef struct win_options {
   bool iso_given;
   double iso;
   int threads;
+  ir_axis up; /* --up; IR_AXIS_NONE: the volume's header, else +z */
 } win_options;
 
 static void print_help(FILE *to) {
@@ -60,12 +61,14 @@ static void print_help(FILE *to) {
         "                        pipeline as published, or the single kernel\n"
         "  --iso V               isovalue in data units (default: the volume's first suggested one)\n"
         "  --threads N           CPU renderer threads (default: all cores)\n"
+        "  --up x|y|z|-x|-y|-z   volume axis shown pointing up (default: the file's header, else z)\n"
         "  --script FILE         timed key/mouse/resize/screenshot/quit events (docs/window.md)\n"
         "  --help                this text\n"
         "\n"
         "Controls: left-drag orbit, right/middle-drag pan, wheel zoom, 1..5 method, Tab next method,\n"
-        "P pipeline (multi, paper, single), Up/Down isovalue (Shift: coarse), R reset view, S or F12 screenshot,\n"
-        "F overlay, H key help, Esc or Q quit.\n"
+        "P pipeline (multi, paper, single), Up/Down isovalue (Shift: coarse), R reset view,\n"
+        "U flip the view (Shift+U: next up axis), S or F12 screenshot, F overlay, H key help,\n"
+        "Esc or Q quit.\n"
         "\n",
         to);
   cli_print_volume_options(to);
@@ -104,7 +107,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
       continue;
     }
     static const char *const with_value[] = {"--device", "--size", "--window", "--script", "--method",
-                                             "--pipeline", "--iso", "--threads", NULL};
+                                             "--pipeline", "--iso", "--threads", "--up", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known |= strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'", opt);
@@ -132,6 +135,8 @@ static int parse_options(int argc, char **argv, win_options *o) {
     } else if (strcmp(opt, "--iso") == 0) {
       if (!cli_parse_float(value, &o->iso)) return bad_option("--iso '%s': expected a number in data units", value);
       o->iso_given = true;
+    } else if (strcmp(opt, "--up") == 0) {
+      if (!ir_axis_parse(value, &o->up)) return bad_option("--up '%s': use x, y, z, -x, -y or -z", value);
     } else {
       if (!cli_parse_int(value, 1, 4096, &number)) return bad_option("--threads '%s': expected a whole number from 1 to 4096", value);
       o->threads = (int)number;
@@ -157,6 +162,7 @@ typedef struct win_state {
   wnd_mesh overlay_mesh;
 
   wnd_view view;
+  ir_axis start_up; /* the up axis R goes back to */
   int method_index; /* row of ir_compact_methods() */
   ir_pipeline pipeline;
   double iso, iso_step;
@@ -230,7 +236,14 @@ static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
     break;
   case SDLK_UP: step_iso(s, 1, shift); break;
   case SDLK_DOWN: step_iso(s, -1, shift); break;
-  case SDLK_r: s->view = wnd_view_default(); break;
+  case SDLK_r: s->view = wnd_view_default(s->start_up); break;
+  case SDLK_u:
+    if (shift)
+      wnd_view_next_up(&s->view);
+    else
+      wnd_view_flip_up(&s->view);
+    printf("inkray: up %s\n", ir_axis_name(s->view.up));
+    break;
   case SDLK_s:
   case SDLK_F12: request_screenshot(s, NULL); break;
   case SDLK_f: s->overlay = !s->overlay; break;
@@ -548,6 +561,8 @@ static int create_renderer(win_state *s, const win_options *o) {
 }
 
 static void choose_isovalue(win_state *s, const win_options *o) {
+  if (s->volume.nonfinite_count > 0 && s->volume.nonfinite_count == ir_volume_voxel_count(&s->volume))
+    fprintf(stderr, "inkray: note: every voxel of %s is NaN or Inf; nothing will show\n", s->volume.name);
   double range = s->volume.value_max - s->volume.value_min;
   s->iso_step = range > 0 ? range / 100.0 : 1.0;
   if (o->iso_given) {
@@ -685,7 +700,7 @@ int app_window_main(int argc, char **argv) {
       return rc;
     }
   }
-  win_state s = {.view = wnd_view_default(), .pipeline = o.pipeline, .overlay = true};
+  win_state s = {.pipeline = o.pipeline, .overlay = true};
   for (int k = 0; k < IR_COMPACT_METHOD_COUNT; k++)
     if (ir_compact_methods()[k].method == o.method) s.method_index = k;
   s.history = malloc(FRAME_HISTORY * sizeof *s.history);
@@ -697,6 +712,11 @@ int app_window_main(int argc, char **argv) {
   rc = init_video();
   if (rc == 0) rc = cli_load_volume(&o.volume, &s.volume);
   if (rc == 0) {
+    /* --up wins; else what the file's header says; else +z. */
+    s.start_up = o.up != IR_AXIS_NONE ? o.up : s.volume.up_axis != IR_AXIS_NONE ? s.volume.up_axis : IR_AXIS_Z;
+    s.view = wnd_view_default(s.start_up);
+    if (o.up == IR_AXIS_NONE && s.volume.up_axis != IR_AXIS_NONE)
+      printf("inkray: up %s, from the %s (--up changes it, U flips it)\n", ir_axis_name(s.start_up), s.volume.up_source);
     choose_isovalue(&s, &o);
     rc = create_renderer(&s, &o);
   }

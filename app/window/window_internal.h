@@ -20,20 +20,26 @@
 #include "render/render.h"
 
 /* ---- View (view.c) ------------------------------------------------------------------------- */
-/* Orbit angles and distance as ir_camera_orbit takes them, plus a pan offset in world units
- * added to both the eye and the target. */
+/* Orbit angles, distance and up axis as ir_camera_orbit takes them, plus a pan offset in world
+ * units added to both the eye and the target. */
 typedef struct wnd_view {
   float azimuth_degrees;
   float elevation_degrees;
   float distance; /* 1 fits the volume in view */
   float pan[3];
+  ir_axis up;     /* IR_AXIS_NONE: +z */
 } wnd_view;
 
 #define WND_VIEW_AZIMUTH 30.0f
 #define WND_VIEW_ELEVATION 20.0f
 #define WND_VIEW_DISTANCE 1.0f
 
-wnd_view wnd_view_default(void);
+/* The starting view, with `up` pointing up (--up, else the volume's header, else +z). */
+wnd_view wnd_view_default(ir_axis up);
+/* U: the same axis the other way up (the view turned upside down). */
+void wnd_view_flip_up(wnd_view *view);
+/* Shift+U: the next axis up, x -> y -> z -> x, pointing the positive way. */
+void wnd_view_next_up(wnd_view *view);
 /* Left-drag by (dx, dy) pixels. */
 void wnd_view_orbit(wnd_view *view, float dx, float dy);
 /* Right/middle drag: moves the scene with the mouse, in the plane facing the camera. */

@@ -147,7 +147,8 @@ static void test_bad_options_exit_2_with_one_line(void) {
       {"--iso", "abc"},          {"--iso", "suggested:0"},  {"--elevation", "95"},
       {"--distance", "0"},       {"--no-such-option"},      {"--verify", "--device", "cpu"},
       {"--dims", "1x2"},         {"--type", "complex"},     {"one.raw", "two.raw"},
-      {"--tail-rays", "-5"},     {"--tail-rays", "many"},
+      {"--tail-rays", "-5"},     {"--tail-rays", "many"},    {"--up", "w"},
+      {"--up", "zz"},            {"--up"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const char *args[8] = {"--headless"};
@@ -258,7 +259,54 @@ static void test_no_options_renders_on_the_gpu_or_falls_back_to_the_cpu(void) {
   remove_scratch(dir);
 }
 
+/* --up turns the orbit around the axis given; without it the file's header decides (a NRRD in
+ * a patient space here), else +z. The choice and where it came from head the report, and the
+ * image changes with it. */
+static void test_up_axis_from_option_header_or_default(void) {
+  char dir[64], nhdr[128], raw[128], png_z[128], png_y[128];
+  make_scratch(dir);
+  join(nhdr, sizeof nhdr, dir, "up.nhdr");
+  join(raw, sizeof raw, dir, "up.raw");
+  join(png_z, sizeof png_z, dir, "z.png");
+  join(png_y, sizeof png_y, dir, "y.png");
+  FILE *f = fopen(nhdr, "w");
+  if (f) {
+    fputs("NRRD0004\ntype: uchar\ndimension: 3\nsizes: 8 8 8\nencoding: raw\nspace: RAS\n"
+          "space directions: (1,0,0) (0,0,-1) (0,1,0)\ndata file: up.raw\n", f);
+    fclose(f);
+  }
+  unsigned char voxels[512];
+  for (int k = 0; k < 512; k++) voxels[k] = (unsigned char)(k % 8 < 4 && k / 64 < 6 ? 200 : 0);
+  f = fopen(raw, "wb");
+  if (f) {
+    fwrite(voxels, 1, sizeof voxels, f);
+    fclose(f);
+  }
+  const char *from_header[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
+                               "--size", "32x32", "--no-stages", "--iso", "100", "--png", png_y, nhdr, NULL};
+  run_inkray(dir, from_header, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "up -y (NRRD space directions)");
+  const char *given[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
+                         "--size", "32x32", "--no-stages", "--iso", "100", "--up", "z", "--png", png_z, nhdr, NULL};
+  run_inkray(dir, given, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "up z (--up)");
+  const char *plain[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
+                         "--size", "16x16", "--no-stages", "builtin:sphere:16", NULL};
+  run_inkray(dir, plain, &result);
+  CHECK_STR_CONTAINS(result.output, "up z (default)");
+  int w = 0, h = 0, c = 0, w2 = 0, h2 = 0, c2 = 0;
+  unsigned char *a = read_png(png_y, &w, &h, &c), *b = read_png(png_z, &w2, &h2, &c2);
+  CHECK(a && b && w == w2 && h == h2 && c == c2);
+  if (a && b && w == w2 && h == h2 && c == c2) CHECK_MSG(memcmp(a, b, (size_t)w * h * c) != 0, "--up did not change the image");
+  if (a) stbi_image_free(a);
+  if (b) stbi_image_free(b);
+  remove_scratch(dir);
+}
+
 int main(void) {
+  RUN(test_up_axis_from_option_header_or_default);
   RUN(test_cpu_run_writes_png_of_the_requested_size_and_csv_rows);
   RUN(test_all_methods_and_pipelines_give_a_row_per_frame_and_configuration);
   RUN(test_no_stages_leaves_only_timed_rows);

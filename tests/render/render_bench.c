@@ -128,13 +128,13 @@ int main(int argc, char **argv) {
     memset(&sum, 0, sizeof sum);
     int ok = 1;
     for (int i = -warmup; i < frames && ok; i++) {
-      f.camera = ir_camera_orbit(&v, 360.0f * (float)((i + warmup) % views) / (float)views, elevation, distance);
+      f.camera = ir_camera_orbit(&v, 360.0f * (float)((i + warmup) % views) / (float)views, elevation, distance, IR_AXIS_NONE);
       ok = ir_render_frame(r, &f, &s, err) == IR_OK;
       if (i >= 0) ms[i] = s.frame_ms;
     }
     f.stage_timing = true;
     for (int i = 0; i < views && ok; i++) {
-      f.camera = ir_camera_orbit(&v, 360.0f * (float)i / (float)views, elevation, distance);
+      f.camera = ir_camera_orbit(&v, 360.0f * (float)i / (float)views, elevation, distance, IR_AXIS_NONE);
       ok = ir_render_frame(r, &f, &s, err) == IR_OK;
       if (ok && rounds && i == 0 && (f.pipeline == IR_PIPELINE_MULTI || f.pipeline == IR_PIPELINE_PAPER)) {
         printf("## %s view 0: round traverse_rays intersect_rays traverse_ms intersect_ms (tail %u rays, %.3f ms)\n",

@@ -28,7 +28,7 @@ static uint8_t *render_cpu(const ir_volume *v, const ir_frame_desc *f, ir_frame_
 }
 
 static ir_frame_desc frame_of(const ir_volume *v, int w, int h, float iso, float az, float el) {
-  ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .camera = ir_camera_orbit(v, az, el, 1.0f)};
+  ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .camera = ir_camera_orbit(v, az, el, 1.0f, IR_AXIS_NONE)};
   return f;
 }
 
@@ -288,7 +288,7 @@ static void test_brick_walk_and_bvh_draw_the_same_image(void) {
     if (s == 0) iso = isos[s];
     for (size_t k = 0; k < sizeof views / sizeof views[0]; k++) {
       ir_frame_desc f = {.width = 96, .height = 80, .isovalue = iso,
-                         .camera = ir_camera_orbit(&v, views[k][0], views[k][1], views[k][2])};
+                         .camera = ir_camera_orbit(&v, views[k][0], views[k][1], views[k][2], IR_AXIS_NONE)};
       f.pipeline = IR_PIPELINE_PAPER;
       uint8_t *bvh = render_cpu(&v, &f, NULL, 0);
       f.pipeline = IR_PIPELINE_MULTI;
@@ -409,7 +409,66 @@ static void test_nonfinite_voxels_count_as_empty(void) {
   ir_volume_free(&v);
 }
 
+/* ---- Up axis ---------------------------------------------------------------------------------- */
+static float dot3(const float a[3], const float b[3]) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/* The orbit turns around the up axis it is given and rises toward it; none keeps +z, bit for bit. */
+static void test_orbit_camera_follows_the_up_axis(void) {
+  ir_volume v;
+  if (!util_load("builtin:sphere:16", &v)) {
+    CHECK(0);
+    return;
+  }
+  ir_camera plain = ir_camera_orbit(&v, 30, 20, 1, IR_AXIS_NONE), z = ir_camera_orbit(&v, 30, 20, 1, IR_AXIS_Z);
+  CHECK(memcmp(&plain, &z, sizeof plain) == 0);
+  CHECK(z.up[0] == 0 && z.up[1] == 0 && z.up[2] == 1);
+  for (int a = IR_AXIS_X; a <= IR_AXIS_NEG_Z; a++) {
+    ir_camera c = ir_camera_orbit(&v, 30, 89, 1, (ir_axis)a);
+    float want[3] = {0, 0, 0};
+    want[ir_axis_index((ir_axis)a)] = (float)ir_axis_sign((ir_axis)a);
+    CHECK_MSG(memcmp(c.up, want, sizeof want) == 0, "up %s: camera up (%g %g %g)", ir_axis_name((ir_axis)a),
+              (double)c.up[0], (double)c.up[1], (double)c.up[2]);
+    /* Near the pole the eye sits above the target along the up axis. */
+    float to_eye[3] = {c.eye[0] - c.target[0], c.eye[1] - c.target[1], c.eye[2] - c.target[2]};
+    float len = sqrtf(dot3(to_eye, to_eye));
+    CHECK_MSG(dot3(to_eye, want) / len > 0.999f, "up %s: elevation 89 does not rise toward it", ir_axis_name((ir_axis)a));
+  }
+  ir_volume_free(&v);
+}
+
+/* Seen from the same place, -z up is the +z image turned half a turn (not mirrored). */
+static void test_negative_up_turns_the_image_upside_down(void) {
+  ir_volume v;
+  if (!util_load("builtin:fractal:24", &v)) {
+    CHECK(0);
+    return;
+  }
+  enum { W = 64, H = 48 };
+  ir_frame_desc up = frame_of(&v, W, H, 127.5f, 0, 0), down = up;
+  down.camera = ir_camera_orbit(&v, 0, 0, 1.0f, IR_AXIS_NEG_Z);
+  uint8_t *a = render_cpu(&v, &up, NULL, 0), *b = render_cpu(&v, &down, NULL, 0);
+  CHECK(a && b);
+  if (a && b) {
+    size_t differing = 0, same_place = 0;
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++) {
+        const uint8_t *p = a + 4 * ((size_t)y * W + x), *q = b + 4 * ((size_t)(H - 1 - y) * W + (W - 1 - x));
+        const uint8_t *r = b + 4 * ((size_t)y * W + x);
+        differing += abs(p[0] - q[0]) > 8 || abs(p[1] - q[1]) > 8 || abs(p[2] - q[2]) > 8;
+        same_place += memcmp(p, r, 4) != 0;
+      }
+    CHECK_MSG(differing <= W * H / 100, "%zu pixels differ from the half-turned image", differing);
+    CHECK_MSG(same_place > W * H / 20, "the -z image is the +z image: up was ignored");
+    CHECK(util_coverage(a, W, H) > W * H / 10);
+  }
+  free(a);
+  free(b);
+  ir_volume_free(&v);
+}
+
 int main(void) {
+  RUN(test_orbit_camera_follows_the_up_axis);
+  RUN(test_negative_up_turns_the_image_upside_down);
   RUN(test_bvh_brick_ranges_include_the_shared_border);
   RUN(test_bvh_update_reaches_exactly_the_valid_leaves);
   RUN(test_sphere_silhouette_matches_geometry);

@@ -192,7 +192,7 @@ static uint8_t *check_scene(const char *what, const ir_volume *v, ir_frame_desc 
 }
 
 static ir_frame_desc frame_of(const ir_volume *v, int w, int h, float iso, float az, float el) {
-  ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .camera = ir_camera_orbit(v, az, el, 1.0f)};
+  ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .camera = ir_camera_orbit(v, az, el, 1.0f, IR_AXIS_NONE)};
   return f;
 }
 

@@ -107,16 +107,16 @@ static float distance3(const float a[3], const float b[3]) {
 /* The window's default view is the orbit camera the headless runs and tests use. */
 static void test_default_view_is_the_orbit_camera(void) {
   ir_volume v = small_volume();
-  wnd_view view = wnd_view_default();
+  wnd_view view = wnd_view_default(IR_AXIS_NONE);
   ir_camera got = wnd_view_camera(&view, &v);
-  ir_camera want = ir_camera_orbit(&v, WND_VIEW_AZIMUTH, WND_VIEW_ELEVATION, WND_VIEW_DISTANCE);
+  ir_camera want = ir_camera_orbit(&v, WND_VIEW_AZIMUTH, WND_VIEW_ELEVATION, WND_VIEW_DISTANCE, IR_AXIS_NONE);
   CHECK_NEAR(distance3(got.eye, want.eye), 0, 1e-6);
   CHECK_NEAR(distance3(got.target, want.target), 0, 1e-6);
   CHECK_NEAR(distance3(got.up, want.up), 0, 1e-6);
 }
 
 static void test_orbit_turns_and_stops_at_the_poles(void) {
-  wnd_view view = wnd_view_default();
+  wnd_view view = wnd_view_default(IR_AXIS_NONE);
   wnd_view_orbit(&view, 100, 0);
   CHECK(fabsf(view.azimuth_degrees - WND_VIEW_AZIMUTH) > 10);
   CHECK_NEAR(view.elevation_degrees, WND_VIEW_ELEVATION, 1e-6);
@@ -128,7 +128,7 @@ static void test_orbit_turns_and_stops_at_the_poles(void) {
 
 static void test_zoom_moves_closer_and_is_bounded(void) {
   ir_volume v = small_volume();
-  wnd_view view = wnd_view_default();
+  wnd_view view = wnd_view_default(IR_AXIS_NONE);
   ir_camera before = wnd_view_camera(&view, &v);
   wnd_view_zoom(&view, 3);
   ir_camera after = wnd_view_camera(&view, &v);
@@ -143,7 +143,7 @@ static void test_zoom_moves_closer_and_is_bounded(void) {
  * size at the target per pixel dragged. */
 static void test_pan_moves_eye_and_target_across_the_view(void) {
   ir_volume v = small_volume();
-  wnd_view view = wnd_view_default();
+  wnd_view view = wnd_view_default(IR_AXIS_NONE);
   ir_camera before = wnd_view_camera(&view, &v);
   wnd_view_pan(&view, &v, 50, -20, 400);
   ir_camera after = wnd_view_camera(&view, &v);
@@ -165,7 +165,31 @@ static void test_pan_moves_eye_and_target_across_the_view(void) {
   CHECK_NEAR(distance3(same.eye, after.eye), 0, 1e-6);
 }
 
+/* U flips the up axis (the view upside down), Shift+U moves to the next axis; the camera
+ * follows, and the starting view keeps the up axis it is given. */
+static void test_up_axis_flips_and_cycles(void) {
+  ir_volume v = small_volume();
+  wnd_view view = wnd_view_default(IR_AXIS_NEG_Y);
+  ir_camera c = wnd_view_camera(&view, &v);
+  CHECK(c.up[0] == 0 && c.up[1] == -1 && c.up[2] == 0);
+  view = wnd_view_default(IR_AXIS_NONE);
+  wnd_view_flip_up(&view);
+  CHECK_EQ_INT(view.up, IR_AXIS_NEG_Z);
+  c = wnd_view_camera(&view, &v);
+  CHECK(c.up[2] == -1);
+  wnd_view_flip_up(&view);
+  CHECK_EQ_INT(view.up, IR_AXIS_Z);
+  wnd_view_next_up(&view);
+  CHECK_EQ_INT(view.up, IR_AXIS_X);
+  wnd_view_next_up(&view);
+  CHECK_EQ_INT(view.up, IR_AXIS_Y);
+  wnd_view_flip_up(&view);
+  wnd_view_next_up(&view);
+  CHECK_EQ_INT(view.up, IR_AXIS_Z);
+}
+
 int main(void) {
+  RUN(test_up_axis_flips_and_cycles);
   RUN(test_script_parses_every_event_kind);
   RUN(test_script_errors_name_the_line);
   RUN(test_script_load_reports_missing_file);

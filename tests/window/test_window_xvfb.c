@@ -248,7 +248,7 @@ static void test_scripted_session_switches_everything(void) {
              *resized = find_shot(shots, count, "resized.png"), *help = find_shot(shots, count, "help.png");
   CHECK(first && m2 && m5 && iso && moved && plain && resized && help);
   if (first && m2 && m5 && iso && moved && plain && resized && help) {
-    ir_camera orbit = ir_camera_orbit(&volume, WND_VIEW_AZIMUTH, WND_VIEW_ELEVATION, WND_VIEW_DISTANCE);
+    ir_camera orbit = ir_camera_orbit(&volume, WND_VIEW_AZIMUTH, WND_VIEW_ELEVATION, WND_VIEW_DISTANCE, IR_AXIS_NONE);
     CHECK_NEAR(eye_distance(&first->camera, &orbit), 0, 1e-3);
     CHECK(first->width == 320 && first->height == 240 && first->render_width == 320);
     CHECK_STR_CONTAINS(first->method, ir_compact_methods()[0].name);
