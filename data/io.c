@@ -515,6 +515,20 @@ static ir_status apply_scaling(const ir_header *h, ir_volume *out, const char *w
   return IR_OK;
 }
 
+/* Memory the whole load needs at its peak: the voxels of the box read, plus their float32 copy
+ * while NIfTI scaling converts integer voxels. */
+static ir_status check_load_memory(const ir_header *h, const size_t box_size[3], const ir_volume_desc *desc,
+                                   const char *path, char err[IR_ERR_LEN]) {
+  size_t bytes = 0;
+  if (!ir_volume_byte_count(box_size, h->type, &bytes, path, err)) return IR_ERR_INPUT;
+  size_t need = bytes;
+  if (h->scaled && h->type != IR_VOXEL_FLOAT32) {
+    size_t floats = bytes / ir_voxel_type_size(h->type);
+    need = floats > (SIZE_MAX - bytes) / sizeof(float) ? SIZE_MAX : bytes + floats * sizeof(float);
+  }
+  return ir_check_memory(need, desc, path, err);
+}
+
 /* Byte order, scaling, spacing, value range: the common end of every loader. */
 static ir_status finish_read(const ir_header *h, const char *path, const ir_volume_desc *desc,
                              ir_volume *out, char err[IR_ERR_LEN]) {
@@ -627,6 +641,7 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
   size_t file_size = 0;
   status = ir_check_file(path, &file_size, err);
   if (status == IR_OK) status = check_compressed_size(h, path, file_size, bytes, offset, err);
+  if (status == IR_OK) status = check_load_memory(h, box_size, desc, path, err);
   if (status != IR_OK) return status;
   status = ir_volume_allocate(out, box_size, h->type, desc, path, err);
   if (status != IR_OK) return status;
@@ -711,6 +726,7 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
     if (status == IR_OK)
       status = precheck_file(h, file, file_size, h->file_count ? 0 : h->data_offset, bytes / files, err);
   }
+  if (status == IR_OK) status = check_load_memory(h, box_size, desc, header_path, err);
   if (status == IR_OK) status = ir_volume_allocate(out, box_size, h->type, desc, header_path, err);
   if (status == IR_OK) {
     ir_region_sink sink = {.elem = ir_voxel_type_size(h->type), .dst = out->voxels};

@@ -299,6 +299,17 @@ static void test_volume_larger_than_available_memory_names_both_sizes(void) {
   opt.available_bytes_override = 1000;
   expect_failure_with("builtin:sphere:16", &opt, IR_ERR_INPUT, "builtin:sphere:16", "needs 16384 bytes",
                       "only 1000 bytes");
+  /* NIfTI scaling of int16 holds the voxels and their float32 copy at once: 16 + 32 bytes. */
+  unsigned char file[352 + 16] = {0};
+  nifti_int16_header(file, 2, 2, 2, 2.0f, 1.0f);
+  write_bytes(scratch_path("scaled.nii"), file, sizeof file);
+  opt.available_bytes_override = 47;
+  expect_failure_with(scratch_path("scaled.nii"), &opt, IR_ERR_INPUT, "scaled.nii", "needs 48 bytes",
+                      "only 47 bytes");
+  opt.available_bytes_override = 48;
+  CHECK_MSG(load_with(scratch_path("scaled.nii"), &opt, &v, err) == IR_OK, "%s", err);
+  CHECK_EQ_INT(v.type, IR_VOXEL_FLOAT32);
+  ir_volume_free(&v);
 }
 
 /* NaN or infinite NIfTI scaling would make every voxel NaN: refused, naming the field. A slope of
