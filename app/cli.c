@@ -195,6 +195,10 @@ int cli_load_volume(ir_volume_desc *desc, ir_volume *out) {
   /* Big loads always report progress on stderr: in place on a terminal, else a line every few
    * seconds (a log or CI shows that a long load is alive). */
   desc->show_progress = true;
+  /* INKRAY_PROGRESS_INTERVAL_MS: how often those lines come in a log (default 5000). */
+  long interval = 0;
+  const char *env = getenv("INKRAY_PROGRESS_INTERVAL_MS");
+  if (env && cli_parse_int(env, 1, 3600000, &interval)) desc->progress_interval_ms = (unsigned)interval;
   ir_status status = ir_volume_load(desc, out, err);
   if (status != IR_OK) {
     fprintf(stderr, "inkray: %s\n", err);

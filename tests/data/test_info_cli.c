@@ -185,6 +185,28 @@ static void test_sizes_and_memory_checked_before_loading(void) {
   remove(big);
 }
 
+/* A big load whose stderr is a file (as in CI) prints whole progress lines, at the rate
+ * INKRAY_PROGRESS_INTERVAL_MS asks for, and a closing line. 256 MiB as a sparse file. */
+static void test_progress_lines_when_stderr_is_a_log(void) {
+  const char *path = scratch_path("p_1024x1024x256_uint8.raw");
+  FILE *f = fopen(path, "wb");
+  bool sparse = f && ftruncate(fileno(f), (off_t)256 << 20) == 0;
+  if (f) fclose(f);
+  if (!sparse) {
+    printf("  (no sparse file here: the progress case is skipped)\n");
+    return;
+  }
+  setenv("INKRAY_PROGRESS_INTERVAL_MS", "1", 1);
+  run_result r = run_info(quoted(path));
+  unsetenv("INKRAY_PROGRESS_INTERVAL_MS");
+  CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
+  CHECK_STR_CONTAINS(r.err, "loading p_1024x1024x256_uint8.raw: ");
+  CHECK_STR_CONTAINS(r.err, "loading p_1024x1024x256_uint8.raw: done, 268435456 of 268435456 bytes");
+  CHECK_MSG(strchr(r.err, '\r') == NULL, "carriage returns in a log: %s", r.err);
+  free_result(&r);
+  remove(path);
+}
+
 static void test_bad_input_exits_2(void) {
   expect_exit_2(quoted(data_path("nothere.raw")), "nothere.raw", "no such file");
   expect_exit_2(quoted(test_data_dir()), "DICOM", NULL);
@@ -212,5 +234,6 @@ int main(void) {
   RUN(test_all_nonfinite_volume_says_so);
   RUN(test_up_axis_reported);
   RUN(test_sizes_and_memory_checked_before_loading);
+  RUN(test_progress_lines_when_stderr_is_a_log);
   return check_summary();
 }
