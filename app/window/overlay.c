@@ -101,6 +101,12 @@ static void short_count(uint32_t n, char out[16]) {
   else snprintf(out, 16, "%.2fM", n / 1e6);
 }
 
+const char *wnd_overlay_stage_title(const wnd_overlay_info *info) {
+  /* The CPU renderer marches each ray to the end in one go: it has no stages to time. */
+  if (info->device && strcmp(info->device, "cpu") == 0) return "stage times: GPU only (the CPU times whole frames)";
+  return info->have_stages ? "stage times (sampled every 0.5 s)" : "stage times: not measured yet";
+}
+
 static void main_lines(const wnd_overlay_info *info, text_lines *lines) {
   const ir_compact_method_info *methods = ir_compact_methods();
   const ir_volume *v = info->volume;
@@ -192,7 +198,7 @@ void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4]
   const char *rows[20];
   for (int k = 0; k < lines.count; k++) rows[k] = lines.text[k] + (lines.text[k][0] == '!');
   int row_count = lines.count;
-  const char *stage_title = info->have_stages ? "stage times (sampled every 0.5 s)" : "stage times: not measured yet";
+  const char *stage_title = wnd_overlay_stage_title(info);
   rows[row_count++] = stage_title;
   rows[row_count++] = "H help   F hide overlay";
   float w, h;

@@ -471,6 +471,7 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
    * every half second, but never more than one frame in five on a slow renderer. */
   bool stage_frame = s->have_stages ? t0 - s->last_stage_time >= STAGE_SAMPLE_SECONDS && s->plain_since_stages >= 4
                                     : s->frames >= 1;
+  stage_frame = stage_frame && s->device == IR_DEVICE_GPU; /* the CPU renderer has no stages */
   s->camera = wnd_view_camera(&s->view, &s->volume);
   s->render_width = render_width;
   s->render_height = render_height;

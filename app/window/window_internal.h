@@ -114,6 +114,8 @@ typedef struct wnd_overlay_info {
   ir_frame_stats last;      /* the last frame */
   bool show_help;
 } wnd_overlay_info;
+/* The title over the stage-time chart: "GPU only" on the CPU renderer, which has no stages. */
+const char *wnd_overlay_stage_title(const wnd_overlay_info *info);
 
 /* Appends the overlay (panels, text, bars) to `mesh` and returns the rectangle it covers,
  * as x, y, width, height in window pixels. */

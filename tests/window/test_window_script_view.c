@@ -188,7 +188,18 @@ static void test_up_axis_flips_and_cycles(void) {
   CHECK_EQ_INT(view.up, IR_AXIS_Z);
 }
 
+/* On the CPU renderer the overlay says stage times are GPU-only instead of charting zeros. */
+static void test_overlay_stage_title_says_gpu_only_on_the_cpu(void) {
+  wnd_overlay_info info = {.device = "cpu", .have_stages = true};
+  CHECK_STR_CONTAINS(wnd_overlay_stage_title(&info), "GPU only");
+  info.device = "gpu";
+  CHECK_STR_CONTAINS(wnd_overlay_stage_title(&info), "sampled");
+  info.have_stages = false;
+  CHECK_STR_CONTAINS(wnd_overlay_stage_title(&info), "not measured yet");
+}
+
 int main(void) {
+  RUN(test_overlay_stage_title_says_gpu_only_on_the_cpu);
   RUN(test_up_axis_flips_and_cycles);
   RUN(test_script_parses_every_event_kind);
   RUN(test_script_errors_name_the_line);
