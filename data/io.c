@@ -278,14 +278,19 @@ void ir_header_free(ir_header *h) {
   for (size_t i = 0; i < h->file_count; i++) free(h->files[i]);
   free(h->files);
   h->files = NULL;
-  h->file_count = 0;
+  h->file_count = h->file_capacity = 0;
 }
 
 bool ir_header_add_file(ir_header *h, const char *name, size_t len) {
   if (h->file_count >= IR_MAX_DATA_FILES) return false;
-  char **grown = realloc(h->files, (h->file_count + 1) * sizeof *grown);
-  if (!grown) return false;
-  h->files = grown;
+  /* Doubling: a pattern of tens of thousands of slices would otherwise copy the list each time. */
+  if (h->file_count == h->file_capacity) {
+    size_t capacity = h->file_capacity ? 2 * h->file_capacity : 16;
+    char **grown = realloc(h->files, capacity * sizeof *grown);
+    if (!grown) return false;
+    h->files = grown;
+    h->file_capacity = capacity;
+  }
   char *copy = malloc(len + 1);
   if (!copy) return false;
   memcpy(copy, name, len);

@@ -42,7 +42,7 @@ typedef struct ir_header {
    * each of the files holds an equal share of the voxels, in order (paths as written in the
    * header; relative ones are relative to the header's folder). */
   char **files;
-  size_t file_count;
+  size_t file_count, file_capacity;
   size_t data_offset;   /* attached data: where the voxels begin in the header's file */
   size_t line_skip;     /* NRRD "line skip": lines to skip at the start of each data file */
   size_t file_skip;     /* bytes to skip at the start of each data file (after line_skip) */
