@@ -9,13 +9,13 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${INKRAY_BUILD_DIR:-$root/build}
 
 # Required: without these nothing builds. Optional: each adds a feature (ninja: faster builds;
-# GDCM, libtiff, expat, lz4, lzma:
+# zlib: the system's instead of the copy in third_party/zlib; GDCM, libtiff, expat, lz4, lzma:
 # the DICOM, TIFF and VTK image data loaders; SDL2/GLEW/GL: the window; Xvfb: the window tests
 # without a display; clang: the header fuzzer; pkg-config: the installed package's pkg-config
 # test; OpenMPI: distributed runs); a new optional dependency goes here too. Missing optional
 # packages are installed when root, else only reported.
-required=(cmake gcc g++ zlib1g-dev)
-optional=(ninja-build pkg-config
+required=(cmake gcc g++)
+optional=(ninja-build pkg-config zlib1g-dev
           libgdcm-dev libtiff-dev libexpat1-dev liblz4-dev liblzma-dev
           libsdl2-dev libglew-dev libgl-dev
           xvfb xauth libgl1-mesa-dri
