@@ -65,7 +65,7 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
           .width = o->width,
           .height = o->height,
           .isovalue = (float)isovalues[k],
-          .camera = ir_camera_orbit(whole, view_azimuth(o, view), o->elevation, o->distance),
+          .camera = ir_camera_orbit(whole, view_azimuth(o, view), o->elevation, o->distance, IR_AXIS_NONE),
           .method = (ir_compact_method)o->method,
           .pipeline = (ir_pipeline)o->pipeline,
           .tail_rays = o->tail_rays,

@@ -64,7 +64,7 @@ static void test_a_clip_box_equal_to_the_volume_changes_nothing(void) {
   char err[IR_ERR_LEN];
   ir_renderer_desc rd = {.device = IR_DEVICE_CPU, .volume = &v};
   CHECK(ir_renderer_create(&rd, &r, err) == IR_OK);
-  ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = ir_camera_orbit(&v, 30, 20, 1)};
+  ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = ir_camera_orbit(&v, 30, 20, 1, IR_AXIS_NONE)};
   uint8_t *a = malloc(W * H * 4), *b = malloc(W * H * 4);
   CHECK(render(r, &f, a, NULL));
   for (int k = 0; k < 3; k++) f.clip_hi[k] = 48.0f;
@@ -84,7 +84,7 @@ static void test_two_clipped_halves_composited_by_depth_draw_the_whole(void) {
   char err[IR_ERR_LEN];
   ir_renderer_desc rd = {.device = IR_DEVICE_CPU, .volume = &v};
   CHECK(ir_renderer_create(&rd, &r, err) == IR_OK);
-  ir_camera cam = ir_camera_orbit(&v, 40, 25, 1);
+  ir_camera cam = ir_camera_orbit(&v, 40, 25, 1, IR_AXIS_NONE);
   ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = cam};
   size_t n = W * H;
   uint8_t *whole = malloc(n * 4), *half[2] = {malloc(n * 4), malloc(n * 4)};

@@ -91,12 +91,12 @@ static void compare_with_cpu(const ir_frame_desc *base, const float *clip_lo, co
 }
 
 static void test_gpu_depth_matches_the_cpu_in_every_pipeline(void) {
-  ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = ir_camera_orbit(&volume, 35, 25, 1)};
+  ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = ir_camera_orbit(&volume, 35, 25, 1, IR_AXIS_NONE)};
   compare_with_cpu(&f, NULL, NULL);
 }
 
 static void test_gpu_clip_box_keeps_hits_inside(void) {
-  ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = ir_camera_orbit(&volume, 35, 25, 1)};
+  ir_frame_desc f = {.width = W, .height = H, .isovalue = 127.5f, .camera = ir_camera_orbit(&volume, 35, 25, 1, IR_AXIS_NONE)};
   const float lo[3] = {10.5f, 0.0f, 4.0f}, hi[3] = {40.5f, 64.0f, 50.0f};
   compare_with_cpu(&f, lo, hi);
 }
