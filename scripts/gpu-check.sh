@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build everything, run the GPU test suite (and the CPU tests), run a
-# short benchmark, and print a short summary last. Results go to $OUT (or ./out): at most six
+# short benchmark (compaction, headless frames of every pipeline, the render scenes' quick set),
+# and print a short summary last. Results go to $OUT (or ./out): at most six
 # files (summary.txt, logs.tar.gz with every log, compact-bench.csv, frames.csv, last.png), since a
 # GPU machine hands back only a few. The tests use the datasets in tests/data/real.
 # Usage: scripts/gpu-check.sh [--no-bench]
@@ -44,10 +45,14 @@ if [[ ${1:-} != --no-bench ]]; then
   "$build/inkray" compact-bench --quick --csv "$out/compact-bench.csv" >"$logs/compact-bench.txt" 2>&1
   note "compact-bench: rc $? ($(wc -l <"$out/compact-bench.csv" 2>/dev/null || echo 0) csv rows)"
   tail -30 "$logs/compact-bench.txt"
-  "$build/inkray" --headless --frames 50 --size 1024x1024 --method all --pipeline both --orbit 8 \
-    --csv "$out/frames.csv" --png "$out/last.png" builtin:fractal:256 >"$logs/headless.txt" 2>&1
+  "$build/inkray" --headless --frames 50 --size 1024x1024 --method all --pipeline multi,paper,single,plain \
+    --orbit 8 --csv "$out/frames.csv" --png "$out/last.png" builtin:fractal:256 >"$logs/headless.txt" 2>&1
   note "headless: rc $?"
   tail -20 "$logs/headless.txt"
+  INKRAY_BUILD_DIR=$build "$root/scripts/render-scenes.sh" --quick --out "$logs/render-scenes" \
+    >"$logs/render-scenes.txt" 2>&1
+  note "render-scenes --quick: rc $?"
+  tail -22 "$logs/render-scenes.txt"
 fi
 printf '%s\n' "== summary ==" "$(cat "$logs/gpu.txt")" "${summary[@]}" | tee "$out/summary.txt"
 exit $rc
