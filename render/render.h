@@ -87,7 +87,7 @@ typedef struct ir_frame_desc {
                                    multi pipeline (IR_TAIL_AUTO), off for the paper's (its loop
                                    runs to the last ray); IR_TAIL_OFF: never */
   uint32_t run_bricks;          /* multi pipeline: most valid bricks traversal hands intersection
-                                   in one run; 0 = IR_RUN_BRICKS_DEFAULT (no limit) */
+                                   in one run; 0: no limit (the default) */
   float clip_lo[3], clip_hi[3]; /* clip box in the volume's voxel coordinates (the volume spans
                                    [0, dims]): only surfaces inside it are drawn; all zero, the
                                    default: the whole volume. Distributed runs give each brick
@@ -97,7 +97,6 @@ typedef struct ir_frame_desc {
 #define IR_TAIL_OFF 0xffffffffu
 /* The multi pipeline's automatic tail threshold for a frame of `rays` rays. */
 uint32_t ir_tail_auto(uint32_t rays);
-#define IR_RUN_BRICKS_DEFAULT 0u
 
 /* What one frame cost and did. Times in milliseconds; stage times are filled when
  * stage_timing was asked for (and are 0 otherwise). */
