@@ -84,7 +84,7 @@ typedef struct ir_frame_desc {
   uint32_t tail_rays;           /* GPU multi-kernel: once no more than this many rays are left to
                                    traverse, finish them in one kernel running the rest of the
                                    per-ray loop (same image). 0, the default: automatic for the
-                                   multi pipeline (IR_TAIL_AUTO), off for the paper's (its loop
+                                   multi pipeline (ir_tail_auto), off for the paper's (its loop
                                    runs to the last ray); IR_TAIL_OFF: never */
   uint32_t run_bricks;          /* multi pipeline: most valid bricks traversal hands intersection
                                    in one run; 0: no limit (the default) */
