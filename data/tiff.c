@@ -10,6 +10,8 @@
  * y from XResolution/YResolution (1/resolution, in the file's unit), z from ImageJ's
  * "spacing=" (else the x spacing when the resolution tags give one, else 1); the unit (ImageJ's
  * "unit=" or the resolution unit) goes into the description.
+ * A sub-box (ir_volume_desc.region_*, distributed bricks) decodes only the pages it spans; a
+ * header-only load reads no pixels unless the type depends on them (32/64-bit integers).
  * Refused, with the reason: several samples a pixel (RGB), other bit depths, pages that differ,
  * ImageJ hyperstacks of several channels or time points, data shorter than the pages claim. */
 #include <dirent.h>
@@ -472,10 +474,21 @@ static ir_status scan_files(const file_list *l, tiff_page *first, size_t *pages,
   return IR_OK;
 }
 
-static ir_status read_files(const file_list *l, const tiff_page *pg, unsigned char *dst,
-                            size_t page_bytes, ir_progress *progress, char err[IR_ERR_LEN]) {
-  size_t at = 0;
-  for (size_t f = 0; f < l->count; f++) {
+/* The box of pages a load wants: pages off[2] .. off[2] + size[2], rows and columns likewise;
+ * `page` is scratch for one whole page when the box is narrower than a page. */
+typedef struct tiff_box {
+  size_t off[3], size[3];
+  size_t sample;       /* bytes a sample */
+  unsigned char *page; /* NULL: the box is whole pages, read straight into dst */
+} tiff_box;
+
+/* Reads the box's pages of every file in l into dst (box-sized); pages outside the box are
+ * skipped without being decoded, so a brick of a slice stack reads only its own slices. */
+static ir_status read_files(const file_list *l, const tiff_page *pg, const tiff_box *box, unsigned char *dst,
+                            ir_progress *progress, char err[IR_ERR_LEN]) {
+  size_t at = 0, page_bytes = (size_t)pg->width * pg->height * box->sample;
+  size_t row_bytes = box->size[0] * box->sample, box_page = row_bytes * box->size[1];
+  for (size_t f = 0; f < l->count && at < box->off[2] + box->size[2]; f++) {
     tiff_error e = {{0}};
     if (l->memory) l->memory->pos = 0;
     TIFF *tif = tiff_open(l->paths[f], l->memory, &e);
@@ -483,17 +496,36 @@ static ir_status read_files(const file_list *l, const tiff_page *pg, unsigned ch
     ir_status status = IR_OK;
     size_t page = 0;
     do {
-      unsigned char *slice = dst + at * page_bytes;
-      status = TIFFIsTiled(tif) ? read_tiled(tif, l->paths[f], page, pg, slice, &e, err)
-                                : read_striped(tif, l->paths[f], page, pg, slice, &e, err);
+      if (at >= box->off[2] && at < box->off[2] + box->size[2]) {
+        unsigned char *slice = box->page ? box->page : dst + (at - box->off[2]) * page_bytes;
+        status = TIFFIsTiled(tif) ? read_tiled(tif, l->paths[f], page, pg, slice, &e, err)
+                                  : read_striped(tif, l->paths[f], page, pg, slice, &e, err);
+        for (size_t y = 0; status == IR_OK && box->page && y < box->size[1]; y++)
+          memcpy(dst + (at - box->off[2]) * box_page + y * row_bytes,
+                 box->page + ((box->off[1] + y) * pg->width + box->off[0]) * box->sample, row_bytes);
+        ir_progress_add(progress, box_page);
+      }
       at++;
       page++;
-      ir_progress_add(progress, page_bytes);
-    } while (status == IR_OK && TIFFReadDirectory(tif));
+    } while (status == IR_OK && at < box->off[2] + box->size[2] && TIFFReadDirectory(tif));
     TIFFClose(tif);
     if (status != IR_OK) return status;
   }
   return IR_OK;
+}
+
+/* The voxel type a sample type becomes when no values are needed to decide it; false for the
+ * wide integers, whose narrowest exact type depends on their values (ir_volume_from_samples). */
+static bool fixed_voxel_type(ir_sample_type t, ir_voxel_type *out) {
+  switch (t) {
+  case IR_SAMPLE_UINT8: *out = IR_VOXEL_UINT8; return true;
+  case IR_SAMPLE_UINT16: *out = IR_VOXEL_UINT16; return true;
+  case IR_SAMPLE_INT8:
+  case IR_SAMPLE_INT16: *out = IR_VOXEL_INT16; return true;
+  case IR_SAMPLE_FLOAT32:
+  case IR_SAMPLE_FLOAT64: *out = IR_VOXEL_FLOAT32; return true;
+  default: return false;
+  }
 }
 
 static const char *unit_name(int unit) {
@@ -529,25 +561,47 @@ static ir_status load_pages(file_list *l, const char *src, ir_status status, con
                             "%zu pages of %zux%zu %s need %zu bytes, more than the files can "
                             "hold: the sizes are corrupt",
                             pages, dims[0], dims[1], ir_sample_name(pg.type), bytes);
-  unsigned char *samples = NULL;
-  if (status == IR_OK && !(samples = malloc(bytes))) {
-    snprintf(err, IR_ERR_LEN, "%s: out of host memory: %zux%zux%zu %s needs %zu bytes", src,
-             dims[0], dims[1], dims[2], ir_sample_name(pg.type), bytes);
-    status = IR_ERR_RUNTIME;
+  /* A sub-box (ir_volume_desc.region_*) reads only its pages and keeps only its rows. */
+  tiff_box box = {{0}, {0}, ir_sample_size(pg.type), NULL};
+  if (status == IR_OK) status = ir_region_resolve(desc, dims, src, box.off, box.size, err);
+  ir_voxel_type fixed;
+  if (status == IR_OK && desc->header_only && fixed_voxel_type(pg.type, &fixed)) {
+    file_list_free(l);
+    float ones[3] = {1.0f, 1.0f, 1.0f};
+    ir_volume_header_only(out, dims, fixed, ones, ir_display_name(src));
+    status = IR_OK;
+  } else {
+    size_t box_bytes = box.size[0] * box.size[1] * box.size[2] * box.sample;
+    bool narrow = box.size[0] != dims[0] || box.size[1] != dims[1];
+    unsigned char *samples = NULL;
+    if (status == IR_OK && (!(samples = malloc(box_bytes ? box_bytes : 1)) ||
+                            (narrow && !(box.page = malloc(bytes / pages))))) {
+      snprintf(err, IR_ERR_LEN, "%s: out of host memory: %zux%zux%zu %s needs %zu bytes", src,
+               box.size[0], box.size[1], box.size[2], ir_sample_name(pg.type), box_bytes);
+      status = IR_ERR_RUNTIME;
+    }
+    if (status == IR_OK) {
+      ir_progress progress;
+      ir_progress_begin(&progress, desc, ir_display_name(src), box_bytes);
+      status = read_files(l, &pg, &box, samples, &progress, err);
+      ir_progress_end(&progress);
+    }
+    free(box.page);
+    file_list_free(l);
+    if (status != IR_OK) {
+      free(samples);
+      return status;
+    }
+    status = ir_volume_from_samples(out, box.size, samples, pg.type, 1.0, 0.0, src, err);
+    if (status != IR_OK) return status;
+    memcpy(out->origin, box.off, sizeof out->origin);
+    memcpy(out->full_dims, dims, sizeof out->full_dims);
+    if (desc->header_only) { /* wide integers: their type needed the values */
+      free(out->voxels);
+      out->voxels = NULL;
+      out->bytes = 0;
+    }
   }
-  if (status == IR_OK) {
-    ir_progress progress;
-    ir_progress_begin(&progress, desc, ir_display_name(src), bytes);
-    status = read_files(l, &pg, samples, bytes / pages, &progress, err);
-    ir_progress_end(&progress);
-  }
-  file_list_free(l);
-  if (status != IR_OK) {
-    free(samples);
-    return status;
-  }
-  status = ir_volume_from_samples(out, dims, samples, pg.type, 1.0, 0.0, src, err);
-  if (status != IR_OK) return status;
   bool have_res = res[0] > 0 && res[1] > 0 && isfinite(res[0]) && isfinite(res[1]);
   if (have_res) {
     out->spacing[0] = (float)(1.0 / res[0]);
@@ -595,6 +649,9 @@ ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   status = load_pages(&l, src, status, desc, out, err);
   if (status != IR_OK) return status;
   if (desc->spacing_given) memcpy(out->spacing, desc->spacing, sizeof out->spacing);
-  ir_volume_finish(out, ir_display_name(src));
+  if (desc->header_only)
+    snprintf(out->name, sizeof out->name, "%s", ir_display_name(src));
+  else
+    ir_volume_finish(out, ir_display_name(src));
   return IR_OK;
 }

@@ -368,9 +368,9 @@ static loader_fn pick_image_loader(const char *src, const char **format) {
   return NULL;
 }
 
-/* DICOM, TIFF and VTI are decoded whole (slices through GDCM, pages through libtiff, arrays
- * that are compressed or text): a sub-box is cut out of the loaded volume, and a header-only
- * load drops the voxels. Memory and time are those of the whole volume; the result follows the
+/* DICOM and VTI are decoded whole (slices through GDCM, arrays that are compressed or text): a
+ * sub-box is cut out of the loaded volume, and a header-only load drops the voxels. (TIFF reads
+ * only a box's pages itself, tiff.c.) Memory and time are those of the whole volume; the result follows the
  * same contract as the formats that read only the box. */
 static ir_status load_whole_then_box(const ir_volume_desc *desc, loader_fn load, ir_volume *out,
                                      char err[IR_ERR_LEN]) {
@@ -461,7 +461,7 @@ ir_status ir_volume_load(const ir_volume_desc *desc, ir_volume *out, char err[IR
     return ir_input_error(err, src, "--series picks a DICOM series; this is not DICOM");
   if (desc->array && load != ir_load_vti)
     return ir_input_error(err, src, "--array picks a VTK image data array; this is not a .vti file");
-  if (load == ir_load_dicom || load == ir_load_tiff || load == ir_load_vti)
+  if (load == ir_load_dicom || load == ir_load_vti)
     return load_whole_then_box(desc, load, out, err);
   return load(desc, out, err);
 }

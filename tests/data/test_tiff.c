@@ -215,6 +215,57 @@ static void test_printf_pattern(void) {
   load_and_check(scratch_path("q%d.tiff"), t, 6, 4, 3, "pattern from 0");
 }
 
+/* A sub-box (a distributed brick) of a stack, a tiled LZW file and a slice folder holds exactly
+ * the whole volume's voxels there, with origin and full_dims; a header-only load of a type that
+ * needs no values has the dims and no voxels. */
+static void test_boxes_and_header_only_loads(void) {
+  const tiff_type *t = &types[2]; /* uint16 */
+  enum { W = 13, H = 9, D = 7 };
+  const char *stack = scratch_path("box_stack.tif"), *tiled = scratch_path("box_tiled.tif");
+  tiff_spec s = {.type = t, .w = W, .h = H, .pages = D};
+  write_tiff(stack, &s);
+  tiff_spec st = {.type = t, .w = W, .h = H, .pages = D, .tile = 16, .compression = COMPRESSION_LZW};
+  write_tiff(tiled, &st);
+  const char *dir = kept_path("box_folder");
+  mkdir(dir, 0755);
+  for (int z = 0; z < D; z++) {
+    tiff_spec one = {.type = t, .w = W, .h = H, .pages = 1, .first_index = (size_t)z * W * H};
+    write_tiff(fmt_path("%s/slice_%d.tif", dir, z), &one);
+  }
+  const char *sources[] = {stack, tiled, dir};
+  const size_t boxes[][2][3] = {{{2, 1, 3}, {5, 6, 2}}, {{0, 0, 4}, {W, H, 3}}, {{12, 8, 6}, {1, 1, 1}}};
+  for (int k = 0; k < 3; k++)
+    for (int b = 0; b < 3; b++) {
+      ir_volume_desc d = {0};
+      memcpy(d.region_offset, boxes[b][0], sizeof d.region_offset);
+      memcpy(d.region_size, boxes[b][1], sizeof d.region_size);
+      ir_volume v;
+      char err[IR_ERR_LEN];
+      ir_status st2 = load_with(sources[k], &d, &v, err);
+      CHECK_MSG(st2 == IR_OK, "%s box %d: %s", sources[k], b, err);
+      if (st2 != IR_OK) continue;
+      const size_t *o = boxes[b][0], *n = boxes[b][1];
+      CHECK(v.dims[0] == n[0] && v.dims[1] == n[1] && v.dims[2] == n[2]);
+      CHECK(v.origin[0] == o[0] && v.origin[1] == o[1] && v.origin[2] == o[2]);
+      CHECK(v.full_dims[0] == W && v.full_dims[1] == H && v.full_dims[2] == D);
+      size_t wrong = 0;
+      for (size_t z = 0; z < n[2]; z++)
+        for (size_t y = 0; y < n[1]; y++)
+          for (size_t x = 0; x < n[0]; x++)
+            wrong += ir_volume_value_at(&v, x, y, z) !=
+                     value_for(t, ((o[2] + z) * H + o[1] + y) * W + o[0] + x);
+      CHECK_MSG(wrong == 0, "%s box %d: %zu voxels differ", sources[k], b, wrong);
+      ir_volume_free(&v);
+    }
+  ir_volume_desc h = {.header_only = true};
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  CHECK_MSG(load_with(stack, &h, &v, err) == IR_OK, "%s", err);
+  CHECK(v.voxels == NULL && v.bytes == 0 && v.type == IR_VOXEL_UINT16);
+  CHECK(v.dims[0] == W && v.dims[1] == H && v.dims[2] == D);
+  ir_volume_free(&v);
+}
+
 static void test_imagej_spacing_and_resolution(void) {
   tiff_spec s = {.type = &types[2], .w = 6, .h = 4, .pages = 3, .xres = 2, .yres = 4,
                  .description = "ImageJ=1.54f\nimages=3\nslices=3\nunit=micron\nspacing=2.5\nloop=false\n"};
@@ -369,6 +420,7 @@ int main(void) {
   RUN(test_bigtiff_big_endian_tiled_and_compressed);
   RUN(test_slice_folder_in_natural_name_order);
   RUN(test_printf_pattern);
+  RUN(test_boxes_and_header_only_loads);
   RUN(test_imagej_spacing_and_resolution);
   RUN(test_bad_files_are_one_line_and_exit_2);
 #else
