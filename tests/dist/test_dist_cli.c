@@ -23,31 +23,6 @@ static const char *device = "cpu", *pipeline = "multi", *tail_rays = "auto";
  * sample grid: a brick moves its crossings by up to a step, so only its coverage is compared. */
 static bool coverage_only;
 
-/* Runs argv (NULL-terminated, argv[0] a path) and captures its output. */
-static void run_command(const char *const *argv, run_result *r) {
-  char log_path[] = "/tmp/inkray-dist-output-XXXXXX";
-  int fd = mkstemp(log_path);
-  r->status = -1;
-  r->output[0] = '\0';
-  if (fd < 0) return;
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    execv(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  int wstatus = 0;
-  if (pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus)) r->status = WEXITSTATUS(wstatus);
-  lseek(fd, 0, SEEK_SET);
-  ssize_t got = read(fd, r->output, RUN_OUTPUT_CAP - 1);
-  r->output[got > 0 ? got : 0] = '\0';
-  close(fd);
-  unlink(log_path);
-}
-
 /* inkray with `args` in one process (ranks 0) or under mpirun with that many ranks. CI runs as
  * root on two cores: --allow-run-as-root and --oversubscribe. */
 static void run_ranks(int ranks, const char *const *args, run_result *r) {
@@ -67,7 +42,7 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
   argv[n++] = inkray_binary();
   for (int k = 0; args[k] && n < 63; k++) argv[n++] = args[k];
   argv[n] = NULL;
-  run_command(argv, r);
+  run_command(NULL, argv, r);
 }
 
 /* The tolerance of the CPU image tests (tests/render). */

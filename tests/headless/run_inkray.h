@@ -44,8 +44,9 @@ static inline const char *inkray_binary(void) {
   return path;
 }
 
-/* Runs `inkray ARGS...` (args NULL-terminated, without argv[0]) in directory `cwd`. */
-static inline void run_inkray(const char *cwd, const char *const *args, run_result *r) {
+/* Runs argv (NULL-terminated, argv[0] a path) in directory `cwd` (NULL: this one) and captures
+ * its standard output and error. */
+static inline void run_command(const char *cwd, const char *const *argv, run_result *r) {
   char log_path[] = "/tmp/inkray-test-output-XXXXXX";
   int fd = mkstemp(log_path);
   r->status = -1;
@@ -54,10 +55,6 @@ static inline void run_inkray(const char *cwd, const char *const *args, run_resu
     perror("mkstemp");
     return;
   }
-  const char *argv[64] = {inkray_binary()};
-  int argc = 1;
-  for (int k = 0; args[k] && argc < 63; k++) argv[argc++] = args[k];
-  argv[argc] = NULL;
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
@@ -75,6 +72,15 @@ static inline void run_inkray(const char *cwd, const char *const *args, run_resu
   r->output[got > 0 ? got : 0] = '\0';
   close(fd);
   unlink(log_path);
+}
+
+/* Runs `inkray ARGS...` (args NULL-terminated, without argv[0]) in directory `cwd`. */
+static inline void run_inkray(const char *cwd, const char *const *args, run_result *r) {
+  const char *argv[64] = {inkray_binary()};
+  int argc = 1;
+  for (int k = 0; args[k] && argc < 63; k++) argv[argc++] = args[k];
+  argv[argc] = NULL;
+  run_command(cwd, argv, r);
 }
 
 /* A fresh scratch folder for one test's files. */
