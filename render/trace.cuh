@@ -380,6 +380,23 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
   return *kb > k;
 }
 
+/* From sample k on, walks to each run of valid bricks and marches it until a crossing (t in
+ * *t_hit) or the volume's exit: the rest of a ray's work, for the single kernel, the multi
+ * pipeline's tail kernel and the CPU. `counts` (may be NULL) gets one round per run. */
+static inline IR_HD bool ir_walk_and_march(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
+                                           ir_round_counts *counts, float *t_hit) {
+  for (int round = 0;; round++) {
+    if (counts && round < 64) counts->traverse[round]++;
+    if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
+    int32_t ka, kb;
+    if (!ir_next_run(p, r, s, k, 0, &ka, &kb)) return false;
+    if (counts && round < 64) counts->intersect[round]++;
+    if (ir_march_run(p, r, s, ka, kb, t_hit)) return true;
+    if (kb >= s->k_end) return false;
+    k = kb;
+  }
+}
+
 /* Brick walk and march for one pixel: the single kernel and the CPU reference of the default
  * pipelines; the hit's t goes to *depth (INFINITY on a miss). `counts` (may be NULL) gets one
  * round per run of bricks. */
@@ -391,22 +408,11 @@ static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint3
   if (!ir_ray_span(p, &r, &s)) return IR_BACKGROUND_RGBA;
   if (counts) counts->generated++;
   if (p->root == IR_BVH_NONE) return IR_BACKGROUND_RGBA;
-  int32_t k = 0;
-  for (int round = 0;; round++) {
-    if (counts && round < 64) counts->traverse[round]++;
-    if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
-    int32_t ka, kb;
-    if (!ir_next_run(p, &r, &s, k, 0, &ka, &kb)) return IR_BACKGROUND_RGBA;
-    if (counts && round < 64) counts->intersect[round]++;
-    float t = 0.0f;
-    if (ir_march_run(p, &r, &s, ka, kb, &t)) {
-      if (counts) counts->hit++;
-      *depth = t;
-      return ir_shade(ir_hit_normal(p, &r, t), r.dir_world);
-    }
-    if (kb >= s.k_end) return IR_BACKGROUND_RGBA;
-    k = kb;
-  }
+  float t = 0.0f;
+  if (!ir_walk_and_march(p, &r, &s, 0, counts, &t)) return IR_BACKGROUND_RGBA;
+  if (counts) counts->hit++;
+  *depth = t;
+  return ir_shade(ir_hit_normal(p, &r, t), r.dir_world);
 }
 
 #endif

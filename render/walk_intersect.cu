@@ -58,17 +58,11 @@ static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, 
     ir_ray r = ir_camera_ray(&p.cam, pixel);
     ir_span s;
     ir_ray_span(&p, &r, &s);
-    int32_t k = (int32_t)b.seg[ray].x, ka, kb;
-    while (ir_next_run(&p, &r, &s, k, 0, &ka, &kb)) {
-      float t = 0.0f;
-      if (ir_march_run(&p, &r, &s, ka, kb, &t)) {
-        b.image[pixel] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
-        b.depth[pixel] = t;
-        hits++;
-        break;
-      }
-      if (kb >= s.k_end) break;
-      k = kb;
+    float t = 0.0f;
+    if (ir_walk_and_march(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &t)) {
+      b.image[pixel] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
+      b.depth[pixel] = t;
+      hits++;
     }
   }
   if (hits) atomicAdd(&counters->hits, hits);
