@@ -128,6 +128,12 @@ static __device__ __forceinline__ void ir_append_removal(bool leave, uint32_t po
   if (leave) remove[base + (uint32_t)__popc(mask & ((1u << lane) - 1u))] = pos;
 }
 
+/* Whether a whole block of a stage kernel lies past the round's ray count and may leave at once:
+ * not under InK-Compact, whose chain of sections needs every block of the grid to report. */
+static __device__ __forceinline__ bool ir_block_past_count(uint32_t n, const ir_stage_out &o) {
+  return blockIdx.x * blockDim.x >= n && o.mode != IR_OUT_INK_COMPACT;
+}
+
 /* Every thread of the block calls this once per output per launch (block-uniform); `active`
  * is false for threads beyond the input count. */
 static __device__ __forceinline__ void ir_stage_emit(const ir_stage_out &o, bool active, bool keep,

@@ -9,7 +9,7 @@ static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, 
                                         const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
                                         ir_stage_out to_shade, ir_stage_out to_traverse) {
   uint32_t n = *count, i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (blockIdx.x * blockDim.x >= n && to_shade.mode != IR_OUT_INK_COMPACT) return; /* see traverse.cu */
+  if (ir_block_past_count(n, to_shade)) return;
   bool active = i < n, hit = false, back = false;
   uint32_t ray = 0;
   if (active) {

@@ -8,9 +8,7 @@ static __global__ void traverse_kernel(const ir_gpu_frame *__restrict__ frame, i
                                        const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
                                        ir_stage_out out) {
   uint32_t n = *count, i = blockIdx.x * blockDim.x + threadIdx.x;
-  /* Whole blocks past the count leave, except under InK-Compact, whose section chain needs
-   * every block of the grid to report. */
-  if (blockIdx.x * blockDim.x >= n && out.mode != IR_OUT_INK_COMPACT) return;
+  if (ir_block_past_count(n, out)) return;
   bool active = i < n, keep = false;
   uint32_t ray = 0;
   if (active) {

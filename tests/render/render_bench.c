@@ -6,7 +6,8 @@
  *
  * Variants, in this order: the plain macrocell caster (the baseline every ratio refers to), the
  * single kernel, the default multi-kernel pipeline with every compaction method (CUDA graph,
- * automatic tail; then InK-Collate and InK-Compact without the tail, and InK-Compact host-driven),
+ * automatic tail; then InK-Collate and InK-Compact without the tail, InK-Compact host-driven and
+ * with every round's kernels launched for all rays, fixed_grids),
  * the paper's pipeline with every method (no tail, as published) and with InK-Collate and the
  * tail kernel at N rays (default 65536). --multi-tail N sets the multi pipeline's threshold
  * instead of the automatic one (ir_tail_auto). For each
@@ -84,7 +85,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "render_bench: %s\n", err);
     return 1;
   }
-  variant vars[2 * IR_COMPACT_METHOD_COUNT + 8];
+  variant vars[2 * IR_COMPACT_METHOD_COUNT + 9];
   int nv = 0;
   vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain"};
   vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single"};
@@ -100,6 +101,8 @@ int main(int argc, char **argv) {
                          "multi/ink-compact/no-tail"};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, multi_tail,
                          "multi/ink-compact/host-loop"};
+  vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, true, multi_tail,
+                         "multi/ink-compact/fixed-grids"};
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
     vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, ""};
     snprintf(vars[nv].label, sizeof vars[nv].label, "paper/%s", vars[nv].name);
