@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "data/volume.h"
+#include "render/render.h"
 
 /* argv[0] of each entry point is the subcommand's name; options follow. */
 int app_info_main(int argc, char **argv);          /* info.c: inkray info VOLUME */
@@ -43,6 +44,40 @@ bool cli_check_output_path(const char *option, const char *path, char err[IR_ERR
  * used, float64 rounded) as "inkray: NAME: NOTE" on success. Returns the exit status to use (0
  * on success). */
 int cli_load_volume(ir_volume_desc *desc, ir_volume *out);
+
+/* ---- Look options (look.c): what is drawn, shared by headless runs and the window ---------------
+ *   --surface ISO[:COLOR[:OPACITY]]   repeatable, up to IR_MAX_SURFACES; COLOR #rrggbb or a name
+ *   --clip-box X0,X1,Y0,Y1,Z0,Z1      fractions of the volume along each axis
+ *   --clip-plane NX,NY,NZ,D           keeps world points with n.x + D >= 0
+ *   --color-by gradient|FILE          colour surfaces by a second quantity (FILE: a volume of the
+ *                                     same dims, loaded with the main volume's format options)
+ *   --colormap NAME  --color-range LO,HI
+ *   --refine exact|texture            crossing refinement (exact float trilinear by default)
+ *   --depth FILE                      headless: the last frame's depth as a 32-bit float image */
+typedef struct app_look {
+  int surface_count;                /* 0: the --iso values / the volume's default isovalue */
+  ir_surface surfaces[IR_MAX_SURFACES];
+  bool clip_box_on;
+  float clip_box[6];                /* x0, x1, y0, y1, z0, z1 as fractions 0..1 */
+  bool clip_plane_on;
+  float clip_plane[4];
+  ir_color_source color_by;
+  const char *color_file;           /* IR_COLOR_VOLUME: the second volume's path */
+  ir_colormap colormap;
+  bool color_range_given;
+  float color_range[2];
+  bool texture_refine;
+  const char *depth_path;
+} app_look;
+
+/* Defaults: no surfaces given, no clipping, surface colours, viridis, exact refinement. */
+void app_look_init(app_look *look);
+/* Like cli_parse_volume_option, for the look options above. */
+int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char err[IR_ERR_LEN]);
+void cli_print_look_options(FILE *to);
+/* Puts the look into a frame for volume v: surfaces, clip box (fractions -> voxel coordinates),
+ * clip plane, colour source, map and range (`range` resolved by the caller when not given). */
+void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f);
 
 /* ---- Distributed headless runs (dist_headless.c) ------------------------------------------------ */
 /* What a distributed run takes from the headless options (headless.c parses them). */

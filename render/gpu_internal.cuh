@@ -165,7 +165,12 @@ struct ir_gpu_state {
   cudaStream_t stream;
   cudaEvent_t ev_start, ev_stop, ev_a, ev_b;
   cudaArray_t array;
-  cudaTextureObject_t tex;
+  cudaTextureObject_t tex;       /* linear filtering: the march */
+  cudaTextureObject_t tex_point; /* point reads of the same array: exact trilinear */
+  cudaArray_t color_array;       /* ir_renderer_set_color_volume */
+  cudaTextureObject_t color_tex;
+  float *d_colormaps;            /* every colour map's table, IR_COLORMAP_SIZE RGB triples each */
+  float4 *d_paint;               /* per pixel: translucent frames' colour so far (premultiplied) */
   ir_brick_range *d_ranges;
   ir_bvh_node *d_nodes;
   ir_gpu_frame *d_frame;

@@ -36,11 +36,12 @@ static cudaChannelFormatDesc channel_of(ir_voxel_type t) {
   }
 }
 
-static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
-  struct ir_gpu_state *g = r->gpu;
-  const ir_volume *v = r->volume;
+/* A volume as a 3D texture of its native type: a linear-filtered object for the march and a
+ * point-sampled one on the same array for exact trilinear reads (volume_sample.cuh). */
+static ir_status upload_texture(const ir_volume *v, const void *voxels, int device, cudaArray_t *array,
+                                cudaTextureObject_t *linear, cudaTextureObject_t *point, char err[IR_ERR_LEN]) {
   int max3d = 0;
-  IR_CUDA(cudaDeviceGetAttribute(&max3d, cudaDevAttrMaxTexture3DWidth, g->device));
+  IR_CUDA(cudaDeviceGetAttribute(&max3d, cudaDevAttrMaxTexture3DWidth, device));
   for (int k = 0; k < 3; k++)
     if (v->dims[k] > (size_t)max3d) {
       snprintf(err, IR_ERR_LEN, "%s: %zux%zux%zu voxels exceed the GPU's 3D texture limit of %d per axis; use --device cpu",
@@ -49,7 +50,7 @@ static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
     }
   cudaChannelFormatDesc ch = channel_of(v->type);
   cudaExtent extent = make_cudaExtent(v->dims[0], v->dims[1], v->dims[2]);
-  cudaError_t e = cudaMalloc3DArray(&g->array, &ch, extent);
+  cudaError_t e = cudaMalloc3DArray(array, &ch, extent);
   if (e == cudaErrorMemoryAllocation) {
     snprintf(err, IR_ERR_LEN, "%s: not enough GPU memory for the %zu-byte volume texture; use --device cpu", v->name,
              v->bytes);
@@ -59,8 +60,8 @@ static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
   cudaMemcpy3DParms copy;
   memset(&copy, 0, sizeof copy);
   size_t elem = ir_voxel_type_size(v->type);
-  copy.srcPtr = make_cudaPitchedPtr((void *)r->view.voxels, v->dims[0] * elem, v->dims[0], v->dims[1]);
-  copy.dstArray = g->array;
+  copy.srcPtr = make_cudaPitchedPtr((void *)voxels, v->dims[0] * elem, v->dims[0], v->dims[1]);
+  copy.dstArray = *array;
   copy.extent = extent;
   copy.kind = cudaMemcpyHostToDevice;
   IR_CUDA(cudaMemcpy3D(&copy));
@@ -68,7 +69,7 @@ static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
   cudaResourceDesc res;
   memset(&res, 0, sizeof res);
   res.resType = cudaResourceTypeArray;
-  res.res.array.array = g->array;
+  res.res.array.array = *array;
   cudaTextureDesc td;
   memset(&td, 0, sizeof td);
   td.addressMode[0] = td.addressMode[1] = td.addressMode[2] = cudaAddressModeClamp;
@@ -76,9 +77,43 @@ static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
   /* Linear filtering of integer textures needs normalized reads; volume_sample.cuh scales back. */
   td.readMode = v->type == IR_VOXEL_FLOAT32 ? cudaReadModeElementType : cudaReadModeNormalizedFloat;
   td.normalizedCoords = 0;
-  IR_CUDA(cudaCreateTextureObject(&g->tex, &res, &td, NULL));
+  IR_CUDA(cudaCreateTextureObject(linear, &res, &td, NULL));
+  if (point) {
+    td.filterMode = cudaFilterModePoint;
+    IR_CUDA(cudaCreateTextureObject(point, &res, &td, NULL));
+  }
+  return IR_OK;
+}
+
+static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  ir_status st = upload_texture(r->volume, r->view.voxels, g->device, &g->array, &g->tex, &g->tex_point, err);
+  if (st != IR_OK) return st;
   r->view.tex = (unsigned long long)g->tex;
-  r->view.scale = ir_texture_scale((int)v->type);
+  r->view.tex_point = (unsigned long long)g->tex_point;
+  r->view.scale = ir_texture_scale((int)r->volume->type);
+  return IR_OK;
+}
+
+static void free_color_texture(struct ir_gpu_state *g) {
+  if (g->color_tex) cudaDestroyTextureObject(g->color_tex);
+  if (g->color_array) cudaFreeArray(g->color_array);
+  g->color_tex = 0;
+  g->color_array = NULL;
+}
+
+ir_status ir_gpu_set_color_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  free_color_texture(g);
+  if (!r->color_volume) return IR_OK;
+  ir_status st = upload_texture(r->color_volume, r->color_volume->voxels, g->device, &g->color_array, &g->color_tex,
+                                NULL, err);
+  if (st != IR_OK) {
+    free_color_texture(g);
+    r->color_volume = NULL;
+    return st;
+  }
+  r->color_view.tex = (unsigned long long)g->color_tex;
   return IR_OK;
 }
 
@@ -144,7 +179,10 @@ void ir_gpu_destroy(ir_renderer *r) {
   ir_gpu_graphs_destroy(g);
   free_pixel_buffers(g);
   if (g->tex) cudaDestroyTextureObject(g->tex);
+  if (g->tex_point) cudaDestroyTextureObject(g->tex_point);
   if (g->array) cudaFreeArray(g->array);
+  free_color_texture(g);
+  cudaFree(g->d_colormaps);
   cudaFree(g->d_ranges);
   cudaFree(g->d_nodes);
   cudaFree(g->d_frame);

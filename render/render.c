@@ -86,6 +86,32 @@ void ir_renderer_destroy(ir_renderer *r) {
   free(r);
 }
 
+ir_status ir_renderer_set_color_volume(ir_renderer *r, const ir_volume *color_volume, char err[IR_ERR_LEN]) {
+  if (!r) {
+    snprintf(err, IR_ERR_LEN, "ir_renderer_set_color_volume: renderer must not be NULL");
+    return IR_ERR_INPUT;
+  }
+  if (color_volume) {
+    const ir_volume *v = r->volume;
+    if (color_volume->dims[0] != v->dims[0] || color_volume->dims[1] != v->dims[1] ||
+        color_volume->dims[2] != v->dims[2]) {
+      snprintf(err, IR_ERR_LEN, "colour volume %s is %zux%zux%zu, but the volume %s is %zux%zux%zu: they must match",
+               color_volume->name, color_volume->dims[0], color_volume->dims[1], color_volume->dims[2], v->name,
+               v->dims[0], v->dims[1], v->dims[2]);
+      return IR_ERR_INPUT;
+    }
+  }
+  r->color_volume = color_volume;
+  memset(&r->color_view, 0, sizeof r->color_view);
+  if (color_volume) {
+    r->color_view.voxels = color_volume->voxels;
+    r->color_view.type = (int)color_volume->type;
+    for (int k = 0; k < 3; k++) r->color_view.dims[k] = (int)color_volume->dims[k];
+    r->color_view.scale = ir_texture_scale((int)color_volume->type);
+  }
+  return r->device == IR_DEVICE_GPU ? ir_gpu_set_color_volume(r, err) : IR_OK;
+}
+
 static ir_status check_frame(const ir_frame_desc *f, char err[IR_ERR_LEN]) {
   if (f->width < 1 || f->height < 1 || f->width > IR_MAX_IMAGE_SIDE || f->height > IR_MAX_IMAGE_SIDE) {
     snprintf(err, IR_ERR_LEN, "image size %dx%d: width and height must be between 1 and %d", f->width,

@@ -2,8 +2,9 @@
  *
  * Two devices: the GPU (the InK multi-kernel pipeline with run-time selectable compaction, or
  * the single-kernel baseline) and the CPU reference renderer, which runs the same per-ray math
- * multithreaded. All produce an RGBA8 image of width*height pixels, row 0 at the top; surface
- * pixels have alpha 255, background pixels are dark grey with alpha 0 (docs/render.md).
+ * multithreaded. All produce an RGBA8 image of width*height pixels, row 0 at the top: the
+ * surfaces composited over a dark grey background, alpha the surfaces' coverage (255 where an
+ * opaque surface was hit, 0 on background; docs/render.md).
  *
  * Library functions never print or exit: they return an ir_status and fill `err`.
  */
@@ -56,6 +57,58 @@ typedef struct ir_camera {
 ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float elevation_degrees,
                           float distance, ir_axis up);
 
+/* ---- Surfaces and colour ----------------------------------------------------------------------- */
+/* Up to IR_MAX_SURFACES isosurfaces are drawn in one frame. A ray composites the surfaces it
+ * crosses front to back (premultiplied "over") and goes on past translucent ones until it is
+ * opaque enough (IR_OPAQUE_ALPHA) or leaves the volume (docs/render.md, "Surfaces"). */
+#define IR_MAX_SURFACES 4
+typedef struct ir_surface {
+  float isovalue; /* data units */
+  float color[3]; /* RGB, 0..1, lit by the headlight */
+  float opacity;  /* 0..1: 1 is opaque, 0 hides the surface */
+} ir_surface;
+
+/* What colours a surface: its own colour, or a colour map of a second quantity at the hit. */
+typedef enum ir_color_source {
+  IR_COLOR_SURFACE = 0, /* ir_surface.color */
+  IR_COLOR_GRADIENT,    /* the field's gradient magnitude (data units per world unit) */
+  IR_COLOR_VOLUME,      /* a second volume of the same dims (ir_renderer_set_color_volume) */
+  IR_COLOR_SOURCE_COUNT
+} ir_color_source;
+
+typedef enum ir_colormap {
+  IR_COLORMAP_VIRIDIS = 0,
+  IR_COLORMAP_MAGMA,
+  IR_COLORMAP_INFERNO,
+  IR_COLORMAP_PLASMA,
+  IR_COLORMAP_CIVIDIS,
+  IR_COLORMAP_GREY,
+  IR_COLORMAP_COUNT
+} ir_colormap;
+
+/* Colour maps are tables of IR_COLORMAP_SIZE RGB triples (0..1), low values first, read with
+ * linear interpolation between entries (colormap.c; the perceptual maps are matplotlib's). */
+#define IR_COLORMAP_SIZE 256
+const float *ir_colormap_table(ir_colormap m);
+const char *ir_colormap_name(ir_colormap m); /* "viridis", ... */
+bool ir_colormap_parse(const char *word, ir_colormap *out);
+/* The colour at value v of the range [lo, hi] (clamped; lo == hi gives the middle). */
+void ir_colormap_lookup(ir_colormap m, float v, float lo, float hi, float rgb[3]);
+const char *ir_color_source_name(ir_color_source s); /* "surface" | "gradient" | "volume" */
+
+/* Parses "#rrggbb" or a colour name (ir_color_names) into RGB 0..1. */
+bool ir_color_parse(const char *word, float rgb[3]);
+const char *const *ir_color_names(void); /* NULL-terminated */
+/* The colour of the i-th surface when none is given (a fixed palette; the first is the
+ * default surface colour). */
+void ir_surface_default_color(int i, float rgb[3]);
+
+/* A range for colouring by `source` when the user gives none: the color volume's finite
+ * minimum and maximum (IR_COLOR_VOLUME), or 0 to the largest gradient magnitude of the field
+ * volume at voxel centres, taken on a subsample of at most 2^24 voxels (IR_COLOR_GRADIENT). */
+void ir_color_range_auto(const ir_volume *field, const ir_volume *color_volume, ir_color_source source,
+                         float range[2]);
+
 /* ---- Renderer -------------------------------------------------------------------------------- */
 typedef struct ir_renderer ir_renderer;
 
@@ -68,9 +121,17 @@ typedef struct ir_renderer_desc {
 ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, char err[IR_ERR_LEN]);
 void ir_renderer_destroy(ir_renderer *r);
 
+/* The second volume IR_COLOR_VOLUME frames colour by; NULL removes it. Its dims must be the
+ * renderer volume's (else IR_ERR_INPUT, one line naming both). GPU: uploaded now; CPU:
+ * referenced, so it must outlive the renderer or the next call. */
+ir_status ir_renderer_set_color_volume(ir_renderer *r, const ir_volume *color_volume, char err[IR_ERR_LEN]);
+
 typedef struct ir_frame_desc {
   int width, height;
-  float isovalue;               /* data units */
+  float isovalue;               /* data units: the one opaque surface drawn when surface_count
+                                   is 0 (in the default colour) */
+  int surface_count;            /* 0..IR_MAX_SURFACES: draw surfaces[0..count) instead */
+  ir_surface surfaces[IR_MAX_SURFACES];
   ir_camera camera;
   ir_compact_method method;     /* compaction used by the multi-kernel pipeline */
   ir_pipeline pipeline;
@@ -92,7 +153,19 @@ typedef struct ir_frame_desc {
                                    [0, dims]): only surfaces inside it are drawn; all zero, the
                                    default: the whole volume. Distributed runs give each brick
                                    the part of the whole volume it owns (dist/dist.h). */
+  bool clip_plane_on;           /* also clip by a plane: */
+  float clip_plane[4];          /* (nx, ny, nz, d): keeps the world points x with n.x + d >= 0
+                                   (world space: the volume spans [0, dims * spacing]) */
+  ir_color_source color_by;     /* IR_COLOR_SURFACE by default */
+  ir_colormap colormap;         /* for the other sources */
+  float color_range[2];         /* values mapped to the colour map's ends */
+  bool texture_refine;          /* refine crossings with the texture unit's samples (8-bit
+                                   interpolation weights: terraced surfaces) instead of the
+                                   exact float trilinear field; for comparison */
 } ir_frame_desc;
+
+/* Pixels whose composited alpha reaches this are final: a ray stops there. */
+#define IR_OPAQUE_ALPHA 0.995f
 
 #define IR_TAIL_OFF 0xffffffffu
 /* The multi pipeline's automatic tail threshold for a frame of `rays` rays. */

@@ -24,6 +24,8 @@ struct ir_renderer {
   float *depth;              /* CPU device: last frame's hit distances (INFINITY: none) */
   size_t image_capacity;     /* bytes */
   int width, height;         /* of the last frame */
+  const ir_volume *color_volume; /* IR_COLOR_VOLUME frames: the second quantity (CPU: read) */
+  ir_volume_view color_view;     /* CPU: its voxels; GPU: its texture */
   struct ir_gpu_state *gpu;
 };
 
@@ -52,6 +54,8 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]);
 ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]);
 const void *ir_gpu_device_image(const ir_renderer *r);
+/* Uploads r->color_volume (NULL: frees the texture) and sets r->color_view.tex. */
+ir_status ir_gpu_set_color_volume(ir_renderer *r, char err[IR_ERR_LEN]);
 
 /* Milliseconds on a monotonic clock. */
 double ir_now_ms(void);

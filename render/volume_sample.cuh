@@ -21,7 +21,8 @@
 #include "render/ray_math.cuh"
 
 typedef struct ir_volume_view {
-  unsigned long long tex; /* cudaTextureObject_t (GPU) */
+  unsigned long long tex; /* cudaTextureObject_t (GPU), linear filtering */
+  unsigned long long tex_point; /* the same texture with point reads (GPU), for ir_sample_exact */
   const void *voxels;     /* native voxels, x fastest (CPU) */
   int type;               /* ir_voxel_type */
   int dims[3];
