@@ -78,12 +78,26 @@ static inline IR_HD ir_bvh_node ir_bvh_invalid_node(void) {
 static inline IR_HD bool ir_bvh_valid(const ir_bvh_node *n) { return n->a != IR_BVH_NONE; }
 static inline IR_HD bool ir_bvh_is_leaf(const ir_bvh_node *n) { return n->b == IR_BVH_LEAF; }
 
-/* Level 0: brick (x, y, z) for this isovalue. */
+/* The isovalues of a frame's surfaces, ascending (n = 1 .. IR_ISO_SET_MAX). */
+#define IR_ISO_SET_MAX 4
+typedef struct ir_iso_set {
+  float v[IR_ISO_SET_MAX];
+  int n;
+} ir_iso_set;
+
+/* Whether some isovalue lies in [lo, hi]: a brick with that range may hold a crossing. */
+static inline IR_HD bool ir_iso_in_range(const ir_iso_set *iso, float lo, float hi) {
+  for (int i = 0; i < iso->n; i++)
+    if (lo <= iso->v[i] && iso->v[i] <= hi) return true;
+  return false;
+}
+
+/* Level 0: brick (x, y, z) for these isovalues. */
 static inline IR_HD ir_bvh_node ir_bvh_leaf_update(const ir_bvh_layout *L, const ir_brick_range *ranges,
-                                                   uint32_t x, uint32_t y, uint32_t z, float iso) {
+                                                   uint32_t x, uint32_t y, uint32_t z, const ir_iso_set *iso) {
   uint32_t brick = ir_bvh_index(L, 0, x, y, z);
   ir_brick_range r = ranges[brick];
-  if (!(r.min <= iso && iso <= r.max)) return ir_bvh_invalid_node();
+  if (!ir_iso_in_range(iso, r.min, r.max)) return ir_bvh_invalid_node();
   ir_bvh_node n;
   ir_brick_extent(L, 0, x, &n.lo[0], &n.hi[0]);
   ir_brick_extent(L, 1, y, &n.lo[1], &n.hi[1]);

@@ -168,7 +168,7 @@ ir_status ir_bvh_setup(ir_renderer *r, char err[IR_ERR_LEN]) {
 }
 
 /* ---- Per-frame update on the host ---------------------------------------------------------- */
-void ir_bvh_update_host(const ir_bvh_layout *L, const ir_brick_range *ranges, float iso, ir_bvh_node *nodes) {
+void ir_bvh_update_host(const ir_bvh_layout *L, const ir_brick_range *ranges, const ir_iso_set *iso, ir_bvh_node *nodes) {
   for (uint32_t z = 0; z < L->dims[0][2]; z++)
     for (uint32_t y = 0; y < L->dims[0][1]; y++)
       for (uint32_t x = 0; x < L->dims[0][0]; x++)

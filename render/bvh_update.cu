@@ -14,11 +14,11 @@
 #define IR_SPLIT_NODES 512u
 
 static __device__ void update_level(const ir_bvh_layout &L, const ir_brick_range *ranges, ir_bvh_node *nodes,
-                                    float iso, int level, const uint32_t lo[3], const uint32_t hi[3]) {
+                                    const ir_iso_set &iso, int level, const uint32_t lo[3], const uint32_t hi[3]) {
   uint32_t nx = hi[0] - lo[0], ny = hi[1] - lo[1], count = nx * ny * (hi[2] - lo[2]);
   for (uint32_t i = threadIdx.x; i < count; i += blockDim.x) {
     uint32_t x = lo[0] + i % nx, y = lo[1] + i / nx % ny, z = lo[2] + i / (nx * ny);
-    nodes[ir_bvh_index(&L, level, x, y, z)] = level == 0 ? ir_bvh_leaf_update(&L, ranges, x, y, z, iso)
+    nodes[ir_bvh_index(&L, level, x, y, z)] = level == 0 ? ir_bvh_leaf_update(&L, ranges, x, y, z, &iso)
                                                          : ir_bvh_inner_update(&L, nodes, level, x, y, z);
   }
 }
@@ -27,7 +27,7 @@ static __device__ void update_level(const ir_bvh_layout &L, const ir_brick_range
 static __global__ void bvh_update_kernel(ir_bvh_layout L, const ir_brick_range *__restrict__ ranges,
                                          ir_bvh_node *nodes, const ir_gpu_frame *__restrict__ frame,
                                          int bottom, int top) {
-  float iso = frame->p.iso;
+  const ir_iso_set iso = frame->p.iso;
   uint32_t q[3] = {blockIdx.x % L.dims[top][0], blockIdx.x / L.dims[top][0] % L.dims[top][1],
                    blockIdx.x / (L.dims[top][0] * L.dims[top][1])};
   for (int level = bottom; level <= top; level++) {

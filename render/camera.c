@@ -91,6 +91,38 @@ void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int 
   out->height = height;
 }
 
+_Static_assert(IR_ISO_SET_MAX == IR_MAX_SURFACES, "one isovalue per surface");
+
+/* The frame's visible surfaces (opacity > 0), sorted by isovalue, as the per-ray code reads them;
+ * a frame without surfaces draws one opaque surface at its isovalue in the default colour. */
+static void ir_trace_surfaces_fill(const ir_frame_desc *f, ir_trace_params *p) {
+  ir_surface list[IR_MAX_SURFACES];
+  int n = 0;
+  if (f->surface_count == 0) {
+    list[n++] = (ir_surface){.isovalue = f->isovalue,
+                             .color = {IR_SURFACE_R, IR_SURFACE_G, IR_SURFACE_B},
+                             .opacity = 1.0f};
+  } else {
+    for (int i = 0; i < f->surface_count && i < IR_MAX_SURFACES; i++)
+      if (f->surfaces[i].opacity > 0.0f) list[n++] = f->surfaces[i];
+  }
+  for (int i = 1; i < n; i++) /* insertion sort: stable, at most four */
+    for (int j = i; j > 0 && list[j].isovalue < list[j - 1].isovalue; j--) {
+      ir_surface t = list[j];
+      list[j] = list[j - 1];
+      list[j - 1] = t;
+    }
+  p->iso.n = n;
+  p->translucent = false;
+  for (int i = 0; i < IR_ISO_SET_MAX; i++) {
+    bool used = i < n;
+    p->iso.v[i] = used ? list[i].isovalue : INFINITY;
+    for (int c = 0; c < 3; c++) p->surf_rgb[i][c] = used ? list[i].color[c] : 0.0f;
+    p->surf_alpha[i] = used ? fminf(list[i].opacity, 1.0f) : 1.0f;
+    if (used && p->surf_alpha[i] < 1.0f) p->translucent = true;
+  }
+}
+
 void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p) {
   ir_camera_prepare(&f->camera, r->volume, f->width, f->height, &p->cam);
   p->vol = r->view;
@@ -109,7 +141,28 @@ void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace
     p->grid_lo[k] = part ? -(float)v->origin[k] : 0.0f;
     p->grid_hi[k] = part ? (float)v->full_dims[k] - (float)v->origin[k] : hi;
   }
-  p->iso = f->isovalue;
+  ir_trace_surfaces_fill(f, p);
+  /* The clip plane in this volume's voxel coordinates: world = (voxel + origin) * spacing. */
+  p->plane_on = f->clip_plane_on;
+  for (int k = 0; k < 4; k++) p->plane[k] = 0.0f;
+  if (f->clip_plane_on) {
+    p->plane[3] = f->clip_plane[3];
+    for (int k = 0; k < 3; k++) {
+      p->plane[k] = f->clip_plane[k] * v->spacing[k];
+      p->plane[3] += p->plane[k] * (float)v->origin[k];
+    }
+  }
+  p->exact = !f->texture_refine;
+  p->color_by = (int)f->color_by;
+  p->color = r->color_view;
+  p->cmap = ir_colormap_table(f->colormap);
+  float lo = f->color_range[0], hi = f->color_range[1];
+  if (!(hi > lo)) { /* one value: it reads the map's middle */
+    lo -= 0.5f;
+    hi = lo + 1.0f;
+  }
+  p->cmap_lo = lo;
+  p->cmap_scale = 1.0f / (hi - lo);
   p->root = IR_BVH_NONE;
   for (int k = 0; k < 3; k++) p->bricks[k] = r->layout.dims[0][k];
   p->ranges = NULL;

@@ -91,11 +91,11 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   ir_status st = ensure_buffers(r, image_bytes, err);
   if (st != IR_OK) return st;
 
-  ir_bvh_update_host(&r->layout, r->ranges, f->isovalue, r->nodes);
-  double t1 = ir_now_ms();
-
   ir_trace_params p;
   ir_trace_params_fill(r, f, &p);
+  ir_bvh_update_host(&r->layout, r->ranges, &p.iso, r->nodes);
+  double t1 = ir_now_ms();
+
   p.nodes = r->nodes;
   p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
 

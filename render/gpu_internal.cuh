@@ -170,7 +170,8 @@ struct ir_gpu_state {
   cudaArray_t color_array;       /* ir_renderer_set_color_volume */
   cudaTextureObject_t color_tex;
   float *d_colormaps;            /* every colour map's table, IR_COLORMAP_SIZE RGB triples each */
-  float4 *d_paint;               /* per pixel: translucent frames' colour so far (premultiplied) */
+  float4 *d_paint;               /* per ray slot: translucent frames' paint so far (ir_paint) */
+  uint8_t *d_hit_surf;           /* per ray slot: the paper pipeline's hit surface */
   ir_brick_range *d_ranges;
   ir_bvh_node *d_nodes;
   ir_gpu_frame *d_frame;
@@ -224,9 +225,42 @@ typedef struct ir_ray_buffers {
   size_t stride; /* = capacity */
   float4 *hit;
   uint32_t *image;
-  float *depth; /* per pixel: t of the hit, INFINITY for background (ir_render_read_depth) */
+  float *depth; /* per pixel: t of the (first) hit, INFINITY for background (ir_render_read_depth) */
   uint2 *seg; /* multi pipeline: per ray, the run of samples to march / where to resume */
+  float4 *paint;    /* translucent frames, per pixel: the ray's paint so far (ir_paint) */
+  uint8_t *hit_surf; /* paper pipeline, per ray: the surface of the hit in `hit` */
 } ir_ray_buffers;
+
+/* Translucent frames carry a ray's paint and its first hit's depth from kernel to kernel in
+ * per-pixel buffers; opaque frames start every march from nothing and read no buffer. */
+static __device__ __forceinline__ void ir_paint_load(const ir_trace_params &p, const ir_ray_buffers &b, uint32_t pixel,
+                                                     ir_paint *pt, float *first_t) {
+  pt->r = pt->g = pt->b = pt->a = 0.0f;
+  *first_t = INFINITY;
+  if (!p.translucent) return;
+  float4 q = b.paint[pixel];
+  pt->r = q.x;
+  pt->g = q.y;
+  pt->b = q.z;
+  pt->a = q.w;
+  *first_t = b.depth[pixel];
+}
+
+/* After a march that did not end the ray: keeps what its translucent hits added, and shows it at
+ * once, so that a ray that meets nothing more needs no further write. */
+static __device__ __forceinline__ void ir_paint_keep(const ir_ray_buffers &b, uint32_t pixel, const ir_paint &pt,
+                                                     float alpha_before, float first_t) {
+  if (pt.a == alpha_before) return;
+  b.paint[pixel] = make_float4(pt.r, pt.g, pt.b, pt.a);
+  b.image[pixel] = ir_paint_pixel(&pt);
+  b.depth[pixel] = first_t;
+}
+
+/* Ray generation's part: an empty paint for every pixel of a translucent frame. */
+static __device__ __forceinline__ void ir_paint_clear(const ir_trace_params &p, const ir_ray_buffers &b,
+                                                      uint32_t pixel) {
+  if (p.translucent) b.paint[pixel] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+}
 
 /* raygen.cu: one thread per pixel; background into the image, stack = {root} for rays that
  * meet the volume, which go to `out`. Also writes counters->pixels. */

@@ -550,6 +550,8 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->b.image = g->d_image;
   p->b.depth = g->d_depth;
   p->b.seg = g->d_seg;
+  p->b.paint = g->d_paint;
+  p->b.hit_surf = g->d_hit_surf;
   p->stream = g->stream;
   p->pixels = (uint32_t)f->width * (uint32_t)f->height;
   p->gen_n = p->paper ? p->pixels : ir_tiled_ray_count(f->width, f->height);

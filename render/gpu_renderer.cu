@@ -147,6 +147,11 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   IR_CUDA(cudaMalloc(&g->d_ranges, bricks * sizeof(ir_brick_range)));
   IR_CUDA(cudaMemcpy(g->d_ranges, r->ranges, bricks * sizeof(ir_brick_range), cudaMemcpyHostToDevice));
   IR_CUDA(cudaMalloc(&g->d_nodes, (size_t)L->node_count * sizeof(ir_bvh_node)));
+  size_t map_floats = (size_t)IR_COLORMAP_SIZE * 3;
+  IR_CUDA(cudaMalloc(&g->d_colormaps, IR_COLORMAP_COUNT * map_floats * sizeof(float)));
+  for (int m = 0; m < IR_COLORMAP_COUNT; m++)
+    IR_CUDA(cudaMemcpy(g->d_colormaps + m * map_floats, ir_colormap_table((ir_colormap)m), map_floats * sizeof(float),
+                       cudaMemcpyHostToDevice));
   IR_CUDA(cudaMalloc(&g->d_frame, sizeof(ir_gpu_frame)));
   IR_CUDA(cudaMalloc(&g->d_counters, sizeof(ir_gpu_counters)));
   IR_CUDA(cudaMallocHost(&g->h_counters, sizeof(ir_gpu_counters)));
@@ -160,7 +165,7 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
 static void free_pixel_buffers(struct ir_gpu_state *g) {
   void *bufs[] = {g->d_image, g->d_depth, g->d_identity, g->d_list_t, g->d_list_i, g->d_list_s, g->d_flags_a, g->d_flags_b,
                   g->d_remove_a, g->d_remove_b, g->d_remove_c, g->d_sp, g->d_stack, g->d_hit, g->d_sections,
-                  g->d_seg};
+                  g->d_seg, g->d_paint, g->d_hit_surf};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
   g->d_depth = NULL;
   g->d_image = g->d_identity = g->d_list_t = g->d_list_i = g->d_list_s = NULL;
@@ -168,6 +173,8 @@ static void free_pixel_buffers(struct ir_gpu_state *g) {
   g->d_flags_a = g->d_flags_b = g->d_sp = NULL;
   g->d_hit = NULL;
   g->d_seg = NULL;
+  g->d_paint = NULL;
+  g->d_hit_surf = NULL;
   g->d_sections = NULL;
   g->capacity = 0;
 }
@@ -226,6 +233,8 @@ static ir_status ensure_capacity(ir_renderer *r, size_t pixels, char err[IR_ERR_
   IR_CUDA(cudaMalloc(&g->d_stack, n * levels * 4));
   IR_CUDA(cudaMalloc(&g->d_hit, n * sizeof(float4)));
   IR_CUDA(cudaMalloc(&g->d_seg, n * sizeof(uint2)));
+  IR_CUDA(cudaMalloc(&g->d_paint, n * sizeof(float4)));
+  IR_CUDA(cudaMalloc(&g->d_hit_surf, n));
   IR_CUDA(cudaMalloc(&g->d_sections, 4 * g->sections_stride));
   iota_kernel<<<grid, IR_BLOCK, 0, g->stream>>>(g->d_identity, (uint32_t)n);
   IR_CUDA(cudaGetLastError());
@@ -244,6 +253,7 @@ static ir_status upload_frame(ir_renderer *r, const ir_frame_desc *f, char err[I
   ir_trace_params_fill(r, f, &hf.p);
   hf.p.nodes = g->d_nodes;
   hf.p.root = ir_bvh_root(&r->layout);
+  hf.p.cmap = g->d_colormaps + (size_t)f->colormap * IR_COLORMAP_SIZE * 3;
   hf.pixels = (uint32_t)f->width * (uint32_t)f->height;
   hf.rays = ir_tiled_ray_count(f->width, f->height);
   hf.run_bricks = f->run_bricks;

@@ -1,8 +1,10 @@
 /* Iso-intersection kernel (InK §3.1.5): each ray pops the leaf on top of its stack and steps
- * through it (trace.cuh: half-voxel steps, crossing refined by linear interpolation plus one
- * regula falsi step, gradient normal); on a miss it peeks the stack and carries on while the
- * next item is a leaf. Two outputs, both compacted: hits to shading (with t and the normal
- * stored per ray), rays with an inner node on top back to traversal. */
+ * through it (trace.cuh: half-voxel steps, crossing refined on the exact field, gradient by
+ * central differences); on a miss it peeks the stack and carries on while the next item is a
+ * leaf. Two outputs, both compacted: hits to shading (with t, the field's differences and the
+ * surface stored per ray), rays with an inner node on top back to traversal. Hits on
+ * translucent surfaces that leave the ray short of opaque are composited here and the ray goes
+ * on (trace.cuh: ir_march_run); only the hit that ends a ray goes to shading. */
 #include "render/gpu_internal.cuh"
 
 static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
@@ -17,12 +19,20 @@ static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, 
     ir_trace_params p = frame->p;
     ir_ray r = ir_camera_ray(&p.cam, ray);
     int sp = b.sp[ray];
-    float t = 0.0f;
-    int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &t);
+    ir_paint pt;
+    float first_t;
+    ir_paint_load(p, b, ray, &pt, &first_t);
+    float alpha_before = pt.a;
+    ir_hit h;
+    int32_t k_done = (int32_t)b.seg[ray].x;
+    int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h);
     b.sp[ray] = (uint8_t)sp;
+    b.seg[ray].x = (uint32_t)k_done;
+    ir_paint_keep(b, ray, pt, alpha_before, first_t); /* translucent hits; shading adds the last */
     if (s == IR_INTERSECT_HIT) {
-      ir_vec3 nrm = ir_hit_normal(&p, &r, t);
-      b.hit[ray] = make_float4(t, nrm.x, nrm.y, nrm.z);
+      ir_vec3 d = ir_hit_differences(&p, &r, h.t);
+      b.hit[ray] = make_float4(h.t, d.x, d.y, d.z);
+      b.hit_surf[ray] = (uint8_t)h.surf;
     }
     hit = s == IR_INTERSECT_HIT;
     back = s == IR_INTERSECT_TRAVERSE;

@@ -14,7 +14,7 @@
 
 static __device__ bool plain_cell_valid(const ir_brick_range *ranges, const ir_trace_params &p, const ir_brick_cursor &q) {
   ir_brick_range r = ranges[q.cx + p.bricks[0] * (q.cy + p.bricks[1] * q.cz)];
-  return r.min <= p.iso && p.iso <= r.max;
+  return r.min <= p.iso.v[0] && p.iso.v[0] <= r.max;
 }
 
 /* Marches [t0, t1] in steps of dt from t0; the first crossing, linearly interpolated. */
@@ -23,8 +23,8 @@ static __device__ bool plain_march(const ir_trace_params &p, const ir_ray &r, fl
   float ta = t0, sa = ir_sample(&p.vol, ir_ray_at(&r, ta));
   for (float tb = fminf(t0 + dt, t1);; tb = fminf(tb + dt, t1)) {
     float sb = ir_sample(&p.vol, ir_ray_at(&r, tb));
-    if (ir_is_crossing(sa, sb, p.iso)) {
-      *t_hit = ta + (tb - ta) * ((p.iso - sa) / (sb - sa));
+    if (ir_is_crossing(sa, sb, p.iso.v[0])) {
+      *t_hit = ta + (tb - ta) * ((p.iso.v[0] - sa) / (sb - sa));
       return true;
     }
     if (tb >= t1) return false;
@@ -49,7 +49,7 @@ static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
     for (;;) {
       float t_out = fminf(ir_cursor_exit(&q), t_end), t_hit;
       if (plain_cell_valid(ranges, p, q) && plain_march(p, r, t, t_out, dt, &t_hit)) {
-        color = ir_shade(ir_hit_normal(&p, &r, t_hit), r.dir_world);
+        color = ir_shade(ir_gradient_normal(&p.vol, ir_ray_at(&r, t_hit), p.cam.inv_spacing), r.dir_world);
         hit_t = t_hit;
         break;
       }

@@ -107,16 +107,18 @@ static inline IR_HD bool ir_ray_box(const ir_ray *r, const float lo[3], const fl
 /* Background: dark grey with alpha 0, so surface pixels (alpha 255) can be told apart. */
 #define IR_BACKGROUND_RGBA 0x00161412u
 
-static inline IR_HD uint32_t ir_pack_rgba(float r, float g, float b) {
-  r = fminf(fmaxf(r, 0.0f), 1.0f);
-  g = fminf(fmaxf(g, 0.0f), 1.0f);
-  b = fminf(fmaxf(b, 0.0f), 1.0f);
-  uint32_t ri = (uint32_t)(r * 255.0f + 0.5f), gi = (uint32_t)(g * 255.0f + 0.5f),
-           bi = (uint32_t)(b * 255.0f + 0.5f);
-  return ri | (gi << 8) | (bi << 16) | (255u << 24);
-}
+static inline IR_HD float ir_clamp01(float x) { return fminf(fmaxf(x, 0.0f), 1.0f); }
 
-static inline IR_HD uint32_t ir_shade(ir_vec3 normal_world, ir_vec3 dir_world) {
+/* RGBA8 of colour values 0..1 (clamped), alpha 0..1. */
+static inline IR_HD uint32_t ir_pack_rgba_alpha(float r, float g, float b, float a) {
+  uint32_t ri = (uint32_t)(ir_clamp01(r) * 255.0f + 0.5f), gi = (uint32_t)(ir_clamp01(g) * 255.0f + 0.5f),
+           bi = (uint32_t)(ir_clamp01(b) * 255.0f + 0.5f), ai = (uint32_t)(ir_clamp01(a) * 255.0f + 0.5f);
+  return ri | (gi << 8) | (bi << 16) | (ai << 24);
+}
+static inline IR_HD uint32_t ir_pack_rgba(float r, float g, float b) { return ir_pack_rgba_alpha(r, g, b, 1.0f); }
+
+/* The lit colour (0..1 per channel) of a surface of colour `base` with this normal. */
+static inline IR_HD ir_vec3 ir_shade_color(ir_vec3 normal_world, ir_vec3 dir_world, ir_vec3 base) {
   ir_vec3 l = ir_scale(dir_world, -1.0f);
   float ndl = ir_dot(normal_world, l);
   if (!(ndl == ndl)) ndl = 1.0f; /* a normal from NaN samples: light it head-on */
@@ -129,8 +131,27 @@ static inline IR_HD uint32_t ir_shade(ir_vec3 normal_world, ir_vec3 dir_world) {
   s = s * s;           /* ^32 */
   float diffuse = IR_AMBIENT + (1.0f - IR_AMBIENT) * ndl;
   float spec = IR_SPECULAR * s;
-  return ir_pack_rgba(IR_SURFACE_R * diffuse + spec, IR_SURFACE_G * diffuse + spec,
-                      IR_SURFACE_B * diffuse + spec);
+  return ir_v3(ir_clamp01(base.x * diffuse + spec), ir_clamp01(base.y * diffuse + spec),
+               ir_clamp01(base.z * diffuse + spec));
+}
+
+/* The default surface, opaque: RGBA8. */
+static inline IR_HD uint32_t ir_shade(ir_vec3 normal_world, ir_vec3 dir_world) {
+  ir_vec3 c = ir_shade_color(normal_world, dir_world, ir_v3(IR_SURFACE_R, IR_SURFACE_G, IR_SURFACE_B));
+  return ir_pack_rgba(c.x, c.y, c.z);
+}
+
+/* ---- Colour maps ------------------------------------------------------------------------------
+ * A table of `size` RGB triples read at u in [0, 1] (clamped; NaN reads the low end) with linear
+ * interpolation between entries (render.h: ir_colormap). */
+static inline IR_HD ir_vec3 ir_colormap_at(const float *table, int size, float u) {
+  u = u == u ? ir_clamp01(u) : 0.0f;
+  float x = u * (float)(size - 1);
+  int i = (int)x;
+  if (i > size - 2) i = size - 2;
+  float w = x - (float)i;
+  const float *a = table + 3 * i, *b = a + 3;
+  return ir_v3((1.0f - w) * a[0] + w * b[0], (1.0f - w) * a[1] + w * b[1], (1.0f - w) * a[2] + w * b[2]);
 }
 
 #endif

@@ -14,9 +14,13 @@ static __global__ void raygen_kernel(const ir_gpu_frame *__restrict__ frame, ir_
     if (!ir_bvh_valid(&root)) p.root = IR_BVH_NONE;
     int sp = 0;
     keep = ir_ray_start(&p, i, b.stack + i, b.stride, &sp);
-    if (keep) b.sp[i] = (uint8_t)sp;
+    if (keep) {
+      b.sp[i] = (uint8_t)sp;
+      b.seg[i].x = 0; /* the last sample marched (ir_intersect) */
+    }
     b.image[i] = IR_BACKGROUND_RGBA;
     b.depth[i] = INFINITY;
+    ir_paint_clear(p, b, i);
   }
   ir_stage_emit(out, active, keep, i, i);
 }

@@ -95,9 +95,9 @@ ir_status ir_renderer_set_color_volume(ir_renderer *r, const ir_volume *color_vo
     const ir_volume *v = r->volume;
     if (color_volume->dims[0] != v->dims[0] || color_volume->dims[1] != v->dims[1] ||
         color_volume->dims[2] != v->dims[2]) {
-      snprintf(err, IR_ERR_LEN, "colour volume %s is %zux%zux%zu, but the volume %s is %zux%zux%zu: they must match",
-               color_volume->name, color_volume->dims[0], color_volume->dims[1], color_volume->dims[2], v->name,
-               v->dims[0], v->dims[1], v->dims[2]);
+      snprintf(err, IR_ERR_LEN, "colour volume %.160s is %zux%zux%zu, but the volume is %zux%zux%zu: they must match",
+               color_volume->name, color_volume->dims[0], color_volume->dims[1], color_volume->dims[2], v->dims[0],
+               v->dims[1], v->dims[2]);
       return IR_ERR_INPUT;
     }
   }
@@ -112,7 +112,7 @@ ir_status ir_renderer_set_color_volume(ir_renderer *r, const ir_volume *color_vo
   return r->device == IR_DEVICE_GPU ? ir_gpu_set_color_volume(r, err) : IR_OK;
 }
 
-static ir_status check_frame(const ir_frame_desc *f, char err[IR_ERR_LEN]) {
+static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char err[IR_ERR_LEN]) {
   if (f->width < 1 || f->height < 1 || f->width > IR_MAX_IMAGE_SIDE || f->height > IR_MAX_IMAGE_SIDE) {
     snprintf(err, IR_ERR_LEN, "image size %dx%d: width and height must be between 1 and %d", f->width,
              f->height, IR_MAX_IMAGE_SIDE);
@@ -120,6 +120,36 @@ static ir_status check_frame(const ir_frame_desc *f, char err[IR_ERR_LEN]) {
   }
   if (!isfinite(f->isovalue)) {
     snprintf(err, IR_ERR_LEN, "isovalue %g: must be a finite number", (double)f->isovalue);
+    return IR_ERR_INPUT;
+  }
+  if (f->surface_count < 0 || f->surface_count > IR_MAX_SURFACES) {
+    snprintf(err, IR_ERR_LEN, "%d surfaces: a frame draws 0 to %d", f->surface_count, IR_MAX_SURFACES);
+    return IR_ERR_INPUT;
+  }
+  for (int i = 0; i < f->surface_count; i++) {
+    const ir_surface *s = &f->surfaces[i];
+    bool ok = isfinite(s->isovalue) && s->opacity >= 0.0f && s->opacity <= 1.0f;
+    for (int c = 0; c < 3; c++) ok = ok && s->color[c] >= 0.0f && s->color[c] <= 1.0f;
+    if (!ok) {
+      snprintf(err, IR_ERR_LEN, "surface %d: isovalue must be finite, colour and opacity between 0 and 1", i + 1);
+      return IR_ERR_INPUT;
+    }
+  }
+  if (f->clip_plane_on) {
+    bool finite = true;
+    for (int k = 0; k < 4; k++) finite = finite && isfinite(f->clip_plane[k]);
+    if (!finite || (f->clip_plane[0] == 0.0f && f->clip_plane[1] == 0.0f && f->clip_plane[2] == 0.0f)) {
+      snprintf(err, IR_ERR_LEN, "clip plane: needs a nonzero normal and finite numbers");
+      return IR_ERR_INPUT;
+    }
+  }
+  if ((unsigned)f->color_by >= IR_COLOR_SOURCE_COUNT || (unsigned)f->colormap >= IR_COLORMAP_COUNT ||
+      !isfinite(f->color_range[0]) || !isfinite(f->color_range[1])) {
+    snprintf(err, IR_ERR_LEN, "colouring: unknown source or colour map, or a range that is not finite");
+    return IR_ERR_INPUT;
+  }
+  if (f->color_by == IR_COLOR_VOLUME && !r->color_volume) {
+    snprintf(err, IR_ERR_LEN, "colour by volume: no colour volume was set (ir_renderer_set_color_volume)");
     return IR_ERR_INPUT;
   }
   for (int k = 0; k < 3; k++)
@@ -148,7 +178,7 @@ ir_status ir_render_frame(ir_renderer *r, const ir_frame_desc *frame, ir_frame_s
     snprintf(err, IR_ERR_LEN, "ir_render_frame: renderer and frame must not be NULL");
     return IR_ERR_INPUT;
   }
-  ir_status st = check_frame(frame, err);
+  ir_status st = check_frame(r, frame, err);
   if (st != IR_OK) return st;
   return r->device == IR_DEVICE_CPU ? ir_cpu_render_frame(r, frame, stats, err)
                                     : ir_gpu_render_frame(r, frame, stats, err);

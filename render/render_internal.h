@@ -33,8 +33,9 @@ struct ir_renderer {
 /* Brick ranges and the implicit BVH layout of a volume (bvh_setup.c). Also replaces +-Inf by
  * NaN in a copy of float volumes (r->voxels_clean). */
 ir_status ir_bvh_setup(ir_renderer *r, char err[IR_ERR_LEN]);
-/* The explicit tree for one isovalue, level by level on the host. */
-void ir_bvh_update_host(const ir_bvh_layout *L, const ir_brick_range *ranges, float iso, ir_bvh_node *nodes);
+/* The explicit tree for a set of isovalues, level by level on the host. */
+void ir_bvh_update_host(const ir_bvh_layout *L, const ir_brick_range *ranges, const ir_iso_set *iso,
+                        ir_bvh_node *nodes);
 /* Root index for ir_trace_params: IR_BVH_NONE when the root is invalid. */
 uint32_t ir_bvh_root_or_none(const ir_bvh_node *root, uint32_t root_index);
 /* Number of worker threads for `requested` (0 = all cores). */

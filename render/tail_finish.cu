@@ -13,16 +13,24 @@ static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame
     ir_trace_params p = frame->p;
     ir_ray r = ir_camera_ray(&p.cam, ray);
     int sp = b.sp[ray];
+    ir_paint pt;
+    float first_t;
+    ir_paint_load(p, b, ray, &pt, &first_t);
+    float alpha_before = pt.a;
+    bool ended = false;
+    int32_t k_done = (int32_t)b.seg[ray].x;
     while (ir_traverse(&p, &r, b.stack + ray, b.stride, &sp) == IR_TRAVERSE_LEAF) {
-      float t = 0.0f;
-      int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &t);
+      ir_hit h;
+      int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h);
       if (s == IR_INTERSECT_HIT) {
-        b.image[ray] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
-        b.depth[ray] = t;
+        b.image[ray] = ir_end_at_hit(&p, &r, h, &pt, &first_t);
+        b.depth[ray] = first_t;
+        ended = true;
         hits++;
       }
       if (s != IR_INTERSECT_TRAVERSE) break;
     }
+    if (!ended) ir_paint_keep(b, ray, pt, alpha_before, first_t);
   }
   if (hits) atomicAdd(&counters->hits, hits);
   if (blockIdx.x == 0 && threadIdx.x == 0) {

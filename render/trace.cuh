@@ -22,6 +22,7 @@
 #define INKRAY_RENDER_TRACE_CUH
 
 #include "render/bvh.cuh"
+#include "render/render.h"
 #include "render/ray_math.cuh"
 #include "render/volume_sample.cuh"
 
@@ -35,7 +36,17 @@ typedef struct ir_trace_params {
   float grid_lo[3], grid_hi[3]; /* the box whose entry anchors every ray's sample grid: the volume
                                    bounds, or, for a brick of a larger volume, that volume's
                                    (dist/): a brick then samples where the whole volume does */
-  float iso;                  /* data units */
+  ir_iso_set iso;             /* the surfaces' isovalues (data units), ascending */
+  float surf_rgb[IR_ISO_SET_MAX][3]; /* surface i (isovalue iso.v[i]): its colour */
+  float surf_alpha[IR_ISO_SET_MAX];  /* and opacity (> 0) */
+  bool translucent;           /* some surface has opacity < 1: rays composite past hits */
+  bool exact;                 /* refine crossings and take normals on the exact trilinear field */
+  bool plane_on;              /* clip plane in voxel coordinates: keeps the points x with */
+  float plane[4];             /* plane[0..2] . x + plane[3] >= 0 */
+  int color_by;               /* ir_color_source */
+  ir_volume_view color;       /* IR_COLOR_VOLUME: the second volume */
+  const float *cmap;          /* colour map: IR_COLORMAP_SIZE RGB triples */
+  float cmap_lo, cmap_scale;  /* a value v reads the map at (v - cmap_lo) * cmap_scale */
   uint32_t root;              /* root node index, IR_BVH_NONE when no brick is valid */
   uint32_t bricks[3];         /* brick grid = the BVH's level 0, nodes[x + bx * (y + by * z)] */
   const ir_brick_range *ranges; /* brick walk: when set, a brick is valid where its range holds
@@ -64,13 +75,29 @@ static inline IR_HD ir_bvh_node ir_load_node(const ir_bvh_node *nodes, uint32_t 
 #endif
 }
 
+/* The part [*tn, *tf] of the ray that is drawn: inside the volume box (or the clip box) and on
+ * the kept side of the clip plane; false if there is none. Clipped space is skipped here, before
+ * any brick is visited, so clipping costs nothing per sample. */
+static inline IR_HD bool ir_ray_clip(const ir_trace_params *p, const ir_ray *r, float *tn, float *tf) {
+  if (!ir_ray_box(r, p->box_lo, p->box_hi, tn, tf)) return false;
+  if (!p->plane_on) return true;
+  /* n.(o + t d) + w >= 0  <=>  a + t b >= 0 */
+  float a = p->plane[0] * r->o.x + p->plane[1] * r->o.y + p->plane[2] * r->o.z + p->plane[3];
+  float b = p->plane[0] * r->d.x + p->plane[1] * r->d.y + p->plane[2] * r->d.z;
+  if (b == 0.0f) return a >= 0.0f;
+  float t = -a / b;
+  if (b > 0.0f) *tn = fmaxf(*tn, t);
+  else *tf = fminf(*tf, t);
+  return *tn <= *tf;
+}
+
 /* Ray generation: false if the ray misses the volume. Otherwise the stack holds the root (or
  * nothing, when no brick is valid for this isovalue). */
 static inline IR_HD bool ir_ray_start(const ir_trace_params *p, uint32_t pixel, uint32_t *stack,
                                       size_t stride, int *sp) {
   ir_ray r = ir_camera_ray(&p->cam, pixel);
   float tn, tf;
-  if (!ir_ray_box(&r, p->box_lo, p->box_hi, &tn, &tf)) return false;
+  if (!ir_ray_clip(p, &r, &tn, &tf)) return false;
   *sp = 0;
   if (p->root != IR_BVH_NONE) stack[(*sp)++ * stride] = p->root;
   return true;
@@ -120,10 +147,13 @@ static inline IR_HD bool ir_is_crossing(float s0, float s1, float iso) {
 
 static inline IR_HD ir_vec3 ir_ray_at(const ir_ray *r, float t) { return ir_add(r->o, ir_scale(r->d, t)); }
 
-/* The ray's sample grid: t_k = t0 + k * dt for k < k_end, t_{k_end} = t1 (the exit). */
+/* The ray's sample grid: t_k = t0 + k * dt for k < k_end, t_{k_end} = t1 (the exit). Crossings
+ * count only inside [c0, c1], the part that is drawn (ir_ray_clip): the grid may start before it
+ * and end after it. */
 typedef struct ir_span {
   float t0, t1, dt;
   int32_t k_end;
+  float c0, c1;
 } ir_span;
 
 static inline IR_HD float ir_span_t(const ir_span *s, int32_t k) {
@@ -154,12 +184,177 @@ static inline IR_HD void ir_span_range(const ir_span *s, float ta, float tb, int
 #define IR_UNROLL
 #endif
 
-/* Tests the segments between samples ka .. kb in order and returns the first crossing, refined
- * by linear interpolation and one more regula falsi step with a new sample. */
+/* ---- Hits: refinement, shading, compositing ------------------------------------------------- */
+
+/* A crossing of the surface with isovalue iso.v[surf] at t. */
+typedef struct ir_hit {
+  float t;
+  int surf;
+} ir_hit;
+
+/* A ray's colour so far, premultiplied by alpha, composited front to back. */
+typedef struct ir_paint {
+  float r, g, b, a;
+} ir_paint;
+
+/* Refines a crossing of `iso` between samples (ta, sa) and (tb, sb) of the march. With the
+ * texture unit's samples (texture_refine): linear interpolation and one regula falsi step, as
+ * before. Exact: the same on the exact trilinear field, by the Illinois variant of regula falsi
+ * (three steps; along a ray the field is a cubic in each cell, so that is converged to a few
+ * thousandths of a voxel). Where the exact field does not change sign over the segment (the
+ * filtered one does, by less than its rounding), the interpolated crossing stands. */
+#define IR_REFINE_STEPS 3
+static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb, float sb,
+                                    float iso) {
+  float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
+  if (!p->exact) {
+    float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
+    if (sc == sc) {
+      if ((sc >= iso) == (sa >= iso)) {
+        ta = tc;
+        sa = sc;
+      } else {
+        tb = tc;
+        sb = sc;
+      }
+      tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
+    }
+    return tc;
+  }
+  float fa = ir_sample_exact(&p->vol, ir_ray_at(r, ta)) - iso, fb = ir_sample_exact(&p->vol, ir_ray_at(r, tb)) - iso;
+  if (!((fa < 0.0f && fb >= 0.0f) || (fa >= 0.0f && fb < 0.0f))) return tc;
+  int side = 0;
+  for (int i = 0; i < IR_REFINE_STEPS; i++) {
+    float tm = ta + (tb - ta) * (fa / (fa - fb));
+    float fm = ir_sample_exact(&p->vol, ir_ray_at(r, tm)) - iso;
+    if (!(fm == fm)) break;
+    if ((fm >= 0.0f) == (fb >= 0.0f)) {
+      tb = tm;
+      fb = fm;
+      if (side == -1) fa *= 0.5f;
+      side = -1;
+    } else {
+      ta = tm;
+      fa = fm;
+      if (side == 1) fb *= 0.5f;
+      side = 1;
+    }
+  }
+  return fa == fb ? ta : ta + (tb - ta) * (fa / (fa - fb));
+}
+
+/* Central differences of the field at the hit, in voxel space: of the exact field, or of the
+ * texture unit's samples with texture_refine. */
+static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t) {
+  ir_vec3 x = ir_ray_at(r, t);
+  return p->exact ? ir_exact_differences(&p->vol, x) : ir_filtered_differences(&p->vol, x);
+}
+
+/* World-space normal from the differences (towards larger values). */
+static inline IR_HD ir_vec3 ir_hit_normal_of(const ir_trace_params *p, ir_vec3 diff) {
+  return ir_normalize(ir_mul(diff, p->cam.inv_spacing));
+}
+
+/* The lit colour of surface `surf` at the hit: its own colour, or the colour map of the second
+ * quantity there. */
+static inline IR_HD ir_vec3 ir_hit_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff) {
+  ir_vec3 base = ir_v3(p->surf_rgb[surf][0], p->surf_rgb[surf][1], p->surf_rgb[surf][2]);
+  if (p->color_by != IR_COLOR_SURFACE) {
+    float v;
+    if (p->color_by == IR_COLOR_GRADIENT) {
+      ir_vec3 g = ir_mul(diff, p->cam.inv_spacing); /* two voxels apart */
+      v = 0.5f * sqrtf(ir_dot(g, g));
+    } else {
+      v = ir_sample(&p->color, ir_ray_at(r, t));
+    }
+    base = ir_colormap_at(p->cmap, IR_COLORMAP_SIZE, (v - p->cmap_lo) * p->cmap_scale);
+  }
+  return ir_shade_color(ir_hit_normal_of(p, diff), r->dir_world, base);
+}
+
+/* Composites a surface of colour c and opacity `opacity` behind what the ray has so far. */
+static inline IR_HD void ir_paint_add(ir_paint *pt, ir_vec3 c, float opacity) {
+  float w = (1.0f - pt->a) * opacity;
+  pt->r += w * c.x;
+  pt->g += w * c.y;
+  pt->b += w * c.z;
+  pt->a += w;
+}
+
+/* Whether a hit on surface `surf` leaves the ray opaque enough to stop. */
+static inline IR_HD bool ir_hit_finishes(const ir_trace_params *p, const ir_paint *pt, int surf) {
+  return pt->a + (1.0f - pt->a) * p->surf_alpha[surf] >= IR_OPAQUE_ALPHA;
+}
+
+/* The pixel of a ray's paint over the background. */
+static inline IR_HD uint32_t ir_paint_pixel(const ir_paint *pt) {
+  if (pt->a == 0.0f) return IR_BACKGROUND_RGBA;
+  float k = 1.0f - pt->a;
+  const float bg_r = (float)(IR_BACKGROUND_RGBA & 0xffu) / 255.0f, bg_g = (float)(IR_BACKGROUND_RGBA >> 8 & 0xffu) / 255.0f,
+              bg_b = (float)(IR_BACKGROUND_RGBA >> 16 & 0xffu) / 255.0f;
+  return ir_pack_rgba_alpha(pt->r + k * bg_r, pt->g + k * bg_g, pt->b + k * bg_b, pt->a);
+}
+
+/* The pixel of a ray that ends at hit h (which ir_march_run returned): the hit composited
+ * behind the paint so far. `diff` are the field's differences at the hit (ir_hit_differences). */
+static inline IR_HD uint32_t ir_finish_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_vec3 diff,
+                                           ir_paint *pt) {
+  ir_paint_add(pt, ir_hit_color(p, r, h.t, h.surf, diff), p->surf_alpha[h.surf]);
+  return ir_paint_pixel(pt);
+}
+
+/* The values between two isovalues, [*lo, *hi), that a sample v lies in: a segment whose end
+ * stays in its start's band crosses no surface. NaN gets an empty band, so that the segment
+ * after it is looked at (and skipped: a NaN sample never counts as a crossing). */
+static inline IR_HD void ir_iso_band(const ir_iso_set *iso, float v, float *lo, float *hi) {
+  *lo = -INFINITY;
+  *hi = INFINITY;
+  if (!(v == v)) {
+    *lo = INFINITY;
+    return;
+  }
+  for (int i = 0; i < iso->n; i++) {
+    if (iso->v[i] <= v) {
+      *lo = iso->v[i];
+    } else {
+      *hi = iso->v[i];
+      break;
+    }
+  }
+}
+
+/* The crossings in the segment (ta, sa) .. (tb, sb), in the order the ray meets them (ascending
+ * isovalues on a rising segment); those outside the drawn part [c0, c1] are skipped. Hits that
+ * leave the ray translucent are composited into *pt at once (the first one's t to *first_t); the
+ * first that makes it opaque enough is returned in *hit, not yet composited. */
+static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray *r, const ir_span *s, float ta,
+                                         float sa, float tb, float sb, ir_paint *pt, float *first_t, ir_hit *hit) {
+  if (!(sa == sa && sb == sb)) return false;
+  bool rising = sb > sa;
+  for (int m = 0; m < p->iso.n; m++) {
+    int i = rising ? m : p->iso.n - 1 - m;
+    float iso = p->iso.v[i];
+    if ((sa >= iso) == (sb >= iso)) continue;
+    float tc = ir_refine(p, r, ta, sa, tb, sb, iso);
+    if (!(s->c0 <= tc && tc <= s->c1)) continue;
+    if (ir_hit_finishes(p, pt, i)) {
+      hit->t = tc;
+      hit->surf = i;
+      return true;
+    }
+    ir_paint_add(pt, ir_hit_color(p, r, tc, i, ir_hit_differences(p, r, tc)), p->surf_alpha[i]);
+    if (!(*first_t < INFINITY)) *first_t = tc;
+  }
+  return false;
+}
+
+/* Marches the segments between samples ka .. kb in order. Translucent hits are composited on
+ * the way (ir_segment_hits); returns true at the hit that ends the ray (in *hit). */
 static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
-                                      int32_t kb, float *t_hit) {
+                                      int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit) {
   if (kb <= ka) return false;
-  float ta = ir_span_t(s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta));
+  float ta = ir_span_t(s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta)), lo, hi;
+  ir_iso_band(&p->iso, sa, &lo, &hi);
   for (int32_t k = ka + 1; k <= kb; k += IR_MARCH_BATCH) {
     float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
     IR_UNROLL
@@ -171,21 +366,9 @@ static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r,
     for (int j = 0; j < IR_MARCH_BATCH; j++) {
       if (k + j > kb) break;
       float tb = tbs[j], sb = sbs[j];
-      if (ir_is_crossing(sa, sb, p->iso)) {
-        float tc = ta + (tb - ta) * ((p->iso - sa) / (sb - sa));
-        float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
-        if (sc == sc) {
-          if ((sc >= p->iso) == (sa >= p->iso)) {
-            ta = tc;
-            sa = sc;
-          } else {
-            tb = tc;
-            sb = sc;
-          }
-          tc = ta + (tb - ta) * ((p->iso - sa) / (sb - sa));
-        }
-        *t_hit = tc;
-        return true;
+      if (!(sb >= lo && sb < hi)) {
+        if (ir_segment_hits(p, r, s, ta, sa, tb, sb, pt, first_t, hit)) return true;
+        ir_iso_band(&p->iso, sb, &lo, &hi);
       }
       ta = tb;
       sa = sb;
@@ -199,10 +382,12 @@ static inline IR_HD float ir_ray_step(const ir_ray *r) { return IR_STEP_VOXELS /
 /* The ray's span in the volume and its sample grid; false if the ray misses the volume. */
 static inline IR_HD bool ir_ray_span(const ir_trace_params *p, const ir_ray *r, ir_span *s) {
   float tn, tf, gn, gf;
-  if (!ir_ray_box(r, p->box_lo, p->box_hi, &tn, &tf)) return false;
+  if (!ir_ray_clip(p, r, &tn, &tf)) return false;
+  s->c0 = tn;
+  s->c1 = tf;
   s->dt = ir_ray_step(r);
-  /* Inside a clip box the span runs from the grid's sample on or before the entry to the one on
-   * or after the exit, so segments straddling its faces are tested whole (a no-op without one). */
+  /* Clipped, the span runs from the grid's sample on or before the entry to the one on or after
+   * the exit, so segments straddling the clip are tested whole (a no-op without clipping). */
   if (ir_ray_box(r, p->grid_lo, p->grid_hi, &gn, &gf) && (gn < tn || tf < gf)) {
     tn = gn + floorf((tn - gn) / s->dt) * s->dt;
     tf = fminf(gn + ceilf((tf - gn) / s->dt) * s->dt, gf);
@@ -218,9 +403,12 @@ enum { IR_INTERSECT_HIT = 0, IR_INTERSECT_TRAVERSE = 1, IR_INTERSECT_DONE = 2 };
 
 /* Pops the leaf on top of the stack and marches the samples of its box; on a miss, while the next
  * item on the stack is a leaf too, pops and tests that one (the stack peek of InK §3.1.5).
- * Returns HIT (t in *t_hit), TRAVERSE (an inner node is on top) or DONE (stack empty). */
-static inline IR_HD int ir_intersect(const ir_trace_params *p, const ir_ray *r, uint32_t *stack,
-                                     size_t stride, int *sp, float *t_hit) {
+ * Returns HIT (the hit that ends the ray in *hit), TRAVERSE (an inner node is on top) or DONE
+ * (stack empty). Translucent hits on the way are composited into *pt (ir_march_run). Leaves'
+ * ranges are widened by a segment and so overlap: *k_done, the last sample marched, keeps a
+ * segment from being marched twice. */
+static inline IR_HD int ir_intersect(const ir_trace_params *p, const ir_ray *r, uint32_t *stack, size_t stride,
+                                     int *sp, int32_t *k_done, ir_paint *pt, float *first_t, ir_hit *hit) {
   ir_span s;
   if (!ir_ray_span(p, r, &s)) s.t0 = s.t1 = s.dt = 1.0f, s.k_end = 0; /* never: the ray met the box */
   for (;;) {
@@ -229,17 +417,14 @@ static inline IR_HD int ir_intersect(const ir_trace_params *p, const ir_ray *r, 
     int32_t ka, kb;
     if (ir_ray_box(r, leaf.lo, leaf.hi, &tn, &tf)) {
       ir_span_range(&s, tn, tf, &ka, &kb);
-      if (ir_march_run(p, r, &s, ka, kb, t_hit)) return IR_INTERSECT_HIT;
+      if (ka < *k_done) ka = *k_done;
+      if (ir_march_run(p, r, &s, ka, kb, pt, first_t, hit)) return IR_INTERSECT_HIT;
+      if (kb > *k_done) *k_done = kb;
     }
     if (*sp == 0) return IR_INTERSECT_DONE;
     ir_bvh_node top = ir_load_node(p->nodes, stack[(*sp - 1) * stride]);
     if (!ir_bvh_is_leaf(&top)) return IR_INTERSECT_TRAVERSE;
   }
-}
-
-/* World-space normal at the hit (gradient of the field), as the intersection stage stores it. */
-static inline IR_HD ir_vec3 ir_hit_normal(const ir_trace_params *p, const ir_ray *r, float t) {
-  return ir_gradient_normal(&p->vol, ir_ray_at(r, t), p->cam.inv_spacing);
 }
 
 /* Rays entering traversal / intersection per round, counted by the CPU renderer. */
@@ -250,8 +435,16 @@ typedef struct ir_round_counts {
   uint32_t generated, hit;
 } ir_round_counts;
 
+/* The pixel of a ray that ends at hit h, and its depth (the first hit's t). */
+static inline IR_HD uint32_t ir_end_at_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_paint *pt,
+                                           float *first_t) {
+  if (!(*first_t < INFINITY)) *first_t = h.t;
+  return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t), pt);
+}
+
 /* The whole pipeline for one pixel with a local stack of IR_BVH_MAX_LEVELS entries; returns
- * the pixel's RGBA8 and stores the hit's t in *depth (INFINITY on a miss). `counts` may be NULL. */
+ * the pixel's RGBA8 and stores the first hit's t in *depth (INFINITY on a miss). `counts` may
+ * be NULL. */
 static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t pixel, uint32_t *stack,
                                             ir_round_counts *counts, float *depth) {
   int sp = 0;
@@ -259,19 +452,20 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
   if (!ir_ray_start(p, pixel, stack, 1, &sp)) return IR_BACKGROUND_RGBA;
   if (counts) counts->generated++;
   ir_ray r = ir_camera_ray(&p->cam, pixel);
+  ir_paint pt = {0.0f, 0.0f, 0.0f, 0.0f};
+  int32_t k_done = 0;
   for (int round = 0;; round++) {
     if (counts && round < 64) counts->traverse[round]++;
     if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
-    if (ir_traverse(p, &r, stack, 1, &sp) == IR_TRAVERSE_DONE) return IR_BACKGROUND_RGBA;
+    if (ir_traverse(p, &r, stack, 1, &sp) == IR_TRAVERSE_DONE) return ir_paint_pixel(&pt);
     if (counts && round < 64) counts->intersect[round]++;
-    float t = 0.0f;
-    int s = ir_intersect(p, &r, stack, 1, &sp, &t);
+    ir_hit h;
+    int s = ir_intersect(p, &r, stack, 1, &sp, &k_done, &pt, depth, &h);
     if (s == IR_INTERSECT_HIT) {
       if (counts) counts->hit++;
-      *depth = t;
-      return ir_shade(ir_hit_normal(p, &r, t), r.dir_world);
+      return ir_end_at_hit(p, &r, h, &pt, depth);
     }
-    if (s == IR_INTERSECT_DONE) return IR_BACKGROUND_RGBA;
+    if (s == IR_INTERSECT_DONE) return ir_paint_pixel(&pt);
   }
 }
 
@@ -285,11 +479,11 @@ static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, int x, int y, 
 #ifdef __CUDA_ARCH__
   if (p->ranges) {
     float2 m = __ldg((const float2 *)(p->ranges + i));
-    return m.x <= p->iso && p->iso <= m.y;
+    return ir_iso_in_range(&p->iso, m.x, m.y);
   }
   return __ldg(&p->nodes[i].a) != IR_BVH_NONE;
 #else
-  if (p->ranges) return p->ranges[i].min <= p->iso && p->iso <= p->ranges[i].max;
+  if (p->ranges) return ir_iso_in_range(&p->iso, p->ranges[i].min, p->ranges[i].max);
   return p->nodes[i].a != IR_BVH_NONE;
 #endif
 }
@@ -375,31 +569,35 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
   }
   if (bricks == 0) return false;
   ir_span_range(s, run_start, run_end, ka, kb);
+  /* Runs are widened by a segment: never march again what the ray has marched (a translucent
+   * hit would be composited twice). */
+  if (*ka < k) *ka = k;
   /* A run always ends past sample k (its range is widened by a segment); should rounding ever
    * say otherwise, the ray ends here rather than walking the same run forever. */
   return *kb > k;
 }
 
-/* From sample k on, walks to each run of valid bricks and marches it until a crossing (t in
- * *t_hit) or the volume's exit: the rest of a ray's work, for the single kernel, the multi
- * pipeline's tail kernel and the CPU. `counts` (may be NULL) gets one round per run. */
+/* From sample k on, walks to each run of valid bricks and marches it until the hit that ends the
+ * ray (in *hit; translucent ones on the way composited into *pt) or the volume's exit: the rest
+ * of a ray's work, for the single kernel, the multi pipeline's tail kernel and the CPU. `counts`
+ * (may be NULL) gets one round per run. */
 static inline IR_HD bool ir_walk_and_march(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
-                                           ir_round_counts *counts, float *t_hit) {
+                                           ir_round_counts *counts, ir_paint *pt, float *first_t, ir_hit *hit) {
   for (int round = 0;; round++) {
     if (counts && round < 64) counts->traverse[round]++;
     if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
     int32_t ka, kb;
     if (!ir_next_run(p, r, s, k, 0, &ka, &kb)) return false;
     if (counts && round < 64) counts->intersect[round]++;
-    if (ir_march_run(p, r, s, ka, kb, t_hit)) return true;
+    if (ir_march_run(p, r, s, ka, kb, pt, first_t, hit)) return true;
     if (kb >= s->k_end) return false;
     k = kb;
   }
 }
 
 /* Brick walk and march for one pixel: the single kernel and the CPU reference of the default
- * pipelines; the hit's t goes to *depth (INFINITY on a miss). `counts` (may be NULL) gets one
- * round per run of bricks. */
+ * pipelines; the first hit's t goes to *depth (INFINITY on a miss). `counts` (may be NULL) gets
+ * one round per run of bricks. */
 static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint32_t pixel, ir_round_counts *counts,
                                                  float *depth) {
   ir_ray r = ir_camera_ray(&p->cam, pixel);
@@ -408,11 +606,11 @@ static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint3
   if (!ir_ray_span(p, &r, &s)) return IR_BACKGROUND_RGBA;
   if (counts) counts->generated++;
   if (p->root == IR_BVH_NONE) return IR_BACKGROUND_RGBA;
-  float t = 0.0f;
-  if (!ir_walk_and_march(p, &r, &s, 0, counts, &t)) return IR_BACKGROUND_RGBA;
+  ir_paint pt = {0.0f, 0.0f, 0.0f, 0.0f};
+  ir_hit h;
+  if (!ir_walk_and_march(p, &r, &s, 0, counts, &pt, depth, &h)) return ir_paint_pixel(&pt);
   if (counts) counts->hit++;
-  *depth = t;
-  return ir_shade(ir_hit_normal(p, &r, t), r.dir_world);
+  return ir_end_at_hit(p, &r, h, &pt, depth);
 }
 
 #endif

@@ -1,8 +1,10 @@
 /* Intersection stage of the multi pipeline: each ray marches the run of samples traversal found
  * (trace.cuh: ir_march_run, four samples in flight). A hit is shaded and written at once: the
  * normal and the colour need nothing another kernel has, so a separate shading stage would only
- * add a launch and a compaction per round. A miss with volume left goes back to traversal,
- * resuming at the run's last sample (intersection -> traversal compaction).
+ * add a launch and a compaction per round. A ray that does not end in the run (a miss, or only
+ * translucent hits, composited on the way) goes back to traversal while volume is left,
+ * resuming at the run's last sample (intersection -> traversal compaction): rays that continue
+ * past a hit take the same route as rays that missed, so several surfaces need no extra stage.
  *
  * The tail kernel runs the rest of the walk for the few rays left in one launch, once the rounds
  * would carry fewer rays than their launches cost (ir_frame_desc.tail_rays). */
@@ -29,14 +31,21 @@ static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ fr
     ir_span s;
     ir_ray_span(&p, &r, &s);
     uint2 seg = b.seg[ray];
-    float t = 0.0f;
-    hit = ir_march_run(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &t);
+    ir_paint pt;
+    float first_t;
+    ir_paint_load(p, b, pixel, &pt, &first_t);
+    float alpha_before = pt.a;
+    ir_hit h;
+    hit = ir_march_run(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &pt, &first_t, &h);
     if (hit) {
-      b.image[pixel] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
-      b.depth[pixel] = t;
-    } else if ((int32_t)seg.y < s.k_end) {
-      back = true;
-      b.seg[ray].x = seg.y;
+      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t);
+      b.depth[pixel] = first_t;
+    } else {
+      ir_paint_keep(b, pixel, pt, alpha_before, first_t);
+      if ((int32_t)seg.y < s.k_end) {
+        back = true;
+        b.seg[ray].x = seg.y;
+      }
     }
   }
   count_warp(hit, &counters->shade);
@@ -58,11 +67,17 @@ static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, 
     ir_ray r = ir_camera_ray(&p.cam, pixel);
     ir_span s;
     ir_ray_span(&p, &r, &s);
-    float t = 0.0f;
-    if (ir_walk_and_march(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &t)) {
-      b.image[pixel] = ir_shade(ir_hit_normal(&p, &r, t), r.dir_world);
-      b.depth[pixel] = t;
+    ir_paint pt;
+    float first_t;
+    ir_paint_load(p, b, pixel, &pt, &first_t);
+    float alpha_before = pt.a;
+    ir_hit h;
+    if (ir_walk_and_march(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &pt, &first_t, &h)) {
+      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t);
+      b.depth[pixel] = first_t;
       hits++;
+    } else {
+      ir_paint_keep(b, pixel, pt, alpha_before, first_t);
     }
   }
   if (hits) atomicAdd(&counters->hits, hits);

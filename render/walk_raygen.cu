@@ -19,6 +19,7 @@ static __global__ void walk_raygen_kernel(const ir_gpu_frame *__restrict__ frame
       if (keep) b.seg[i] = make_uint2(0, 0);
       b.image[pixel] = IR_BACKGROUND_RGBA;
       b.depth[pixel] = INFINITY;
+      ir_paint_clear(p, b, pixel);
     }
   }
   ir_stage_emit(out, active, keep, i, i);

@@ -98,7 +98,8 @@ static void test_bvh_update_reaches_exactly_the_valid_leaves(void) {
   char *seen = malloc(bricks);
   float isos[] = {-1.0f, 40.0f, 127.5f, 200.0f, 254.0f, 300.0f};
   for (int i = 0; i < 6; i++) {
-    ir_bvh_update_host(L, r->ranges, isos[i], nodes);
+    ir_iso_set set = {.v = {isos[i]}, .n = 1};
+    ir_bvh_update_host(L, r->ranges, &set, nodes);
     memset(seen, 0, bricks);
     int bad = 0, expected = 0;
     ir_bvh_node root = nodes[ir_bvh_root(L)];
