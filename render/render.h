@@ -105,7 +105,8 @@ void ir_surface_default_color(int i, float rgb[3]);
 
 /* A range for colouring by `source` when the user gives none: the color volume's finite
  * minimum and maximum (IR_COLOR_VOLUME), or 0 to the largest gradient magnitude of the field
- * volume at voxel centres, taken on a subsample of at most 2^24 voxels (IR_COLOR_GRADIENT). */
+ * volume at voxel centres, taken on a subsample of at most 2^24 voxels (IR_COLOR_GRADIENT);
+ * 0..1 for IR_COLOR_SURFACE or a missing volume, 0..0 when no voxel is finite. */
 void ir_color_range_auto(const ir_volume *field, const ir_volume *color_volume, ir_color_source source,
                          float range[2]);
 
