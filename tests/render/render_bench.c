@@ -2,7 +2,7 @@
  *
  *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
  *                [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] [--only NAME[,NAME...]]
- *                [--rounds]
+ *                [--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,ISO:OPACITY...]]
  *
  * Variants, in this order: the plain macrocell caster (the baseline every ratio refers to), the
  * single kernel, the default multi-kernel pipeline with every compaction method (CUDA graph,
@@ -47,14 +47,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] "
                     "[--elevation DEG] [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] "
                     "[--only NAME[,NAME...]] "
-                    "[--rounds]\n");
+                    "[--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,...]]\n");
     return 2;
   }
   int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0;
   uint32_t tail = 65536, run_bricks = 0, multi_tail = 0;
   const char *only = NULL;
   float elevation = 25.0f, distance = 1.0f, iso = (float)atof(argv[2]);
+  bool texture_refine = false;
+  const char *surfaces_arg = NULL;
   for (int i = 3; i < argc; i += 2) {
+    if (!strcmp(argv[i], "--texture-refine")) {
+      texture_refine = true, i--;
+      continue;
+    }
     if (!strcmp(argv[i], "--rounds")) {
       rounds = 1, i--;
       continue;
@@ -70,6 +76,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--run-bricks")) run_bricks = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--multi-tail")) multi_tail = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
+    else if (!strcmp(argv[i], "--surfaces")) surfaces_arg = argv[i + 1];
   }
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
@@ -111,6 +118,8 @@ int main(int argc, char **argv) {
   vars[nv++] = (variant){"ink-collate", IR_PIPELINE_PAPER, IR_COMPACT_INK_COLLATE, false, false, tail,
                          "paper/ink-collate/tail"};
 
+  printf("# refinement %s%s%s\n", texture_refine ? "texture" : "exact", surfaces_arg ? ", surfaces " : "",
+         surfaces_arg ? surfaces_arg : "");
   printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g distance %g, %d frames after %d warm-up, "
          "paper tail %u, multi tail %u, run bricks %u\n",
          prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation,
@@ -126,7 +135,16 @@ int main(int argc, char **argv) {
     ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .method = vars[k].method,
                        .pipeline = vars[k].pipeline, .host_loop = vars[k].host_loop,
                        .fixed_grids = vars[k].fixed_grids, .tail_rays = vars[k].tail_rays,
-                       .run_bricks = run_bricks};
+                       .run_bricks = run_bricks, .texture_refine = texture_refine};
+    /* --surfaces ISO:OPACITY,...: several surfaces (colours from the default palette). */
+    for (const char *q = surfaces_arg; q && *q && f.surface_count < IR_MAX_SURFACES;) {
+      ir_surface *sf = &f.surfaces[f.surface_count];
+      sf->opacity = 1.0f;
+      if (sscanf(q, "%f:%f", &sf->isovalue, &sf->opacity) < 1) break;
+      ir_surface_default_color(f.surface_count++, sf->color);
+      q = strchr(q, ',');
+      q = q ? q + 1 : NULL;
+    }
     ir_frame_stats s, sum;
     memset(&sum, 0, sizeof sum);
     int ok = 1;
