@@ -197,13 +197,14 @@ typedef struct ir_paint {
   float r, g, b, a;
 } ir_paint;
 
-/* Refines a crossing of `iso` between samples (ta, sa) and (tb, sb) of the march. With the
- * texture unit's samples (texture_refine): linear interpolation and one regula falsi step, as
- * before. Exact: the same on the exact trilinear field, by the Illinois variant of regula falsi
- * (three steps; along a ray the field is a cubic in each cell, so that is converged to a few
- * thousandths of a voxel). Where the exact field does not change sign over the segment (the
- * filtered one does, by less than its rounding), the interpolated crossing stands. */
-#define IR_REFINE_STEPS 3
+/* Refines a crossing of `iso` between samples (ta, sa) and (tb, sb) of the march: linear
+ * interpolation, then, with texture_refine, one regula falsi step with a new sample of the
+ * texture unit; else Newton steps on the exact trilinear field (the value and the derivative
+ * along the ray come from the same eight texels, ir_sample_exact_along), kept inside the
+ * segment's bracket, which each step narrows: from the interpolated start the error falls
+ * quadratically, so IR_NEWTON_STEPS evaluations put the hit on the exact isosurface to float
+ * precision, at eight texel reads each. */
+#define IR_NEWTON_STEPS 2
 static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb, float sb,
                                     float iso) {
   float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
@@ -221,33 +222,29 @@ static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, f
     }
     return tc;
   }
-  float fa = ir_sample_exact(&p->vol, ir_ray_at(r, ta)) - iso, fb = ir_sample_exact(&p->vol, ir_ray_at(r, tb)) - iso;
-  if (!((fa < 0.0f && fb >= 0.0f) || (fa >= 0.0f && fb < 0.0f))) return tc;
-  int side = 0;
-  for (int i = 0; i < IR_REFINE_STEPS; i++) {
-    float tm = ta + (tb - ta) * (fa / (fa - fb));
-    float fm = ir_sample_exact(&p->vol, ir_ray_at(r, tm)) - iso;
-    if (!(fm == fm)) break;
-    if ((fm >= 0.0f) == (fb >= 0.0f)) {
-      tb = tm;
-      fb = fm;
-      if (side == -1) fa *= 0.5f;
-      side = -1;
-    } else {
-      ta = tm;
-      fa = fm;
-      if (side == 1) fb *= 0.5f;
-      side = 1;
-    }
+  bool a_above = sa >= iso; /* the side of the bracket's start */
+  for (int i = 0; i < IR_NEWTON_STEPS; i++) {
+    float df, f = ir_sample_exact_along(&p->vol, ir_ray_at(r, tc), r->d, &df) - iso;
+    if (!(f == f)) break;
+    if (f == 0.0f) return tc;
+    if ((f >= 0.0f) == a_above) ta = tc;
+    else tb = tc;
+    float next = tc - f / df;
+    /* Outside the bracket (or a flat or NaN derivative): bisect instead. */
+    tc = next >= ta && next <= tb ? next : 0.5f * (ta + tb);
   }
-  return fa == fb ? ta : ta + (tb - ta) * (fa / (fa - fb));
+  return tc;
 }
 
 /* Central differences of the field at the hit, in voxel space: of the exact field, or of the
  * texture unit's samples with texture_refine. */
 static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t) {
   ir_vec3 x = ir_ray_at(r, t);
+#ifdef IR_FILTERED_NORMALS /* measuring what the exact differences cost */
+  return ir_filtered_differences(&p->vol, x);
+#else
   return p->exact ? ir_exact_differences(&p->vol, x) : ir_filtered_differences(&p->vol, x);
+#endif
 }
 
 /* World-space normal from the differences (towards larger values). */
@@ -349,30 +346,46 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
 }
 
 /* Marches the segments between samples ka .. kb in order. Translucent hits are composited on
- * the way (ir_segment_hits); returns true at the hit that ends the ray (in *hit). */
+ * the way (ir_segment_hits); returns true at the hit that ends the ray (in *hit). A batch of
+ * samples is tested against the band of values between isovalues its start lies in; only a
+ * sample leaving the band (rare: a crossing, or NaN) takes the slow path, once per batch, with
+ * the samples after it read again from there, so that the slow path's code appears once in the
+ * loop rather than once per sample of the unrolled batch. */
 static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
                                       int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit) {
   if (kb <= ka) return false;
   float ta = ir_span_t(s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta)), lo, hi;
   ir_iso_band(&p->iso, sa, &lo, &hi);
-  for (int32_t k = ka + 1; k <= kb; k += IR_MARCH_BATCH) {
+  for (int32_t k = ka + 1; k <= kb;) {
     float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
     IR_UNROLL
     for (int j = 0; j < IR_MARCH_BATCH; j++) {
       tbs[j] = ir_span_t(s, k + j <= kb ? k + j : kb);
       sbs[j] = ir_sample(&p->vol, ir_ray_at(r, tbs[j]));
     }
+    int leave = IR_MARCH_BATCH;
+    float tl = ta, sl = sa; /* the sample that leaves the band */
     IR_UNROLL
     for (int j = 0; j < IR_MARCH_BATCH; j++) {
-      if (k + j > kb) break;
-      float tb = tbs[j], sb = sbs[j];
-      if (!(sb >= lo && sb < hi)) {
-        if (ir_segment_hits(p, r, s, ta, sa, tb, sb, pt, first_t, hit)) return true;
-        ir_iso_band(&p->iso, sb, &lo, &hi);
+      if (leave < IR_MARCH_BATCH || k + j > kb) continue;
+      if (sbs[j] >= lo && sbs[j] < hi) {
+        ta = tbs[j];
+        sa = sbs[j];
+      } else {
+        leave = j;
+        tl = tbs[j];
+        sl = sbs[j];
       }
-      ta = tb;
-      sa = sb;
     }
+    if (leave == IR_MARCH_BATCH) {
+      k += IR_MARCH_BATCH;
+      continue;
+    }
+    if (ir_segment_hits(p, r, s, ta, sa, tl, sl, pt, first_t, hit)) return true;
+    ir_iso_band(&p->iso, sl, &lo, &hi);
+    ta = tl;
+    sa = sl;
+    k += leave + 1;
   }
   return false;
 }

@@ -131,6 +131,27 @@ static inline IR_HD float ir_sample_exact(const ir_volume_view *v, ir_vec3 p) {
   return ir_lerp(ir_lerp(c00, c10, w[1]), ir_lerp(c01, c11, w[1]), w[2]);
 }
 
+/* The exact field at p and its derivative along d (voxel space): the trilinear interpolant of
+ * p's cell and its gradient there, from the same eight texels. */
+static inline IR_HD float ir_sample_exact_along(const ir_volume_view *v, ir_vec3 p, ir_vec3 d, float *derivative) {
+  int c[3];
+  float w[3];
+  ir_cell_at(v, p, c, w);
+  int i = c[0], j = c[1], k = c[2];
+  float t000 = ir_texel(v, i, j, k), t100 = ir_texel(v, i + 1, j, k);
+  float t010 = ir_texel(v, i, j + 1, k), t110 = ir_texel(v, i + 1, j + 1, k);
+  float t001 = ir_texel(v, i, j, k + 1), t101 = ir_texel(v, i + 1, j, k + 1);
+  float t011 = ir_texel(v, i, j + 1, k + 1), t111 = ir_texel(v, i + 1, j + 1, k + 1);
+  float c00 = ir_lerp(t000, t100, w[0]), c10 = ir_lerp(t010, t110, w[0]);
+  float c01 = ir_lerp(t001, t101, w[0]), c11 = ir_lerp(t011, t111, w[0]);
+  float c0 = ir_lerp(c00, c10, w[1]), c1 = ir_lerp(c01, c11, w[1]);
+  float gx = ir_lerp(ir_lerp(t100 - t000, t110 - t010, w[1]), ir_lerp(t101 - t001, t111 - t011, w[1]), w[2]);
+  float gy = ir_lerp(c10 - c00, c11 - c01, w[2]);
+  float gz = c1 - c0;
+  *derivative = gx * d.x + gy * d.y + gz * d.z;
+  return ir_lerp(c0, c1, w[2]);
+}
+
 /* Central differences one voxel apart of the exact field, f(p + e) - f(p - e) per axis: the
  * 2x2x2 texels of p's cell and the 8 beyond each of its faces on the axis, 32 reads where six
  * separate samples would take 48. A line of four texels along the axis, at offsets -1..2 from the

@@ -38,14 +38,15 @@ for ((r = 0; r < reps; r++)); do
     "$after/tests/render/render_bench" "${common[@]}" --texture-refine 2>&1 | grep -v '^#' | awk -v s="$name" -v k=texture '{print s, k, $1, $2}' >>"$tmp/rows"
   done
 done
-grep -v ' variant ' "$tmp/rows" | sort -k1,1 -k3,3 -k2,2 | awk '
-  function median(list,   n, a, i, j, t) { n = split(list, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }; return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-  { key = $1 " " $3; v[key, $2] = v[key, $2] " " $4; keys[key] = 1 }
+# Median over the repetitions of each (scene, renderer, build): sorted by value within each
+# group, the middle row of the group.
+grep -v ' variant ' "$tmp/rows" | sort -k1,1 -k3,3 -k2,2 -k4,4g | awk -v reps="$reps" '
+  { key = $1 " " $3 " " $2; n[key]++; if (n[key] == int((reps + 1) / 2)) med[key] = $4; seen[$1 " " $3] = 1 }
   END {
     printf "%-14s %-22s %9s %9s %9s %8s %8s\n", "scene", "renderer", "before", "exact", "texture", "ex/bef", "tx/bef"
-    for (k in keys) {
-      b = median(v[k, "before"]); e = median(v[k, "exact"]); t = median(v[k, "texture"])
-      split(k, p, " ")
-      printf "%-14s %-22s %9.4f %9.4f %9.4f %8.3f %8.3f\n", p[1], p[2], b, e, t, b > 0 ? e / b : 0, b > 0 ? t / b : 0
+    for (k in seen) {
+      b = med[k " before"] + 0; e = med[k " exact"] + 0; t = med[k " texture"] + 0
+      split(k, q, " ")
+      printf "%-14s %-22s %9.4f %9.4f %9.4f %8.3f %8.3f\n", q[1], q[2], b, e, t, b > 0 ? e / b : 0, b > 0 ? t / b : 0
     }
   }' | sort
