@@ -9,9 +9,7 @@
  * spread the uneven per-ray work over the GPU, big enough to fill it with resident warps. */
 #define IR_SINGLE_BLOCK 128
 
-/* At least 8 blocks per SM: at most 64 registers, enough for the march loop; a hit's calls
- * (trace.cuh, IR_COLD) may spill, the loop does not. */
-static __global__ void __launch_bounds__(IR_SINGLE_BLOCK, 8)
+static __global__ void __launch_bounds__(IR_SINGLE_BLOCK)
     single_kernel(const ir_gpu_frame *__restrict__ frame, uint32_t *__restrict__ image, float *__restrict__ depth) {
   /* p.ranges is set: bricks are tested against the isovalue as the walk meets them. */
   const ir_trace_params &p = frame->p;

@@ -184,15 +184,7 @@ static inline IR_HD void ir_span_range(const ir_span *s, float ta, float tb, int
 #define IR_UNROLL
 #endif
 
-/* ---- Hits: refinement, shading, compositing -------------------------------------------------
- * Hits are rare next to samples: the functions a hit runs are real calls on the GPU (IR_COLD),
- * so that their registers do not weigh on the march loop's (inlined, they doubled the single
- * kernel's registers and cost 30 % of its speed). */
-#ifdef __CUDACC__
-#define IR_COLD static __noinline__ IR_HD
-#else
-#define IR_COLD static inline
-#endif
+/* ---- Hits: refinement, shading, compositing ------------------------------------------------- */
 
 /* A crossing of the surface with isovalue iso.v[surf] at t. */
 typedef struct ir_hit {
@@ -332,7 +324,7 @@ static inline IR_HD void ir_iso_band(const ir_iso_set *iso, float v, float *lo, 
  * isovalues on a rising segment); those outside the drawn part [c0, c1] are skipped. Hits that
  * leave the ray translucent are composited into *pt at once (the first one's t to *first_t); the
  * first that makes it opaque enough is returned in *hit, not yet composited. */
-IR_COLD bool ir_segment_hits(const ir_trace_params *p, const ir_ray *r, const ir_span *s, float ta,
+static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray *r, const ir_span *s, float ta,
                                          float sa, float tb, float sb, ir_paint *pt, float *first_t, ir_hit *hit) {
   if (!(sa == sa && sb == sb)) return false;
   bool rising = sb > sa;
@@ -457,7 +449,7 @@ typedef struct ir_round_counts {
 } ir_round_counts;
 
 /* The pixel of a ray that ends at hit h, and its depth (the first hit's t). */
-IR_COLD uint32_t ir_end_at_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_paint *pt,
+static inline IR_HD uint32_t ir_end_at_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_paint *pt,
                                            float *first_t) {
   if (!(*first_t < INFINITY)) *first_t = h.t;
   return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t), pt);

@@ -47,6 +47,7 @@ grep -v ' variant ' "$tmp/rows" | sort -k1,1 -k3,3 -k2,2 -k4,4g | awk -v reps="$
     for (k in seen) {
       b = med[k " before"] + 0; e = med[k " exact"] + 0; t = med[k " texture"] + 0
       split(k, q, " ")
-      printf "%-14s %-22s %9.4f %9.4f %9.4f %8.3f %8.3f\n", q[1], q[2], b, e, t, b > 0 ? e / b : 0, b > 0 ? t / b : 0
+      re = 0; rt = 0; if (b > 0) { re = e / b; rt = t / b }
+      printf "%-14s %-22s %9.4f %9.4f %9.4f %8.3f %8.3f\n", q[1], q[2], b, e, t, re, rt
     }
   }' | sort
