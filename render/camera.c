@@ -123,6 +123,12 @@ static void ir_trace_surfaces_fill(const ir_frame_desc *f, ir_trace_params *p) {
   }
 }
 
+bool ir_frame_translucent(const ir_frame_desc *f) {
+  ir_trace_params p;
+  ir_trace_surfaces_fill(f, &p);
+  return p.translucent;
+}
+
 void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p) {
   ir_camera_prepare(&f->camera, r->volume, f->width, f->height, &p->cam);
   p->vol = r->view;

@@ -325,7 +325,8 @@ static inline IR_HD void ir_iso_band(const ir_iso_set *iso, float v, float *lo, 
  * leave the ray translucent are composited into *pt at once (the first one's t to *first_t); the
  * first that makes it opaque enough is returned in *hit, not yet composited. */
 static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray *r, const ir_span *s, float ta,
-                                         float sa, float tb, float sb, ir_paint *pt, float *first_t, ir_hit *hit) {
+                                         float sa, float tb, float sb, ir_paint *pt, float *first_t, ir_hit *hit,
+                                         bool composite) {
   if (!(sa == sa && sb == sb)) return false;
   bool rising = sb > sa;
   for (int m = 0; m < p->iso.n; m++) {
@@ -334,7 +335,7 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
     if ((sa >= iso) == (sb >= iso)) continue;
     float tc = ir_refine(p, r, ta, sa, tb, sb, iso);
     if (!(s->c0 <= tc && tc <= s->c1)) continue;
-    if (ir_hit_finishes(p, pt, i)) {
+    if (!composite || ir_hit_finishes(p, pt, i)) {
       hit->t = tc;
       hit->surf = i;
       return true;
@@ -351,8 +352,8 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
  * sample leaving the band (rare: a crossing, or NaN) takes the slow path, once per batch, with
  * the samples after it read again from there, so that the slow path's code appears once in the
  * loop rather than once per sample of the unrolled batch. */
-static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
-                                      int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit) {
+static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
+                                         int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit, bool composite) {
   if (kb <= ka) return false;
   float ta = ir_span_t(s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta)), lo, hi;
   ir_iso_band(&p->iso, sa, &lo, &hi);
@@ -381,13 +382,21 @@ static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r,
       k += IR_MARCH_BATCH;
       continue;
     }
-    if (ir_segment_hits(p, r, s, ta, sa, tl, sl, pt, first_t, hit)) return true;
+    if (ir_segment_hits(p, r, s, ta, sa, tl, sl, pt, first_t, hit, composite)) return true;
     ir_iso_band(&p->iso, sl, &lo, &hi);
     ta = tl;
     sa = sl;
     k += leave + 1;
   }
   return false;
+}
+
+/* `composite` false: every hit ends the ray, as in frames without translucent surfaces; a
+ * kernel that passes it as a constant is compiled without the compositing code (the single
+ * kernel's opaque variant), the same image in far fewer registers. */
+static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
+                                      int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit) {
+  return ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, p->translucent);
 }
 
 static inline IR_HD float ir_ray_step(const ir_ray *r) { return IR_STEP_VOXELS / sqrtf(ir_dot(r->d, r->d)); }
@@ -594,25 +603,31 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
  * ray (in *hit; translucent ones on the way composited into *pt) or the volume's exit: the rest
  * of a ray's work, for the single kernel, the multi pipeline's tail kernel and the CPU. `counts`
  * (may be NULL) gets one round per run. */
-static inline IR_HD bool ir_walk_and_march(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
-                                           ir_round_counts *counts, ir_paint *pt, float *first_t, ir_hit *hit) {
+static inline IR_HD bool ir_walk_and_march_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
+                                              ir_round_counts *counts, ir_paint *pt, float *first_t, ir_hit *hit,
+                                              bool composite) {
   for (int round = 0;; round++) {
     if (counts && round < 64) counts->traverse[round]++;
     if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
     int32_t ka, kb;
     if (!ir_next_run(p, r, s, k, 0, &ka, &kb)) return false;
     if (counts && round < 64) counts->intersect[round]++;
-    if (ir_march_run(p, r, s, ka, kb, pt, first_t, hit)) return true;
+    if (ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, composite)) return true;
     if (kb >= s->k_end) return false;
     k = kb;
   }
 }
 
+static inline IR_HD bool ir_walk_and_march(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
+                                           ir_round_counts *counts, ir_paint *pt, float *first_t, ir_hit *hit) {
+  return ir_walk_and_march_as(p, r, s, k, counts, pt, first_t, hit, p->translucent);
+}
+
 /* Brick walk and march for one pixel: the single kernel and the CPU reference of the default
  * pipelines; the first hit's t goes to *depth (INFINITY on a miss). `counts` (may be NULL) gets
  * one round per run of bricks. */
-static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint32_t pixel, ir_round_counts *counts,
-                                                 float *depth) {
+static inline IR_HD uint32_t ir_trace_pixel_runs_as(const ir_trace_params *p, uint32_t pixel,
+                                                    ir_round_counts *counts, float *depth, bool composite) {
   ir_ray r = ir_camera_ray(&p->cam, pixel);
   ir_span s;
   *depth = INFINITY;
@@ -621,9 +636,14 @@ static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint3
   if (p->root == IR_BVH_NONE) return IR_BACKGROUND_RGBA;
   ir_paint pt = {0.0f, 0.0f, 0.0f, 0.0f};
   ir_hit h;
-  if (!ir_walk_and_march(p, &r, &s, 0, counts, &pt, depth, &h)) return ir_paint_pixel(&pt);
+  if (!ir_walk_and_march_as(p, &r, &s, 0, counts, &pt, depth, &h, composite)) return ir_paint_pixel(&pt);
   if (counts) counts->hit++;
   return ir_end_at_hit(p, &r, h, &pt, depth);
+}
+
+static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint32_t pixel, ir_round_counts *counts,
+                                                 float *depth) {
+  return ir_trace_pixel_runs_as(p, pixel, counts, depth, p->translucent);
 }
 
 #endif

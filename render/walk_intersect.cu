@@ -16,6 +16,9 @@ static __device__ __forceinline__ void count_warp(bool flag, uint32_t *counter) 
   if (mask && (threadIdx.x & 31u) == (unsigned)__ffs((int)mask) - 1u) atomicAdd(counter, (uint32_t)__popc(mask));
 }
 
+/* Composite: the variant for frames with translucent surfaces; opaque frames run the one
+ * compiled without compositing (fewer registers, the same image). */
+template <bool Composite>
 static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
                                              const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
                                              ir_gpu_counters *counters, ir_stage_out to_traverse) {
@@ -36,7 +39,7 @@ static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ fr
     ir_paint_load(p, b, pixel, &pt, &first_t);
     float alpha_before = pt.a;
     ir_hit h;
-    hit = ir_march_run(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &pt, &first_t, &h);
+    hit = ir_march_run_as(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &pt, &first_t, &h, Composite);
     if (hit) {
       b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t);
       b.depth[pixel] = first_t;
@@ -54,10 +57,15 @@ static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ fr
 
 cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                      const uint32_t *n, ir_gpu_counters *counters, ir_stage_out to_traverse,
-                                     unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count) {
-  return ir_launch(walk_intersect_kernel, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+                                     unsigned grid, bool translucent, cudaStream_t stream, cudaLaunchAttribute *attr,
+                                     int attr_count) {
+  return translucent ? ir_launch(walk_intersect_kernel<true>, grid, stream, attr, attr_count, d_frame, b, in, n,
+                                 counters, to_traverse)
+                     : ir_launch(walk_intersect_kernel<false>, grid, stream, attr, attr_count, d_frame, b, in, n,
+                                 counters, to_traverse);
 }
 
+template <bool Composite>
 static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
                                         const uint32_t *__restrict__ in, ir_gpu_counters *counters) {
   uint32_t n = counters->trav_in, hits = 0;
@@ -72,7 +80,7 @@ static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, 
     ir_paint_load(p, b, pixel, &pt, &first_t);
     float alpha_before = pt.a;
     ir_hit h;
-    if (ir_walk_and_march(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &pt, &first_t, &h)) {
+    if (ir_walk_and_march_as(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &pt, &first_t, &h, Composite)) {
       b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t);
       b.depth[pixel] = first_t;
       hits++;
@@ -88,7 +96,9 @@ static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, 
 }
 
 cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
-                                ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream) {
+                                ir_gpu_counters *counters, uint32_t max_rays, bool translucent, cudaStream_t stream) {
   /* Grid-stride over the count on the device: sized for max_rays, at least one block. */
-  return ir_launch(walk_tail_kernel, ir_grid_for(max_rays), stream, NULL, 0, d_frame, b, in, counters);
+  return translucent
+             ? ir_launch(walk_tail_kernel<true>, ir_grid_for(max_rays), stream, NULL, 0, d_frame, b, in, counters)
+             : ir_launch(walk_tail_kernel<false>, ir_grid_for(max_rays), stream, NULL, 0, d_frame, b, in, counters);
 }
