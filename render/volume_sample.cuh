@@ -108,78 +108,74 @@ static inline IR_HD float ir_texel(const ir_volume_view *v, int i, int j, int k)
 #endif
 }
 
-/* The cell below p: its first voxel and the weights, in full precision. */
-static inline IR_HD void ir_cell_at(const ir_volume_view *v, ir_vec3 p, int c[3], float w[3]) {
-  float q[3] = {p.x - 0.5f, p.y - 0.5f, p.z - 0.5f};
-  for (int k = 0; k < 3; k++) {
-    float b = fminf(fmaxf(q[k], -1.0f), (float)v->dims[k]), f = floorf(b);
-    c[k] = (int)f;
-    w[k] = b - f;
-  }
+/* The cell below p along one axis: its first voxel and the weight, in full precision. */
+static inline IR_HD int ir_cell_axis(float x, int n, float *w) {
+  float b = fminf(fmaxf(x - 0.5f, -1.0f), (float)n), f = floorf(b);
+  *w = b - f;
+  return (int)f;
 }
 
 /* The exact trilinear field at p, in data units. */
 static inline IR_HD float ir_sample_exact(const ir_volume_view *v, ir_vec3 p) {
-  int c[3];
-  float w[3];
-  ir_cell_at(v, p, c, w);
-  int i = c[0], j = c[1], k = c[2];
-  float c00 = ir_lerp(ir_texel(v, i, j, k), ir_texel(v, i + 1, j, k), w[0]);
-  float c10 = ir_lerp(ir_texel(v, i, j + 1, k), ir_texel(v, i + 1, j + 1, k), w[0]);
-  float c01 = ir_lerp(ir_texel(v, i, j, k + 1), ir_texel(v, i + 1, j, k + 1), w[0]);
-  float c11 = ir_lerp(ir_texel(v, i, j + 1, k + 1), ir_texel(v, i + 1, j + 1, k + 1), w[0]);
-  return ir_lerp(ir_lerp(c00, c10, w[1]), ir_lerp(c01, c11, w[1]), w[2]);
+  float wx, wy, wz;
+  int i = ir_cell_axis(p.x, v->dims[0], &wx), j = ir_cell_axis(p.y, v->dims[1], &wy),
+      k = ir_cell_axis(p.z, v->dims[2], &wz);
+  float c00 = ir_lerp(ir_texel(v, i, j, k), ir_texel(v, i + 1, j, k), wx);
+  float c10 = ir_lerp(ir_texel(v, i, j + 1, k), ir_texel(v, i + 1, j + 1, k), wx);
+  float c01 = ir_lerp(ir_texel(v, i, j, k + 1), ir_texel(v, i + 1, j, k + 1), wx);
+  float c11 = ir_lerp(ir_texel(v, i, j + 1, k + 1), ir_texel(v, i + 1, j + 1, k + 1), wx);
+  return ir_lerp(ir_lerp(c00, c10, wy), ir_lerp(c01, c11, wy), wz);
 }
 
 /* The exact field at p and its derivative along d (voxel space): the trilinear interpolant of
  * p's cell and its gradient there, from the same eight texels. */
 static inline IR_HD float ir_sample_exact_along(const ir_volume_view *v, ir_vec3 p, ir_vec3 d, float *derivative) {
-  int c[3];
-  float w[3];
-  ir_cell_at(v, p, c, w);
-  int i = c[0], j = c[1], k = c[2];
+  float wx, wy, wz;
+  int i = ir_cell_axis(p.x, v->dims[0], &wx), j = ir_cell_axis(p.y, v->dims[1], &wy),
+      k = ir_cell_axis(p.z, v->dims[2], &wz);
   float t000 = ir_texel(v, i, j, k), t100 = ir_texel(v, i + 1, j, k);
   float t010 = ir_texel(v, i, j + 1, k), t110 = ir_texel(v, i + 1, j + 1, k);
   float t001 = ir_texel(v, i, j, k + 1), t101 = ir_texel(v, i + 1, j, k + 1);
   float t011 = ir_texel(v, i, j + 1, k + 1), t111 = ir_texel(v, i + 1, j + 1, k + 1);
-  float c00 = ir_lerp(t000, t100, w[0]), c10 = ir_lerp(t010, t110, w[0]);
-  float c01 = ir_lerp(t001, t101, w[0]), c11 = ir_lerp(t011, t111, w[0]);
-  float c0 = ir_lerp(c00, c10, w[1]), c1 = ir_lerp(c01, c11, w[1]);
-  float gx = ir_lerp(ir_lerp(t100 - t000, t110 - t010, w[1]), ir_lerp(t101 - t001, t111 - t011, w[1]), w[2]);
-  float gy = ir_lerp(c10 - c00, c11 - c01, w[2]);
+  float c00 = ir_lerp(t000, t100, wx), c10 = ir_lerp(t010, t110, wx);
+  float c01 = ir_lerp(t001, t101, wx), c11 = ir_lerp(t011, t111, wx);
+  float c0 = ir_lerp(c00, c10, wy), c1 = ir_lerp(c01, c11, wy);
+  float gx = ir_lerp(ir_lerp(t100 - t000, t110 - t010, wy), ir_lerp(t101 - t001, t111 - t011, wy), wz);
+  float gy = ir_lerp(c10 - c00, c11 - c01, wz);
   float gz = c1 - c0;
   *derivative = gx * d.x + gy * d.y + gz * d.z;
-  return ir_lerp(c0, c1, w[2]);
+  return ir_lerp(c0, c1, wz);
 }
 
-/* Central differences one voxel apart of the exact field, f(p + e) - f(p - e) per axis: the
- * 2x2x2 texels of p's cell and the 8 beyond each of its faces on the axis, 32 reads where six
- * separate samples would take 48. A line of four texels along the axis, at offsets -1..2 from the
- * cell's first voxel, gives lerp(t1, t2, w) - lerp(t-1, t0, w) for that line. */
-static inline IR_HD float ir_exact_difference(const ir_volume_view *v, const int c[3], const float w[3], int axis) {
-  int a = axis, b = axis == 0 ? 1 : 0, d = axis == 2 ? 1 : 2; /* the axis and the other two */
-  float line[2][2];
-  for (int jb = 0; jb < 2; jb++)
-    for (int jd = 0; jd < 2; jd++) {
-      int o[3];
-      o[b] = c[b] + jb;
-      o[d] = c[d] + jd;
-      float x[4];
-      for (int m = 0; m < 4; m++) {
-        o[a] = c[a] - 1 + m;
-        x[m] = ir_texel(v, o[0], o[1], o[2]);
-      }
-      line[jb][jd] = ir_lerp(x[2], x[3], w[a]) - ir_lerp(x[0], x[1], w[a]);
-    }
-  return ir_lerp(ir_lerp(line[0][0], line[1][0], w[b]), ir_lerp(line[0][1], line[1][1], w[b]), w[d]);
+/* Along the line of texels through (i, j, k) in direction (di, dj, dk): the exact field one voxel
+ * ahead minus one voxel behind, f(x + 1) - f(x - 1), at weight w between (i, j, k) and the next. */
+static inline IR_HD float ir_line_difference(const ir_volume_view *v, int i, int j, int k, int di, int dj, int dk,
+                                             float w) {
+  float behind = ir_lerp(ir_texel(v, i - di, j - dj, k - dk), ir_texel(v, i, j, k), w);
+  float ahead = ir_lerp(ir_texel(v, i + di, j + dj, k + dk), ir_texel(v, i + 2 * di, j + 2 * dj, k + 2 * dk), w);
+  return ahead - behind;
 }
 
-/* The gradient of the exact field by central differences, in voxel space (not divided by 2). */
+/* Central differences one voxel apart of the exact field, f(p + e) - f(p - e) per axis, in
+ * voxel space: on each axis, the four lines of texels through p's cell along it, interpolated
+ * across the other two axes. */
 static inline IR_HD ir_vec3 ir_exact_differences(const ir_volume_view *v, ir_vec3 p) {
-  int c[3];
-  float w[3];
-  ir_cell_at(v, p, c, w);
-  return ir_v3(ir_exact_difference(v, c, w, 0), ir_exact_difference(v, c, w, 1), ir_exact_difference(v, c, w, 2));
+  float wx, wy, wz;
+  int i = ir_cell_axis(p.x, v->dims[0], &wx), j = ir_cell_axis(p.y, v->dims[1], &wy),
+      k = ir_cell_axis(p.z, v->dims[2], &wz);
+  float gx = ir_lerp(ir_lerp(ir_line_difference(v, i, j, k, 1, 0, 0, wx), ir_line_difference(v, i, j + 1, k, 1, 0, 0, wx), wy),
+                     ir_lerp(ir_line_difference(v, i, j, k + 1, 1, 0, 0, wx),
+                             ir_line_difference(v, i, j + 1, k + 1, 1, 0, 0, wx), wy),
+                     wz);
+  float gy = ir_lerp(ir_lerp(ir_line_difference(v, i, j, k, 0, 1, 0, wy), ir_line_difference(v, i + 1, j, k, 0, 1, 0, wy), wx),
+                     ir_lerp(ir_line_difference(v, i, j, k + 1, 0, 1, 0, wy),
+                             ir_line_difference(v, i + 1, j, k + 1, 0, 1, 0, wy), wx),
+                     wz);
+  float gz = ir_lerp(ir_lerp(ir_line_difference(v, i, j, k, 0, 0, 1, wz), ir_line_difference(v, i + 1, j, k, 0, 0, 1, wz), wx),
+                     ir_lerp(ir_line_difference(v, i, j + 1, k, 0, 0, 1, wz),
+                             ir_line_difference(v, i + 1, j + 1, k, 0, 0, 1, wz), wx),
+                     wy);
+  return ir_v3(gx, gy, gz);
 }
 
 /* Central differences one voxel apart with the texture unit's samples. */
