@@ -123,10 +123,11 @@ static void ir_trace_surfaces_fill(const ir_frame_desc *f, ir_trace_params *p) {
   }
 }
 
-bool ir_frame_translucent(const ir_frame_desc *f) {
+int ir_frame_trace_mode(const ir_frame_desc *f) {
   ir_trace_params p;
   ir_trace_surfaces_fill(f, &p);
-  return p.translucent;
+  p.exact = !f->texture_refine;
+  return ir_trace_mode(&p);
 }
 
 void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p) {

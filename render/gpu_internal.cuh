@@ -202,7 +202,7 @@ struct ir_gpu_state {
   bool graph_fixed[IR_GRAPH_SLOTS];  /* built for fixed_grids */
   uint32_t graph_tail[IR_GRAPH_SLOTS]; /* built for tail_rays */
   bool graph_failed[IR_GRAPH_SLOTS]; /* capture refused: host loop from then on */
-  bool graph_translucent[IR_GRAPH_SLOTS]; /* built with the compositing kernels */
+  int graph_mode[IR_GRAPH_SLOTS];    /* built with the kernels of this trace mode (trace.cuh) */
   bool last_graph; /* the last multi-kernel frame ran as a graph */
   void *d_resize; /* per slot, IR_RESIZE_SLOT bytes: the loop's device-updatable nodes */
 
@@ -284,7 +284,7 @@ cudaError_t ir_tail_finish_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b,
                                   ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream);
 /* single_kernel.cu: brick walk and march per pixel, in one kernel over tiled ray ids. */
 cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, float *depth, int width,
-                                    int height, bool translucent, cudaStream_t stream);
+                                    int height, int mode, cudaStream_t stream);
 /* plain_caster.cu: the plain macrocell DDA caster (benchmark baseline), 16x8 thread blocks. */
 cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, uint32_t *image,
                                    float *depth, int width, int height, cudaStream_t stream);
@@ -304,11 +304,11 @@ cudaError_t ir_walk_traverse_launch(const ir_gpu_frame *d_frame, ir_ray_buffers 
  * (counted in counters->shade), a miss with volume left goes back to traversal (`to_traverse`). */
 cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                      const uint32_t *n, ir_gpu_counters *counters, ir_stage_out to_traverse,
-                                     unsigned grid, bool translucent, cudaStream_t stream, cudaLaunchAttribute *attr,
+                                     unsigned grid, int mode, cudaStream_t stream, cudaLaunchAttribute *attr,
                                      int attr_count);
 /* walk_intersect.cu: the rest of the walk for rays in[0..counters->trav_in), in one kernel. */
 cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
-                                ir_gpu_counters *counters, uint32_t max_rays, bool translucent, cudaStream_t stream);
+                                ir_gpu_counters *counters, uint32_t max_rays, int mode, cudaStream_t stream);
 
 /* gpu_pipeline.cu: one multi-kernel frame (graph or host-driven loop); fills the stage times
  * when `timed` (host loop with events between stages). */

@@ -205,7 +205,7 @@ typedef struct ir_pass {
   int slot;       /* ir_graph_slot of pipeline and method */
   bool host_n; /* counts known on the host (host loop): exact sizes, host-count calls */
   uint32_t tail_rays; /* finish in one kernel at or below this many rays (0: never) */
-  bool translucent;   /* the frame composites: the multi design's compositing kernels */
+  int mode;           /* the frame's trace mode: which variants of the multi design's kernels */
   ir_resize resize; /* graph capture: the loop's device-updatable nodes */
   char *err;
 } ir_pass;
@@ -224,14 +224,13 @@ static cudaError_t launch_intersect(ir_pass *p, unsigned grid, cudaStream_t s, c
   return p->paper ? ir_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect, p->w.to_shade,
                                         p->w.to_trav, grid, s, attr, na)
                   : ir_walk_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect,
-                                             g->d_counters, p->w.to_trav, grid, p->translucent, s, attr, na);
+                                             g->d_counters, p->w.to_trav, grid, p->mode, s, attr, na);
 }
 
 static cudaError_t launch_tail(ir_pass *p, uint32_t max_rays) {
   struct ir_gpu_state *g = p->g;
   return p->paper ? ir_tail_finish_launch(g->d_frame, p->b, g->d_list_t, g->d_counters, max_rays, p->stream)
-                  : ir_walk_tail_launch(g->d_frame, p->b, g->d_list_t, g->d_counters, max_rays, p->translucent,
-                                        p->stream);
+                  : ir_walk_tail_launch(g->d_frame, p->b, g->d_list_t, g->d_counters, max_rays, p->mode, p->stream);
 }
 
 static ir_status compact_fail(ir_pass *p, cudaError_t e, const char *stage) {
@@ -483,7 +482,7 @@ static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grid
   struct ir_gpu_state *g = p->g;
   int m = p->slot;
   if (g->graph[m] && g->graph_width[m] == width && g->graph_height[m] == height && g->graph_fixed[m] == fixed_grids &&
-      g->graph_tail[m] == p->tail_rays && g->graph_translucent[m] == p->translucent)
+      g->graph_tail[m] == p->tail_rays && g->graph_mode[m] == p->mode)
     return IR_OK;
   if (g->graph[m]) cudaGraphExecDestroy(g->graph[m]);
   g->graph[m] = NULL;
@@ -495,7 +494,7 @@ static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grid
   if (st != IR_OK) return st;
   g->graph_fixed[m] = fixed_grids;
   g->graph_tail[m] = p->tail_rays;
-  g->graph_translucent[m] = p->translucent;
+  g->graph_mode[m] = p->mode;
   g->graph_width[m] = width;
   g->graph_height[m] = height;
   return IR_OK;
@@ -559,7 +558,7 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->pixels = (uint32_t)f->width * (uint32_t)f->height;
   p->gen_n = p->paper ? p->pixels : ir_tiled_ray_count(f->width, f->height);
   p->tail_rays = ir_frame_tail_rays(f);
-  p->translucent = ir_frame_translucent(f);
+  p->mode = ir_frame_trace_mode(f);
   p->err = err;
   ir_status st = IR_OK;
   if (timed) {

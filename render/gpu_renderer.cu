@@ -272,7 +272,7 @@ static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, bool timed
   IR_CUDA(f->pipeline == IR_PIPELINE_PLAIN
               ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, g->d_depth, f->width, f->height, g->stream)
               : ir_single_kernel_launch(g->d_frame, g->d_image, g->d_depth, f->width, f->height,
-                                        ir_frame_translucent(f), g->stream));
+                                        ir_frame_trace_mode(f), g->stream));
   if (!timed) return IR_OK;
   IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
   IR_CUDA(cudaEventSynchronize(g->timeline[1]));

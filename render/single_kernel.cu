@@ -9,9 +9,10 @@
  * spread the uneven per-ray work over the GPU, big enough to fill it with resident warps. */
 #define IR_SINGLE_BLOCK 128
 
-/* Two variants: frames with translucent surfaces composite; opaque frames run a copy compiled
- * without the compositing code, which needs far fewer registers (docs/render.md). */
-template <bool Composite>
+/* One variant per trace mode (trace.cuh: compositing, exact refinement): each is compiled with
+ * only its own code at a hit, so an opaque frame does not pay the registers of compositing, nor
+ * texture refinement those of exact reads (docs/render.md). */
+template <int Mode>
 static __global__ void __launch_bounds__(IR_SINGLE_BLOCK)
     single_kernel(const ir_gpu_frame *__restrict__ frame, uint32_t *__restrict__ image, float *__restrict__ depth) {
   /* p.ranges is set: bricks are tested against the isovalue as the walk meets them. */
@@ -19,14 +20,18 @@ static __global__ void __launch_bounds__(IR_SINGLE_BLOCK)
   uint32_t pixel = ir_tiled_pixel(blockIdx.x * blockDim.x + threadIdx.x, p.cam.width, p.cam.height);
   if (pixel == 0xffffffffu) return;
   float t;
-  image[pixel] = ir_trace_pixel_runs_as(&p, pixel, NULL, &t, Composite);
+  image[pixel] = ir_trace_pixel_runs_as(&p, pixel, NULL, &t, Mode);
   depth[pixel] = t;
 }
 
 cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, float *depth, int width,
-                                    int height, bool translucent, cudaStream_t stream) {
+                                    int height, int mode, cudaStream_t stream) {
   unsigned grid = (ir_tiled_ray_count(width, height) + IR_SINGLE_BLOCK - 1) / IR_SINGLE_BLOCK;
-  if (translucent) single_kernel<true><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image, depth);
-  else single_kernel<false><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image, depth);
+  switch (mode) {
+  case 0: single_kernel<0><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image, depth); break;
+  case 1: single_kernel<1><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image, depth); break;
+  case 2: single_kernel<2><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image, depth); break;
+  default: single_kernel<3><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(d_frame, image, depth); break;
+  }
   return cudaGetLastError();
 }

@@ -23,7 +23,7 @@ static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame
       ir_hit h;
       int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h);
       if (s == IR_INTERSECT_HIT) {
-        b.image[ray] = ir_end_at_hit(&p, &r, h, &pt, &first_t);
+        b.image[ray] = ir_end_at_hit(&p, &r, h, &pt, &first_t, ir_trace_mode(&p));
         b.depth[ray] = first_t;
         ended = true;
         hits++;

@@ -197,6 +197,14 @@ typedef struct ir_paint {
   float r, g, b, a;
 } ir_paint;
 
+/* What a frame's per-ray code does at a hit, as flags: kernels compiled for one mode (a constant)
+ * carry only its code; the others read it from the frame (ir_trace_mode). */
+enum { IR_TRACE_COMPOSITE = 1, /* go on past translucent hits, compositing them */
+       IR_TRACE_EXACT = 2 };   /* refine and take normals on the exact trilinear field */
+static inline IR_HD int ir_trace_mode(const ir_trace_params *p) {
+  return (p->translucent ? IR_TRACE_COMPOSITE : 0) | (p->exact ? IR_TRACE_EXACT : 0);
+}
+
 /* Refines a crossing of `iso` between samples (ta, sa) and (tb, sb) of the march: linear
  * interpolation, then, with texture_refine, one regula falsi step with a new sample of the
  * texture unit; else Newton steps on the exact trilinear field (the value and the derivative
@@ -206,9 +214,9 @@ typedef struct ir_paint {
  * precision, at eight texel reads each. */
 #define IR_NEWTON_STEPS 2
 static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb, float sb,
-                                    float iso) {
+                                    float iso, bool exact) {
   float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
-  if (!p->exact) {
+  if (!exact) {
     float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
     if (sc == sc) {
       if ((sc >= iso) == (sa >= iso)) {
@@ -238,12 +246,12 @@ static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, f
 
 /* Central differences of the field at the hit, in voxel space: of the exact field, or of the
  * texture unit's samples with texture_refine. */
-static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t) {
+static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t, bool exact) {
   ir_vec3 x = ir_ray_at(r, t);
 #ifdef IR_FILTERED_NORMALS /* measuring what the exact differences cost */
   return ir_filtered_differences(&p->vol, x);
 #else
-  return p->exact ? ir_exact_differences(&p->vol, x) : ir_filtered_differences(&p->vol, x);
+  return exact ? ir_exact_differences(&p->vol, x) : ir_filtered_differences(&p->vol, x);
 #endif
 }
 
@@ -326,21 +334,22 @@ static inline IR_HD void ir_iso_band(const ir_iso_set *iso, float v, float *lo, 
  * first that makes it opaque enough is returned in *hit, not yet composited. */
 static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray *r, const ir_span *s, float ta,
                                          float sa, float tb, float sb, ir_paint *pt, float *first_t, ir_hit *hit,
-                                         bool composite) {
+                                         int mode) {
   if (!(sa == sa && sb == sb)) return false;
   bool rising = sb > sa;
   for (int m = 0; m < p->iso.n; m++) {
     int i = rising ? m : p->iso.n - 1 - m;
     float iso = p->iso.v[i];
     if ((sa >= iso) == (sb >= iso)) continue;
-    float tc = ir_refine(p, r, ta, sa, tb, sb, iso);
+    float tc = ir_refine(p, r, ta, sa, tb, sb, iso, (mode & IR_TRACE_EXACT) != 0);
     if (!(s->c0 <= tc && tc <= s->c1)) continue;
-    if (!composite || ir_hit_finishes(p, pt, i)) {
+    if (!(mode & IR_TRACE_COMPOSITE) || ir_hit_finishes(p, pt, i)) {
       hit->t = tc;
       hit->surf = i;
       return true;
     }
-    ir_paint_add(pt, ir_hit_color(p, r, tc, i, ir_hit_differences(p, r, tc)), p->surf_alpha[i]);
+    ir_paint_add(pt, ir_hit_color(p, r, tc, i, ir_hit_differences(p, r, tc, (mode & IR_TRACE_EXACT) != 0)),
+                 p->surf_alpha[i]);
     if (!(*first_t < INFINITY)) *first_t = tc;
   }
   return false;
@@ -353,7 +362,7 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
  * the samples after it read again from there, so that the slow path's code appears once in the
  * loop rather than once per sample of the unrolled batch. */
 static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
-                                         int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit, bool composite) {
+                                         int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit, int mode) {
   if (kb <= ka) return false;
   float ta = ir_span_t(s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta)), lo, hi;
   ir_iso_band(&p->iso, sa, &lo, &hi);
@@ -382,7 +391,7 @@ static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray 
       k += IR_MARCH_BATCH;
       continue;
     }
-    if (ir_segment_hits(p, r, s, ta, sa, tl, sl, pt, first_t, hit, composite)) return true;
+    if (ir_segment_hits(p, r, s, ta, sa, tl, sl, pt, first_t, hit, mode)) return true;
     ir_iso_band(&p->iso, sl, &lo, &hi);
     ta = tl;
     sa = sl;
@@ -391,12 +400,9 @@ static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray 
   return false;
 }
 
-/* `composite` false: every hit ends the ray, as in frames without translucent surfaces; a
- * kernel that passes it as a constant is compiled without the compositing code (the single
- * kernel's opaque variant), the same image in far fewer registers. */
 static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
                                       int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit) {
-  return ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, p->translucent);
+  return ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, ir_trace_mode(p));
 }
 
 static inline IR_HD float ir_ray_step(const ir_ray *r) { return IR_STEP_VOXELS / sqrtf(ir_dot(r->d, r->d)); }
@@ -459,9 +465,9 @@ typedef struct ir_round_counts {
 
 /* The pixel of a ray that ends at hit h, and its depth (the first hit's t). */
 static inline IR_HD uint32_t ir_end_at_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_paint *pt,
-                                           float *first_t) {
+                                           float *first_t, int mode) {
   if (!(*first_t < INFINITY)) *first_t = h.t;
-  return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t), pt);
+  return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t, (mode & IR_TRACE_EXACT) != 0), pt);
 }
 
 /* The whole pipeline for one pixel with a local stack of IR_BVH_MAX_LEVELS entries; returns
@@ -485,7 +491,7 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
     int s = ir_intersect(p, &r, stack, 1, &sp, &k_done, &pt, depth, &h);
     if (s == IR_INTERSECT_HIT) {
       if (counts) counts->hit++;
-      return ir_end_at_hit(p, &r, h, &pt, depth);
+      return ir_end_at_hit(p, &r, h, &pt, depth, ir_trace_mode(p));
     }
     if (s == IR_INTERSECT_DONE) return ir_paint_pixel(&pt);
   }
@@ -605,14 +611,14 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
  * (may be NULL) gets one round per run. */
 static inline IR_HD bool ir_walk_and_march_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
                                               ir_round_counts *counts, ir_paint *pt, float *first_t, ir_hit *hit,
-                                              bool composite) {
+                                              int mode) {
   for (int round = 0;; round++) {
     if (counts && round < 64) counts->traverse[round]++;
     if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
     int32_t ka, kb;
     if (!ir_next_run(p, r, s, k, 0, &ka, &kb)) return false;
     if (counts && round < 64) counts->intersect[round]++;
-    if (ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, composite)) return true;
+    if (ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, mode)) return true;
     if (kb >= s->k_end) return false;
     k = kb;
   }
@@ -620,14 +626,14 @@ static inline IR_HD bool ir_walk_and_march_as(const ir_trace_params *p, const ir
 
 static inline IR_HD bool ir_walk_and_march(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
                                            ir_round_counts *counts, ir_paint *pt, float *first_t, ir_hit *hit) {
-  return ir_walk_and_march_as(p, r, s, k, counts, pt, first_t, hit, p->translucent);
+  return ir_walk_and_march_as(p, r, s, k, counts, pt, first_t, hit, ir_trace_mode(p));
 }
 
 /* Brick walk and march for one pixel: the single kernel and the CPU reference of the default
  * pipelines; the first hit's t goes to *depth (INFINITY on a miss). `counts` (may be NULL) gets
  * one round per run of bricks. */
 static inline IR_HD uint32_t ir_trace_pixel_runs_as(const ir_trace_params *p, uint32_t pixel,
-                                                    ir_round_counts *counts, float *depth, bool composite) {
+                                                    ir_round_counts *counts, float *depth, int mode) {
   ir_ray r = ir_camera_ray(&p->cam, pixel);
   ir_span s;
   *depth = INFINITY;
@@ -636,14 +642,14 @@ static inline IR_HD uint32_t ir_trace_pixel_runs_as(const ir_trace_params *p, ui
   if (p->root == IR_BVH_NONE) return IR_BACKGROUND_RGBA;
   ir_paint pt = {0.0f, 0.0f, 0.0f, 0.0f};
   ir_hit h;
-  if (!ir_walk_and_march_as(p, &r, &s, 0, counts, &pt, depth, &h, composite)) return ir_paint_pixel(&pt);
+  if (!ir_walk_and_march_as(p, &r, &s, 0, counts, &pt, depth, &h, mode)) return ir_paint_pixel(&pt);
   if (counts) counts->hit++;
-  return ir_end_at_hit(p, &r, h, &pt, depth);
+  return ir_end_at_hit(p, &r, h, &pt, depth, mode);
 }
 
 static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint32_t pixel, ir_round_counts *counts,
                                                  float *depth) {
-  return ir_trace_pixel_runs_as(p, pixel, counts, depth, p->translucent);
+  return ir_trace_pixel_runs_as(p, pixel, counts, depth, ir_trace_mode(p));
 }
 
 #endif

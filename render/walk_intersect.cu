@@ -16,9 +16,8 @@ static __device__ __forceinline__ void count_warp(bool flag, uint32_t *counter) 
   if (mask && (threadIdx.x & 31u) == (unsigned)__ffs((int)mask) - 1u) atomicAdd(counter, (uint32_t)__popc(mask));
 }
 
-/* Composite: the variant for frames with translucent surfaces; opaque frames run the one
- * compiled without compositing (fewer registers, the same image). */
-template <bool Composite>
+/* One variant per trace mode (as the single kernel's): only its own code at a hit. */
+template <int Mode>
 static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
                                              const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
                                              ir_gpu_counters *counters, ir_stage_out to_traverse) {
@@ -39,9 +38,9 @@ static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ fr
     ir_paint_load(p, b, pixel, &pt, &first_t);
     float alpha_before = pt.a;
     ir_hit h;
-    hit = ir_march_run_as(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &pt, &first_t, &h, Composite);
+    hit = ir_march_run_as(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &pt, &first_t, &h, Mode);
     if (hit) {
-      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t);
+      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode);
       b.depth[pixel] = first_t;
     } else {
       ir_paint_keep(b, pixel, pt, alpha_before, first_t);
@@ -57,15 +56,17 @@ static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ fr
 
 cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                      const uint32_t *n, ir_gpu_counters *counters, ir_stage_out to_traverse,
-                                     unsigned grid, bool translucent, cudaStream_t stream, cudaLaunchAttribute *attr,
+                                     unsigned grid, int mode, cudaStream_t stream, cudaLaunchAttribute *attr,
                                      int attr_count) {
-  return translucent ? ir_launch(walk_intersect_kernel<true>, grid, stream, attr, attr_count, d_frame, b, in, n,
-                                 counters, to_traverse)
-                     : ir_launch(walk_intersect_kernel<false>, grid, stream, attr, attr_count, d_frame, b, in, n,
-                                 counters, to_traverse);
+  switch (mode) {
+  case 0: return ir_launch(walk_intersect_kernel<0>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+  case 1: return ir_launch(walk_intersect_kernel<1>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+  case 2: return ir_launch(walk_intersect_kernel<2>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+  default: return ir_launch(walk_intersect_kernel<3>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+  }
 }
 
-template <bool Composite>
+template <int Mode>
 static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
                                         const uint32_t *__restrict__ in, ir_gpu_counters *counters) {
   uint32_t n = counters->trav_in, hits = 0;
@@ -80,8 +81,8 @@ static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, 
     ir_paint_load(p, b, pixel, &pt, &first_t);
     float alpha_before = pt.a;
     ir_hit h;
-    if (ir_walk_and_march_as(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &pt, &first_t, &h, Composite)) {
-      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t);
+    if (ir_walk_and_march_as(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &pt, &first_t, &h, Mode)) {
+      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode);
       b.depth[pixel] = first_t;
       hits++;
     } else {
@@ -96,9 +97,13 @@ static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, 
 }
 
 cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
-                                ir_gpu_counters *counters, uint32_t max_rays, bool translucent, cudaStream_t stream) {
+                                ir_gpu_counters *counters, uint32_t max_rays, int mode, cudaStream_t stream) {
   /* Grid-stride over the count on the device: sized for max_rays, at least one block. */
-  return translucent
-             ? ir_launch(walk_tail_kernel<true>, ir_grid_for(max_rays), stream, NULL, 0, d_frame, b, in, counters)
-             : ir_launch(walk_tail_kernel<false>, ir_grid_for(max_rays), stream, NULL, 0, d_frame, b, in, counters);
+  unsigned grid = ir_grid_for(max_rays);
+  switch (mode) {
+  case 0: return ir_launch(walk_tail_kernel<0>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  case 1: return ir_launch(walk_tail_kernel<1>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  case 2: return ir_launch(walk_tail_kernel<2>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  default: return ir_launch(walk_tail_kernel<3>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  }
 }
