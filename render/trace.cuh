@@ -206,39 +206,38 @@ static inline IR_HD int ir_trace_mode(const ir_trace_params *p) {
 }
 
 /* Refines a crossing of `iso` between samples (ta, sa) and (tb, sb) of the march: linear
- * interpolation, then, with texture_refine, one regula falsi step with a new sample of the
- * texture unit; else Newton steps on the exact trilinear field (the value and the derivative
- * along the ray come from the same eight texels, ir_sample_exact_along), kept inside the
- * segment's bracket, which each step narrows: from the interpolated start the error falls
- * quadratically, so IR_NEWTON_STEPS evaluations put the hit on the exact isosurface to float
- * precision, at eight texel reads each. */
+ * interpolation and one regula falsi step with a new sample of the texture unit (texture
+ * refinement; its 8-bit interpolation weights leave the crossing on a staircase), then, when
+ * `exact`, Newton steps on the exact trilinear field: the value and the derivative along the
+ * ray come from the same eight texels (ir_sample_exact_along). From the regula falsi estimate,
+ * within a few thousandths of a voxel, one step lands on the exact isosurface to float precision
+ * where the field is smooth; a step that would leave the segment is not taken. */
+#ifndef IR_NEWTON_STEPS
 #define IR_NEWTON_STEPS 2
+#endif
 static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb, float sb,
                                     float iso, bool exact) {
   float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
-  if (!exact) {
-    float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
-    if (sc == sc) {
-      if ((sc >= iso) == (sa >= iso)) {
-        ta = tc;
-        sa = sc;
-      } else {
-        tb = tc;
-        sb = sc;
-      }
-      tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
+  float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
+  if (sc == sc) {
+    if ((sc >= iso) == (sa >= iso)) {
+      ta = tc;
+      sa = sc;
+    } else {
+      tb = tc;
+      sb = sc;
     }
-    return tc;
+    tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
   }
-  bool a_above = sa >= iso; /* the side of the bracket's start */
+  if (!exact) return tc;
+  bool a_above = sa >= iso; /* the bracket [ta, tb] narrowed by the texture step */
   for (int i = 0; i < IR_NEWTON_STEPS; i++) {
     float df, f = ir_sample_exact_along(&p->vol, ir_ray_at(r, tc), r->d, &df) - iso;
-    if (!(f == f)) break;
-    if (f == 0.0f) return tc;
+    if (!(f == f) || f == 0.0f) break;
     if ((f >= 0.0f) == a_above) ta = tc;
     else tb = tc;
     float next = tc - f / df;
-    /* Outside the bracket (or a flat or NaN derivative): bisect instead. */
+    /* Outside the bracket (a flat or NaN derivative too): bisect it instead. */
     tc = next >= ta && next <= tb ? next : 0.5f * (ta + tb);
   }
   return tc;
