@@ -70,6 +70,8 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
           .pipeline = (ir_pipeline)o->pipeline,
           .tail_rays = o->tail_rays,
       };
+      /* Surfaces and refinement; headless.c has refused the options that bricks cannot share. */
+      if (o->look) app_look_apply(o->look, whole, &frame);
       ir_dist_frame_stats st;
       char err[IR_ERR_LEN] = "";
       ir_status status = ir_dist_scene_frame(scene, &frame, image, &st, err);

@@ -916,7 +916,12 @@ static int check_distributed(const hl_options *o) {
 }
 
 /* Under mpirun: the same options, rendered by dist_headless.c over the ranks. */
-static int run_distributed(int argc, char **argv, const hl_options *o) {
+static int run_distributed(int argc, char **argv, const hl_options *given) {
+  /* The size, frame and orbit defaults of the device, as for one process (an orbit of 0 views
+   * would divide by zero). */
+  hl_options defaults = *given;
+  apply_device_defaults(&defaults);
+  const hl_options *o = &defaults;
   int method = IR_COMPACT_INK_COMPACT, pipeline = IR_PIPELINE_MULTI;
   for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
     if (o->use_method[m]) method = m;

@@ -195,6 +195,44 @@ static void test_a_bad_option_is_reported_once(void) {
   CHECK_EQ_INT(inkray_lines(result.output), 1);
 }
 
+/* Surfaces pass to the ranks when opaque (and stand for --iso on a file); translucent ones, which
+ * depth compositing cannot blend, and the options bricks cannot share are refused in one line. */
+static void test_opaque_surfaces_are_distributed_and_stand_for_iso(void) {
+  char dir[64], path[128];
+  make_scratch(dir);
+  snprintf(path, sizeof path, "%s/zeros_8x8x8_uint8.raw", dir);
+  FILE *f = fopen(path, "wb");
+  unsigned char zeros[512] = {0};
+  if (f) {
+    CHECK(fwrite(zeros, 1, sizeof zeros, f) == sizeof zeros);
+    fclose(f);
+  }
+  const char *args[] = {"--headless", "--device", "cpu", "--size", "16x16", "--frames", "1", "--warmup", "0",
+                        "--quiet", "--surface", "0.5:red", "--surface", "0.25", path, NULL};
+  run_ranks(2, args, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "distributed over 2 ranks");
+  remove_scratch(dir);
+}
+
+static void test_translucent_surfaces_and_unshared_options_are_refused(void) {
+  static const char *const cases[][3] = {
+      {"--surface", "0:red:0.5", "opaque surfaces"},
+      {"--clip-box", "0,0.5,0,1,0,1", "--clip-box"},
+      {"--clip-plane", "1,0,0,-4", "--clip-plane"},
+      {"--color-by", "gradient", "--color-by"},
+      {"--depth", "/tmp/inkray-dist-depth.pfm", "--depth"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const char *args[] = {"--headless", "--device", "cpu", "--size", "16x16", "--frames", "1", "--quiet",
+                          cases[k][0], cases[k][1], "builtin:sphere:16", NULL};
+    run_ranks(2, args, &result);
+    CHECK_MSG(result.status == 2, "%s %s: exit %d", cases[k][0], cases[k][1], result.status);
+    CHECK_STR_CONTAINS(result.output, cases[k][2]);
+    CHECK_EQ_INT(inkray_lines(result.output), 1);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *mpiexec = getenv("INKRAY_MPIEXEC");
   if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
@@ -228,5 +266,7 @@ int main(int argc, char **argv) {
   RUN(test_a_rank_count_with_a_large_prime_factor_is_refused);
   RUN(test_a_file_without_iso_is_refused);
   RUN(test_a_bad_option_is_reported_once);
+  RUN(test_opaque_surfaces_are_distributed_and_stand_for_iso);
+  RUN(test_translucent_surfaces_and_unshared_options_are_refused);
   return check_summary();
 }
