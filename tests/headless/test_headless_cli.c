@@ -568,6 +568,64 @@ static void test_unwritable_depth_is_refused_before_any_work(void) {
   CHECK_EQ_INT(line_count(result.output), 1);
 }
 
+/* Mean colour of the hit pixels (alpha 255) of a PNG, and how many there are. */
+static size_t hit_mean(const char *png, double rgb[3]) {
+  int w = 0, h = 0, c = 0;
+  unsigned char *p = read_png(png, &w, &h, &c);
+  size_t hits = 0;
+  rgb[0] = rgb[1] = rgb[2] = 0.0;
+  for (long i = 0; p && c == 4 && i < (long)w * h; i++) {
+    if (p[4 * i + 3] != 255) continue;
+    hits++;
+    for (int k = 0; k < 3; k++) rgb[k] += p[4 * i + k];
+  }
+  for (int k = 0; k < 3 && hits; k++) rgb[k] /= (double)hits;
+  if (p) stbi_image_free(p);
+  return hits;
+}
+
+/* The options reach the frame the renderer draws: a surface's colour shows in the image, the clip
+ * box and plane remove part of the sphere, a grey colour map over a second volume turns the
+ * default warm surface colour grey. */
+static void test_look_options_reach_the_image(void) {
+  char dir[64], png[128], ramp[128];
+  make_scratch(dir);
+  join(png, sizeof png, dir, "look.png");
+  join(ramp, sizeof ramp, dir, "z_32x32x32_float32.raw");
+  write_z_ramp(ramp, 32);
+  static const char *const looks[][4] = {
+      {"--surface", "0:#ff0000"},  {"--surface", "0:#00ff00"},
+      {"--clip-box", "0,1,0,1,0,0.5"}, {"--clip-plane", "0,0,-1,16"},
+      {"--color-by", NULL, "--colormap", "grey"}, {NULL},
+  };
+  double rgb[6][3];
+  size_t hits[6];
+  for (int k = 0; k < 6; k++) {
+    const char *args[24] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
+                            "--size", "32x32", "--no-stages", "--quiet", "--png", png};
+    int n = 15;
+    for (int a = 0; a < 4 && (looks[k][a] || (k == 4 && a == 1)); a++) args[n++] = looks[k][a] ? looks[k][a] : ramp;
+    args[n++] = "builtin:sphere:32";
+    args[n] = NULL;
+    run_inkray(NULL, args, &result);
+    CHECK_MSG(result.status == 0, "look %d: exit %d: %s", k, result.status, result.output);
+    hits[k] = hit_mean(png, rgb[k]);
+  }
+  size_t whole = hits[5];
+  CHECK_MSG(whole > 50, "the sphere covers %zu pixels", whole);
+  CHECK_MSG(rgb[0][0] > 3 * rgb[0][1] && rgb[0][0] > 3 * rgb[0][2], "red surface drawn %.0f,%.0f,%.0f", rgb[0][0],
+            rgb[0][1], rgb[0][2]);
+  CHECK_MSG(rgb[1][1] > 3 * rgb[1][0] && rgb[1][1] > 3 * rgb[1][2], "green surface drawn %.0f,%.0f,%.0f",
+            rgb[1][0], rgb[1][1], rgb[1][2]);
+  CHECK_MSG(hits[2] > 0 && hits[2] < whole * 9 / 10, "clip box: %zu of %zu pixels", hits[2], whole);
+  CHECK_MSG(hits[3] > 0 && hits[3] < whole * 9 / 10, "clip plane: %zu of %zu pixels", hits[3], whole);
+  CHECK_MSG(rgb[5][0] - rgb[5][2] > 30.0, "default colour %.0f,%.0f,%.0f is not warm", rgb[5][0], rgb[5][1],
+            rgb[5][2]);
+  CHECK_MSG(fabs(rgb[4][0] - rgb[4][2]) < 3.0 && fabs(rgb[4][0] - rgb[4][1]) < 3.0,
+            "grey map over the second volume drawn %.0f,%.0f,%.0f", rgb[4][0], rgb[4][1], rgb[4][2]);
+  remove_scratch(dir);
+}
+
 int main(void) {
   RUN(test_up_axis_from_option_header_or_default);
   RUN(test_cpu_run_writes_png_of_the_requested_size_and_csv_rows);
@@ -587,5 +645,6 @@ int main(void) {
   RUN(test_color_by_a_second_volume);
   RUN(test_depth_written_as_pfm_and_nrrd);
   RUN(test_unwritable_depth_is_refused_before_any_work);
+  RUN(test_look_options_reach_the_image);
   return check_summary();
 }
