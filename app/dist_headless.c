@@ -70,7 +70,8 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
           .pipeline = (ir_pipeline)o->pipeline,
           .tail_rays = o->tail_rays,
       };
-      /* Surfaces and refinement; headless.c has refused the options that bricks cannot share. */
+      /* The look, with the clip box in the whole volume's voxels (the scene narrows it to each
+       * brick); headless.c has refused what is not distributed. */
       if (o->look) app_look_apply(o->look, whole, &frame);
       ir_dist_frame_stats st;
       char err[IR_ERR_LEN] = "";

@@ -907,11 +907,17 @@ static int check_distributed(const hl_options *o) {
               (double)look->surfaces[k].opacity);
       return 2;
     }
-  const char *refused = look->clip_box_on ? "--clip-box" : look->clip_plane_on ? "--clip-plane"
-                        : look->color_by != IR_COLOR_SURFACE ? "--color-by" : look->depth_path ? "--depth" : NULL;
-  if (refused)
-    return bad_option("%s is not available in a distributed run (each rank draws its own brick); run on one "
-                      "process%s", refused, "");
+  /* No rank holds the whole volume: the colour volume would have to be split like the field, an
+   * automatic range reduced over the ranks, and the depth gathered; none is. */
+  if (look->color_by == IR_COLOR_VOLUME)
+    return bad_option("--color-by FILE is not available in a distributed run (no rank holds the whole colour "
+                      "volume); run on one process%s%s", "", "");
+  if (look->color_by == IR_COLOR_GRADIENT && !look->color_range_given)
+    return bad_option("--color-by gradient in a distributed run needs --color-range LO,HI: no rank holds the "
+                      "whole volume to measure it%s%s", "", "");
+  if (look->depth_path)
+    return bad_option("--depth is not available in a distributed run (rank 0 composites colours); run on one "
+                      "process%s%s", "", "");
   return -1;
 }
 

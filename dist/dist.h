@@ -122,8 +122,9 @@ const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s);
 const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s);
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s);
 const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s);
-/* One frame of the whole volume: frame->camera in the whole volume's world space, frame's clip
- * box unused. Collective. Rank 0 receives the composited RGBA8 image (width*height*4 bytes) in
+/* One frame of the whole volume: frame->camera and clip plane in the whole volume's world space,
+ * its clip box in the whole volume's voxel coordinates (all zero: none), each brick drawing the
+ * part of it that it owns. Opaque surfaces only (MIN compositing keeps the nearest). Collective. Rank 0 receives the composited RGBA8 image (width*height*4 bytes) in
  * `rgba`; other ranks may pass NULL. */
 ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint8_t *rgba,
                               ir_dist_frame_stats *stats, char err[IR_ERR_LEN]);

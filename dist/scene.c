@@ -151,15 +151,26 @@ static ir_status ensure_buffers(ir_dist_scene *s, size_t pixels, char err[IR_ERR
   return IR_OK;
 }
 
-/* The frame moved into the brick's own frame (see the top of the file). */
+/* The frame moved into the brick's own frame (see the top of the file). The frame's own clip
+ * box, in the whole volume's voxels, narrows the part the brick draws; a brick outside it draws
+ * an empty box. The clip plane needs no move: the renderer places it in the whole volume's world
+ * through the brick volume's origin (render/camera.c). */
 static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *frame) {
   ir_frame_desc f = *frame;
+  bool user_box = false;
+  for (int k = 0; k < 3; k++) user_box = user_box || frame->clip_lo[k] != 0.0f || frame->clip_hi[k] != 0.0f;
   for (int k = 0; k < 3; k++) {
     double shift = (double)s->brick.load_lo[k] * (double)s->whole.spacing[k];
     f.camera.eye[k] = (float)((double)frame->camera.eye[k] - shift);
     f.camera.target[k] = (float)((double)frame->camera.target[k] - shift);
-    f.clip_lo[k] = s->brick.clip_lo[k] - (float)s->brick.load_lo[k];
-    f.clip_hi[k] = s->brick.clip_hi[k] - (float)s->brick.load_lo[k];
+    float lo = s->brick.clip_lo[k], hi = s->brick.clip_hi[k];
+    if (user_box) {
+      lo = fmaxf(lo, frame->clip_lo[k]);
+      hi = fminf(hi, frame->clip_hi[k]);
+      if (hi < lo) hi = lo;
+    }
+    f.clip_lo[k] = lo - (float)s->brick.load_lo[k];
+    f.clip_hi[k] = hi - (float)s->brick.load_lo[k];
   }
   return f;
 }

@@ -218,9 +218,8 @@ static void test_opaque_surfaces_are_distributed_and_stand_for_iso(void) {
 static void test_translucent_surfaces_and_unshared_options_are_refused(void) {
   static const char *const cases[][3] = {
       {"--surface", "0:red:0.5", "opaque surfaces"},
-      {"--clip-box", "0,0.5,0,1,0,1", "--clip-box"},
-      {"--clip-plane", "1,0,0,-4", "--clip-plane"},
-      {"--color-by", "gradient", "--color-by"},
+      {"--color-by", "/tmp/inkray-dist-colour_16x16x16_uint8.raw", "--color-by FILE"},
+      {"--color-by", "gradient", "needs --color-range"},
       {"--depth", "/tmp/inkray-dist-depth.pfm", "--depth"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -231,6 +230,39 @@ static void test_translucent_surfaces_and_unshared_options_are_refused(void) {
     CHECK_STR_CONTAINS(result.output, cases[k][2]);
     CHECK_EQ_INT(inkray_lines(result.output), 1);
   }
+}
+
+/* Clipping and colour by gradient drawn over three bricks: the image one process draws. The box
+ * ends inside the middle brick and leaves the last one nothing; the plane cuts the first. */
+static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours(void) {
+  char dir[64], one[128], many[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  static const char *const looks[][8] = {
+      {"--surface", "0:#ff8000", "--clip-box", "0,0.5,0,1,0.2,1"},
+      {"--surface", "0", "--surface", "-8:#3060ff", "--clip-plane", "1,0.3,0,-14"},
+      {"--color-by", "gradient", "--color-range", "0,1.5", "--colormap", "plasma", "--clip-box", "0.1,0.9,0,1,0,0.7"},
+  };
+  for (size_t k = 0; k < sizeof looks / sizeof looks[0]; k++) {
+    const char *single[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
+                              "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--no-stages",
+                              "--quiet", "--png", one};
+    const char *dist[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                            "128x128", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30",
+                            "--quiet", "--png", many};
+    int ns = 19, nd = 20;
+    for (int a = 0; a < 8 && looks[k][a]; a++) single[ns++] = dist[nd++] = looks[k][a];
+    single[ns++] = dist[nd++] = "builtin:sphere:48";
+    single[ns] = dist[nd] = NULL;
+    run_ranks(0, single, &result);
+    CHECK_MSG(result.status == 0, "look %zu: exit %d: %s", k, result.status, result.output);
+    run_ranks(3, dist, &result);
+    CHECK_MSG(result.status == 0, "look %zu, 3 ranks: exit %d: %s", k, result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, "distributed over 3 ranks");
+    if (result.status == 0) check_images_agree(one, many);
+  }
+  remove_scratch(dir);
 }
 
 int main(int argc, char **argv) {
@@ -268,5 +300,6 @@ int main(int argc, char **argv) {
   RUN(test_a_bad_option_is_reported_once);
   RUN(test_opaque_surfaces_are_distributed_and_stand_for_iso);
   RUN(test_translucent_surfaces_and_unshared_options_are_refused);
+  RUN(test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours);
   return check_summary();
 }
