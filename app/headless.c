@@ -14,6 +14,10 @@
  * their images must agree pixel for pixel whatever the compaction method or pipeline. --verify
  * also renders that view on the CPU reference renderer and compares.
  *
+ * What is drawn comes from the look options (look.c: several surfaces, clipping, colour by the
+ * gradient or a second volume, loaded here like the first, with its range measured when not
+ * given); --depth writes the last timed frame's depth (depth_image.c).
+ *
  * What this file does not do: any timing of its own around frames (the renderer owns that).
  */
 #include <errno.h>
