@@ -911,11 +911,8 @@ static int check_distributed(const hl_options *o) {
               (double)look->surfaces[k].opacity);
       return 2;
     }
-  /* No rank holds the whole volume: the colour volume would have to be split like the field, an
-   * automatic range reduced over the ranks, and the depth gathered; none is. */
-  if (look->color_by == IR_COLOR_VOLUME)
-    return bad_option("--color-by FILE is not available in a distributed run (no rank holds the whole colour "
-                      "volume); run on one process%s%s", "", "");
+  /* No rank holds the whole volume: a gradient range measured on bricks would differ from the
+   * whole volume's (their faces, their subsamples), and the depth is not gathered. */
   if (look->color_by == IR_COLOR_GRADIENT && !look->color_range_given)
     return bad_option("--color-by gradient in a distributed run needs --color-range LO,HI: no rank holds the "
                       "whole volume to measure it%s%s", "", "");

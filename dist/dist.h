@@ -89,6 +89,8 @@ int ir_dist_size(const ir_dist *d);
 int ir_dist_agree(ir_dist *d, int status);
 /* The largest of each of `n` values over the ranks, on rank 0. */
 ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]);
+/* The same on every rank. */
+ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]);
 /* MPI_Reduce with MPI_MIN of `pixels` words onto rank 0 (`result` is used on rank 0 only). */
 ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
                              char err[IR_ERR_LEN]);
@@ -100,6 +102,9 @@ typedef struct ir_dist_scene_desc {
   ir_volume_desc volume; /* the whole volume; its region fields are set per rank */
   ir_device device;      /* GPU: rank r uses device r % (devices on its host) */
   int cpu_threads;       /* CPU device: 0 = all cores */
+  const char *color_source; /* NULL, or a second volume of the whole volume's dims for
+                               IR_COLOR_VOLUME frames, read with the same format options: each
+                               rank loads the same brick of it */
 } ir_dist_scene_desc;
 
 /* Phases of one distributed frame, milliseconds on the host clock of this rank. */
@@ -116,6 +121,9 @@ typedef struct ir_dist_frame_stats {
 ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_dist_scene **out,
                                char err[IR_ERR_LEN]);
 void ir_dist_scene_destroy(ir_dist_scene *s);
+/* The colour volume's finite minimum and maximum over all the bricks (those of the whole
+ * colour volume; 0..0 if none is finite). Collective; every rank gets them. */
+ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[IR_ERR_LEN]);
 /* The whole volume as a header (dims, type, spacing, name; no voxels): cameras are set in its
  * world space (ir_camera_orbit). */
 const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s);

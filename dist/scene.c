@@ -21,6 +21,7 @@ struct ir_dist_scene {
   ir_dist *d;
   ir_volume whole; /* header only */
   ir_volume brick_volume;
+  ir_volume color_brick; /* desc->color_source: the same brick of the colour volume */
   ir_dist_layout layout;
   ir_dist_brick brick;
   ir_renderer *renderer;
@@ -56,6 +57,7 @@ void ir_dist_scene_destroy(ir_dist_scene *s) {
   if (!s) return;
   ir_renderer_destroy(s->renderer);
   ir_volume_free(&s->brick_volume);
+  ir_volume_free(&s->color_brick);
   free_frame_buffers(s);
   free(s);
 }
@@ -77,6 +79,27 @@ static ir_status pick_gpu(int rank, char err[IR_ERR_LEN]) {
   return IR_OK;
 }
 
+/* The colour volume's header against the whole volume's: the same on every rank, like the
+ * header's own errors (a colour volume of other dims could still hold a box of a brick's). */
+static ir_status check_color_header(const ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
+  ir_volume_desc cd = desc->volume;
+  cd.source = desc->color_source;
+  cd.header_only = true;
+  memset(cd.region_offset, 0, sizeof cd.region_offset);
+  memset(cd.region_size, 0, sizeof cd.region_size);
+  ir_volume header;
+  ir_status st = ir_volume_load(&cd, &header, err);
+  if (st != IR_OK) return st;
+  if (header.dims[0] != s->whole.dims[0] || header.dims[1] != s->whole.dims[1] || header.dims[2] != s->whole.dims[2]) {
+    snprintf(err, IR_ERR_LEN, "colour volume %.180s is %zux%zux%zu, but the volume is %zux%zux%zu: they must match",
+             header.name, header.dims[0], header.dims[1], header.dims[2], s->whole.dims[0], s->whole.dims[1],
+             s->whole.dims[2]);
+    st = IR_ERR_INPUT;
+  }
+  ir_volume_free(&header);
+  return st;
+}
+
 /* Loads the brick and makes its renderer; a message starting "rank N: " on failure. */
 static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
   int rank = ir_dist_rank(s->d);
@@ -93,6 +116,13 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
     st = ir_renderer_create(&rd, &s->renderer, sub);
     s->pinned = desc->device == IR_DEVICE_GPU;
+  }
+  if (st == IR_OK && desc->color_source) {
+    /* The same brick of the colour volume (its dims were checked against the header's). */
+    ir_volume_desc cd = vd;
+    cd.source = desc->color_source;
+    st = ir_volume_load(&cd, &s->color_brick, sub);
+    if (st == IR_OK) st = ir_renderer_set_color_volume(s->renderer, &s->color_brick, sub);
   }
   if (st != IR_OK) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   return st;
@@ -113,6 +143,7 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   memset(hd.region_offset, 0, sizeof hd.region_offset);
   memset(hd.region_size, 0, sizeof hd.region_size);
   ir_status st = ir_volume_load(&hd, &s->whole, err);
+  if (st == IR_OK && desc->color_source) st = check_color_header(s, desc, err);
   if (st == IR_OK) st = ir_dist_decompose(s->whole.dims, ir_dist_size(d), &s->layout, err);
   if (st == IR_OK) {
     ir_dist_brick_of(&s->layout, ir_dist_rank(d), &s->brick);
@@ -209,4 +240,18 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   local.total_ms = t3 - t0;
   if (stats) *stats = local;
   return st;
+}
+
+ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[IR_ERR_LEN]) {
+  /* The bricks cover the whole volume, so the extremes over their voxels are the whole one's;
+   * the minimum travels as the maximum of its negation. */
+  const ir_volume *c = &s->color_brick;
+  bool any = c->voxels && c->nonfinite_count < ir_volume_voxel_count(c);
+  double mine[2] = {any ? -c->value_min : -INFINITY, any ? c->value_max : -INFINITY}, all[2];
+  ir_status st = ir_dist_max_all(s->d, mine, all, 2, err);
+  if (st != IR_OK) return st;
+  bool found = isfinite(all[0]) && isfinite(all[1]);
+  range[0] = found ? (float)-all[0] : 0.0f;
+  range[1] = found ? (float)all[1] : 0.0f;
+  return IR_OK;
 }

@@ -218,7 +218,6 @@ static void test_opaque_surfaces_are_distributed_and_stand_for_iso(void) {
 static void test_translucent_surfaces_and_unshared_options_are_refused(void) {
   static const char *const cases[][3] = {
       {"--surface", "0:red:0.5", "opaque surfaces"},
-      {"--color-by", "/tmp/inkray-dist-colour_16x16x16_uint8.raw", "--color-by FILE"},
       {"--color-by", "gradient", "needs --color-range"},
       {"--depth", "/tmp/inkray-dist-depth.pfm", "--depth"},
   };
@@ -265,6 +264,61 @@ static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gra
   remove_scratch(dir);
 }
 
+/* Writes a float32 volume of side n whose value is the voxel's z index. */
+static void write_z_ramp(const char *path, size_t n) {
+  FILE *f = fopen(path, "wb");
+  CHECK_MSG(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  for (size_t i = 0; i < n * n * n; i++) {
+    float v = (float)(i / (n * n));
+    CHECK(fwrite(&v, sizeof v, 1, f) == 1);
+  }
+  fclose(f);
+}
+
+/* Colour by a second volume over three bricks: each rank reads its brick of it; the automatic
+ * range is the whole volume's (0..47 from three bricks); one process draws the same image. A
+ * colour volume of other dims is refused once, before any brick is loaded. */
+static void test_three_ranks_colour_by_a_second_volume_like_one_process(void) {
+  char dir[64], one[128], many[128], ramp[128], small[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  snprintf(ramp, sizeof ramp, "%s/z_48x48x48_float32.raw", dir);
+  snprintf(small, sizeof small, "%s/z_16x16x16_float32.raw", dir);
+  write_z_ramp(ramp, 48);
+  write_z_ramp(small, 16);
+  static const char *const looks[][6] = {
+      {"--colormap", "magma"},
+      {"--color-range", "10,30", "--clip-box", "0,0.8,0,1,0,1"},
+  };
+  for (size_t k = 0; k < sizeof looks / sizeof looks[0]; k++) {
+    const char *single[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
+                              "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--no-stages",
+                              "--quiet", "--png", one, "--color-by", ramp};
+    const char *dist[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                            "128x128", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30",
+                            "--quiet", "--png", many, "--color-by", ramp};
+    int ns = 21, nd = 22;
+    for (int a = 0; a < 6 && looks[k][a]; a++) single[ns++] = dist[nd++] = looks[k][a];
+    single[ns++] = dist[nd++] = "builtin:sphere:48";
+    single[ns] = dist[nd] = NULL;
+    run_ranks(0, single, &result);
+    CHECK_MSG(result.status == 0, "look %zu: exit %d: %s", k, result.status, result.output);
+    run_ranks(3, dist, &result);
+    CHECK_MSG(result.status == 0, "look %zu, 3 ranks: exit %d: %s", k, result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, k == 0 ? "magma over 0..47 (automatic)" : "viridis over 10..30\n");
+    if (result.status == 0) check_images_agree(one, many);
+  }
+  const char *wrong[] = {"--headless", "--device", device, "--size", "32x32", "--frames", "1", "--quiet",
+                         "--color-by", small, "builtin:sphere:48", NULL};
+  run_ranks(3, wrong, &result);
+  CHECK_EQ_INT(result.status, 2);
+  CHECK_STR_CONTAINS(result.output, "is 16x16x16, but the volume is 48x48x48");
+  CHECK_EQ_INT(inkray_lines(result.output), 1);
+  remove_scratch(dir);
+}
+
 int main(int argc, char **argv) {
   const char *mpiexec = getenv("INKRAY_MPIEXEC");
   if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
@@ -301,5 +355,6 @@ int main(int argc, char **argv) {
   RUN(test_opaque_surfaces_are_distributed_and_stand_for_iso);
   RUN(test_translucent_surfaces_and_unshared_options_are_refused);
   RUN(test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours);
+  RUN(test_three_ranks_colour_by_a_second_volume_like_one_process);
   return check_summary();
 }
