@@ -104,9 +104,9 @@ typedef struct app_dist_options {
   int method;                 /* ir_compact_method */
   unsigned tail_rays;
   const char *png_path, *csv_path;
-  const app_look *look;       /* surfaces, clipping, colouring, refinement; the caller refuses
-                                 what is not distributed (translucency, an automatic gradient
-                                 range, depth) */
+  const app_look *look;       /* surfaces, clipping, colouring, refinement, --depth; the caller
+                                 refuses what is not distributed (translucency, an automatic
+                                 gradient range) */
 } app_dist_options;
 /* Was inkray started by mpirun with more than one rank (or with INKRAY_DIST=1 and one)? */
 bool app_dist_requested(void);

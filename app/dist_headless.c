@@ -198,6 +198,20 @@ static int run(ir_dist *d, const app_dist_options *o) {
       printf("\nlast frame: %s\n", o->png_path);
     }
   }
+  const char *depth_path = o->look ? o->look->depth_path : NULL;
+  if (rc == 0 && rank == 0 && depth_path) {
+    float *depth = malloc(pixels * sizeof *depth);
+    if (!depth || !ir_dist_scene_last_depth(scene, depth)) {
+      fprintf(stderr, "inkray: --depth: %s\n", depth ? "no composited frame to read" : "out of host memory");
+      rc = 1;
+    } else if (!app_write_depth(depth_path, o->width, o->height, depth, err)) {
+      fprintf(stderr, "inkray: %s\n", err);
+      rc = 1;
+    } else {
+      printf("last frame's depth: %s\n", depth_path);
+    }
+    free(depth);
+  }
   if (csv) {
     if (fflush(csv) != 0 || ferror(csv)) {
       fprintf(stderr, "inkray: writing --csv '%s' failed: %s\n", o->csv_path, strerror(errno));

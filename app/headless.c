@@ -912,13 +912,10 @@ static int check_distributed(const hl_options *o) {
       return 2;
     }
   /* No rank holds the whole volume: a gradient range measured on bricks would differ from the
-   * whole volume's (their faces, their subsamples), and the depth is not gathered. */
+   * whole volume's (their faces, their subsamples). */
   if (look->color_by == IR_COLOR_GRADIENT && !look->color_range_given)
     return bad_option("--color-by gradient in a distributed run needs --color-range LO,HI: no rank holds the "
                       "whole volume to measure it%s%s", "", "");
-  if (look->depth_path)
-    return bad_option("--depth is not available in a distributed run (rank 0 composites colours); run on one "
-                      "process%s%s", "", "");
   return -1;
 }
 

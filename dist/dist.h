@@ -69,6 +69,8 @@ uint64_t ir_dist_pack(float depth, uint32_t rgba);
 void ir_dist_pack_image(const uint8_t *rgba, const float *depth, size_t pixels, uint64_t *words);
 /* Colours of composited words; background words become `background_rgba`. */
 void ir_dist_unpack_image(const uint64_t *words, size_t pixels, uint32_t background_rgba, uint8_t *rgba);
+/* Depths of composited words; +INFINITY on background. */
+void ir_dist_unpack_depth(const uint64_t *words, size_t pixels, float *depth);
 
 /* ---- Runtime (MPI) ---------------------------------------------------------------------------- */
 typedef struct ir_dist ir_dist;
@@ -121,6 +123,9 @@ typedef struct ir_dist_frame_stats {
 ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_dist_scene **out,
                                char err[IR_ERR_LEN]);
 void ir_dist_scene_destroy(ir_dist_scene *s);
+/* Rank 0: the last frame's composited depth (the nearest surface of any brick per pixel, as
+ * ir_render_read_depth gives it), width*height floats; false on other ranks or before a frame. */
+bool ir_dist_scene_last_depth(const ir_dist_scene *s, float *depth);
 /* The colour volume's finite minimum and maximum over all the bricks (those of the whole
  * colour volume; 0..0 if none is finite). Collective; every rank gets them. */
 ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[IR_ERR_LEN]);

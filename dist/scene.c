@@ -27,6 +27,7 @@ struct ir_dist_scene {
   ir_renderer *renderer;
   bool pinned;     /* GPU: rgba and depth in page-locked memory, for fast copies from the device */
   size_t capacity; /* pixels the buffers below hold */
+  size_t composited; /* rank 0: pixels of the last frame in `result` (0: none yet) */
   uint8_t *rgba;
   float *depth;
   uint64_t *words, *result;
@@ -51,6 +52,7 @@ static void free_frame_buffers(ir_dist_scene *s) {
   s->depth = NULL;
   s->words = s->result = NULL;
   s->capacity = 0;
+  s->composited = 0;
 }
 
 void ir_dist_scene_destroy(ir_dist_scene *s) {
@@ -233,6 +235,7 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   st = ir_dist_reduce_min(s->d, s->words, s->result, pixels, err);
   if (st == IR_OK && ir_dist_rank(s->d) == 0 && rgba)
     ir_dist_unpack_image(s->result, pixels, IR_BACKGROUND_RGBA, rgba);
+  s->composited = st == IR_OK && ir_dist_rank(s->d) == 0 ? pixels : 0;
   double t3 = ir_dist_now_ms();
   local.render_ms = t1 - t0;
   local.gather_ms = t2 - t1;
@@ -254,4 +257,10 @@ ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[I
   range[0] = found ? (float)-all[0] : 0.0f;
   range[1] = found ? (float)all[1] : 0.0f;
   return IR_OK;
+}
+
+bool ir_dist_scene_last_depth(const ir_dist_scene *s, float *depth) {
+  if (!s->composited) return false;
+  ir_dist_unpack_depth(s->result, s->composited, depth);
+  return true;
 }

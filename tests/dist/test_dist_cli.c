@@ -219,7 +219,6 @@ static void test_translucent_surfaces_and_unshared_options_are_refused(void) {
   static const char *const cases[][3] = {
       {"--surface", "0:red:0.5", "opaque surfaces"},
       {"--color-by", "gradient", "needs --color-range"},
-      {"--depth", "/tmp/inkray-dist-depth.pfm", "--depth"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const char *args[] = {"--headless", "--device", "cpu", "--size", "16x16", "--frames", "1", "--quiet",
@@ -319,6 +318,62 @@ static void test_three_ranks_colour_by_a_second_volume_like_one_process(void) {
   remove_scratch(dir);
 }
 
+/* Reads a one-channel little-endian PFM of w x h written by inkray; rows bottom to top. */
+static bool read_pfm(const char *path, int w, int h, float *out) {
+  char header[64];
+  int n = snprintf(header, sizeof header, "Pf\n%d %d\n-1.0\n", w, h);
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char got[64];
+  bool ok = fread(got, 1, (size_t)n, f) == (size_t)n && memcmp(got, header, (size_t)n) == 0;
+  for (int y = h - 1; y >= 0 && ok; y--)
+    for (int x = 0; x < w && ok; x++) {
+      unsigned char b[4];
+      ok = fread(b, 1, 4, f) == 4;
+      uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+      memcpy(&out[y * w + x], &u, 4);
+    }
+  ok = ok && fgetc(f) == EOF;
+  fclose(f);
+  return ok;
+}
+
+/* --depth of a distributed run: rank 0 writes the composited depth, the nearest surface of any
+ * brick, which is the depth one process finds (the same rays on the same sample grid). */
+static void test_three_ranks_write_the_single_process_depth(void) {
+  char dir[64], one[128], many[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.pfm", dir);
+  snprintf(many, sizeof many, "%s/ranks.pfm", dir);
+  const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "96x96", "--frames",
+                          "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--no-stages", "--quiet",
+                          "--surface", "127.5", "--surface", "60:red", "--depth", one, "builtin:fractal:48", NULL};
+  run_ranks(0, single, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  const char *dist[] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                        "96x96", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--quiet",
+                        "--surface", "127.5", "--surface", "60:red", "--depth", many, "builtin:fractal:48", NULL};
+  run_ranks(3, dist, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "last frame's depth: ");
+  static float a[96 * 96], b[96 * 96];
+  CHECK_MSG(read_pfm(one, 96, 96, a) && read_pfm(many, 96, 96, b), "cannot read %s or %s", one, many);
+  size_t hits = 0, cover_mismatch = 0, close = 0;
+  for (int i = 0; i < 96 * 96; i++) {
+    bool ha = isfinite(a[i]), hb = isfinite(b[i]);
+    CHECK_MSG((ha || isinf(a[i])) && (hb || isinf(b[i])), "pixel %d: depths %g, %g", i, (double)a[i], (double)b[i]);
+    if (ha != hb) cover_mismatch++;
+    if (!ha || !hb) continue;
+    hits++;
+    close += fabsf(a[i] - b[i]) <= 1e-3f * fabsf(a[i]);
+  }
+  printf("  depth: %zu common hits, %zu within 0.1%%, coverage differs on %zu\n", hits, close, cover_mismatch);
+  CHECK(hits > 96 * 96 / 20);
+  CHECK((double)cover_mismatch <= MAX_COVER_MISMATCH * 96 * 96);
+  CHECK((double)close >= MIN_CLOSE_FRACTION * (double)hits);
+  remove_scratch(dir);
+}
+
 int main(int argc, char **argv) {
   const char *mpiexec = getenv("INKRAY_MPIEXEC");
   if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
@@ -356,5 +411,6 @@ int main(int argc, char **argv) {
   RUN(test_translucent_surfaces_and_unshared_options_are_refused);
   RUN(test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours);
   RUN(test_three_ranks_colour_by_a_second_volume_like_one_process);
+  RUN(test_three_ranks_write_the_single_process_depth);
   return check_summary();
 }
