@@ -4,7 +4,9 @@
  * draw the image one process draws (within the CPU tolerance of tests/render: coverage differs
  * on at most 0.5% of the pixels, and at least 99% of the pixels hit in both are within 4/255),
  * for a builtin volume and for a raw file each rank reads its brick of; bad rank counts and
- * bricks thinner than 2 voxels are refused with one line and exit 2.
+ * bricks thinner than 2 voxels are refused with one line and exit 2. The look options too:
+ * several opaque surfaces, clip box and plane, colour by the gradient or a second volume, and the
+ * depth image agree with one process; translucent surfaces are refused.
  * Skipped (77) when inkray was built without MPI or mpirun is missing. */
 #include <cuda_runtime_api.h>
 #include <math.h>
