@@ -756,7 +756,12 @@ static void print_look(const hl_options *o, const ir_volume *volume, const ir_vo
   app_look_apply(look, volume, &f);
   char line[1024];
   size_t n = 0;
-#define HL_APPEND(...) (n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, __VA_ARGS__))
+  /* Appends, truncating at the line's end (n never points past it). */
+#define HL_APPEND(...)                                                                                     \
+  do {                                                                                                     \
+    int wrote_ = snprintf(line + n, sizeof line - n, __VA_ARGS__);                                         \
+    n += wrote_ < 0 ? 0 : (size_t)wrote_ < sizeof line - n ? (size_t)wrote_ : sizeof line - n - 1;         \
+  } while (0)
   HL_APPEND("drawn:");
   if (f.surface_count == 0) HL_APPEND(" one opaque surface per isovalue");
   for (int k = 0; k < f.surface_count; k++) {
