@@ -56,7 +56,8 @@ int cli_load_volume(ir_volume_desc *desc, ir_volume *out);
  *   --depth FILE                      headless: the last frame's depth as a 32-bit float image */
 typedef struct app_look {
   int surface_count;                /* 0: the --iso values / the volume's default isovalue */
-  ir_surface surfaces[IR_MAX_SURFACES];
+  ir_surface surfaces[IR_MAX_SURFACES]; /* color[0] < 0: none given; app_look_apply uses
+                                           ir_surface_default_color(index) */
   bool clip_box_on;
   float clip_box[6];                /* x0, x1, y0, y1, z0, z1 as fractions 0..1 */
   bool clip_plane_on;
@@ -79,6 +80,16 @@ void cli_print_look_options(FILE *to);
  * clip plane, colour source, map and range (`range` resolved by the caller when not given). */
 void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f);
 
+/* --depth files: the format is named by the extension (.pfm, .nrrd; any case). */
+typedef enum app_depth_format { APP_DEPTH_UNKNOWN = 0, APP_DEPTH_PFM, APP_DEPTH_NRRD } app_depth_format;
+app_depth_format app_depth_format_of(const char *path);
+/* Writes w*h float depths (row 0 at the top, +INFINITY where nothing was hit) as a 32-bit float
+ * image: a Portable FloatMap (little-endian, rows bottom to top as the format has them) or a
+ * NRRD (raw little-endian floats, row 0 first, a `content` line saying what the values are).
+ * Returns false with one line naming the file in `err` when it cannot be written
+ * (depth_image.c). */
+bool app_write_depth(const char *path, int w, int h, const float *depth, char err[IR_ERR_LEN]);
+
 /* ---- Distributed headless runs (dist_headless.c) ------------------------------------------------ */
 /* What a distributed run takes from the headless options (headless.c parses them). */
 typedef struct app_dist_options {
@@ -93,6 +104,9 @@ typedef struct app_dist_options {
   int method;                 /* ir_compact_method */
   unsigned tail_rays;
   const char *png_path, *csv_path;
+  const app_look *look;       /* surfaces, clipping, colouring, refinement, --depth; the caller
+                                 refuses what is not distributed (translucency, an automatic
+                                 gradient range) */
 } app_dist_options;
 /* Was inkray started by mpirun with more than one rank (or with INKRAY_DIST=1 and one)? */
 bool app_dist_requested(void);

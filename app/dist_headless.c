@@ -70,6 +70,9 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
           .pipeline = (ir_pipeline)o->pipeline,
           .tail_rays = o->tail_rays,
       };
+      /* The look, with the clip box in the whole volume's voxels (the scene narrows it to each
+       * brick); headless.c has refused what is not distributed. */
+      if (o->look) app_look_apply(o->look, whole, &frame);
       ir_dist_frame_stats st;
       char err[IR_ERR_LEN] = "";
       ir_status status = ir_dist_scene_frame(scene, &frame, image, &st, err);
@@ -125,11 +128,19 @@ static int run(ir_dist *d, const app_dist_options *o) {
     iso_count = 1;
   }
   ir_dist_scene_desc desc = {.volume = o->volume, .device = (ir_device)o->device, .cpu_threads = o->cpu_threads};
+  if (o->look && o->look->color_by == IR_COLOR_VOLUME) desc.color_source = o->look->color_file;
   if (!desc.volume.source) desc.volume.source = IR_DEFAULT_VOLUME;
   ir_dist_scene *scene = NULL;
   char err[IR_ERR_LEN] = "";
   ir_status status = ir_dist_scene_create(d, &desc, &scene, err);
   if (status != IR_OK) return fail(d, status, err);
+  /* An unset colour range: the colour volume's, from every rank's brick. */
+  float color_range[2] = {0.0f, 0.0f};
+  bool auto_range = desc.color_source && !o->look->color_range_given;
+  if (auto_range && (status = ir_dist_scene_color_range(scene, color_range, err)) != IR_OK) {
+    ir_dist_scene_destroy(scene);
+    return fail(d, status, err);
+  }
 
   FILE *csv = NULL;
   int rc = 0;
@@ -165,7 +176,20 @@ static int run(ir_dist *d, const app_dist_options *o) {
            o->frames, o->frames == 1 ? "" : "s", o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation);
     fflush(stdout);
   }
-  if (rc == 0) rc = run_frames(d, scene, o, isovalues, iso_count, csv, image);
+  app_look look;
+  app_dist_options with_range = *o;
+  if (o->look) {
+    look = *o->look;
+    if (auto_range) memcpy(look.color_range, color_range, sizeof color_range);
+    with_range.look = &look;
+    if (rc == 0 && rank == 0 && look.color_by != IR_COLOR_SURFACE) {
+      printf("coloured by %s%s%s, %s over %g..%g%s\n", ir_color_source_name(look.color_by),
+             look.color_file ? " " : "", look.color_file ? look.color_file : "", ir_colormap_name(look.colormap),
+             (double)look.color_range[0], (double)look.color_range[1], auto_range ? " (automatic)" : "");
+      fflush(stdout);
+    }
+  }
+  if (rc == 0) rc = run_frames(d, scene, &with_range, isovalues, iso_count, csv, image);
   if (rc == 0 && rank == 0 && o->png_path) {
     if (!app_write_png(o->png_path, o->width, o->height, image, err)) {
       fprintf(stderr, "inkray: %s\n", err);
@@ -173,6 +197,20 @@ static int run(ir_dist *d, const app_dist_options *o) {
     } else {
       printf("\nlast frame: %s\n", o->png_path);
     }
+  }
+  const char *depth_path = o->look ? o->look->depth_path : NULL;
+  if (rc == 0 && rank == 0 && depth_path) {
+    float *depth = malloc(pixels * sizeof *depth);
+    if (!depth || !ir_dist_scene_last_depth(scene, depth)) {
+      fprintf(stderr, "inkray: --depth: %s\n", depth ? "no composited frame to read" : "out of host memory");
+      rc = 1;
+    } else if (!app_write_depth(depth_path, o->width, o->height, depth, err)) {
+      fprintf(stderr, "inkray: %s\n", err);
+      rc = 1;
+    } else {
+      printf("last frame's depth: %s\n", depth_path);
+    }
+    free(depth);
   }
   if (csv) {
     if (fflush(csv) != 0 || ferror(csv)) {

@@ -14,6 +14,10 @@
  * their images must agree pixel for pixel whatever the compaction method or pipeline. --verify
  * also renders that view on the CPU reference renderer and compares.
  *
+ * What is drawn comes from the look options (look.c: several surfaces, clipping, colour by the
+ * gradient or a second volume, loaded here like the first, with its range measured when not
+ * given); --depth writes the last timed frame's depth (depth_image.c).
+ *
  * What this file does not do: any timing of its own around frames (the renderer owns that).
  */
 #include <errno.h>
@@ -48,6 +52,8 @@ typedef struct hl_options {
   bool use_pipeline[IR_PIPELINE_COUNT];
   int iso_count;
   double isovalues[HL_MAX_ISOVALUES];
+  bool iso_given;       /* --iso: refused together with --surface */
+  app_look look;        /* --surface, clipping, colour, refinement, --depth */
   int suggested_wanted; /* --iso suggested[:N]: 0 = not asked, -1 = all, N = that many */
   const char *csv_path;
   const char *png_path;
@@ -120,6 +126,9 @@ static void print_help(FILE *to) {
         "                        diagnostic frames (pass=stages) with stage times, iterations\n"
         "                        and ray counts per round\n"
         "  --png FILE            the last timed frame of the last configuration as a PNG\n"
+        "  --depth FILE          that frame's depth (distance from the eye along each pixel's ray,\n"
+        "                        world units; +inf where nothing was hit) as a 32-bit float image:\n"
+        "                        FILE.pfm (Portable FloatMap) or FILE.nrrd\n"
         "  --tail-rays N|auto|off  multi-kernel pipelines on the GPU: once no more than N rays\n"
         "                        are left, finish them in one kernel (same image). Default auto:\n"
         "                        a threshold from the image size for multi, off for paper (the\n"
@@ -139,6 +148,8 @@ static void print_help(FILE *to) {
         "         --orbit 8 --csv frames.csv --png last.png builtin:sphere:256\n"
         "\n",
         to);
+  cli_print_look_options(to);
+  fputc('\n', to);
   cli_print_volume_options(to);
 }
 
@@ -264,6 +275,7 @@ static int parse_options(int argc, char **argv, hl_options *o) {
   o->elevation = 20.0f;
   o->distance = 1.0f;
   o->stage_pass = true;
+  app_look_init(&o->look);
   int given = 0;
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i];
@@ -276,6 +288,11 @@ static int parse_options(int argc, char **argv, hl_options *o) {
       return 2;
     }
     if (used > 0) continue;
+    if ((used = cli_parse_look_option(argc, argv, &i, &o->look, err)) != 0) {
+      if (used > 0) continue;
+      fprintf(stderr, "inkray: %s (see inkray --headless --help)\n", err);
+      return 2;
+    }
     if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
       print_help(stdout);
       return 0;
@@ -328,6 +345,7 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     } else if (strcmp(opt, "--distance") == 0) {
       rc = parse_real(opt, value, 0.05, 100.0, &o->distance);
     } else if (strcmp(opt, "--iso") == 0) {
+      o->iso_given = true;
       rc = parse_isovalues(value, o);
     } else if (strcmp(opt, "--up") == 0) {
       if (!ir_axis_parse(value, &o->up)) rc = bad_option("--up '%s': use x, y, z, -x, -y or -z%s", value, "");
@@ -343,6 +361,9 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     if (rc) return rc;
   }
   if (given == 0) o->png_path = "inkray.png";
+  if (o->iso_given && o->look.surface_count > 0)
+    return bad_option("--surface and --iso both given: the surfaces replace the isovalues; give one or the "
+                      "other%s%s", "", "");
   if (o->verify && o->device == IR_DEVICE_CPU)
     return bad_option("--verify compares the GPU with the CPU renderer; it needs --device gpu%s%s", "", "");
   return -1;
@@ -363,7 +384,8 @@ static void apply_device_defaults(hl_options *o) {
 static int check_outputs(const hl_options *o) {
   char err[IR_ERR_LEN] = {0};
   if ((o->png_path && !cli_check_output_path("--png", o->png_path, err)) ||
-      (o->csv_path && !cli_check_output_path("--csv", o->csv_path, err))) {
+      (o->csv_path && !cli_check_output_path("--csv", o->csv_path, err)) ||
+      (o->look.depth_path && !cli_check_output_path("--depth", o->look.depth_path, err))) {
     fprintf(stderr, "inkray: %s\n", err);
     return 2;
   }
@@ -456,6 +478,7 @@ typedef struct hl_run {
   ir_renderer *renderer;
   FILE *csv;
   double *frame_ms; /* o->frames */
+  float *depth;     /* --depth: the last timed frame's depths; NULL: not asked for */
   bool progress;
 } hl_run;
 
@@ -463,7 +486,7 @@ static float view_azimuth(const hl_options *o, int view) { return 360.0f * (floa
 
 static ir_frame_desc frame_for(const hl_run *run, const hl_config *c, int view, bool stage_timing) {
   const hl_options *o = run->o;
-  return (ir_frame_desc){
+  ir_frame_desc f = {
       .width = o->width,
       .height = o->height,
       .isovalue = (float)c->isovalue,
@@ -473,6 +496,8 @@ static ir_frame_desc frame_for(const hl_run *run, const hl_config *c, int view, 
       .stage_timing = stage_timing,
       .tail_rays = o->tail_rays,
   };
+  app_look_apply(&o->look, run->volume, &f);
+  return f;
 }
 
 static void show_progress(const hl_run *run, int index, int count, const hl_config *c, const char *what,
@@ -520,6 +545,11 @@ static int run_config(hl_run *run, int index, int count, const hl_config *c, uin
   char err[IR_ERR_LEN] = {0};
   if (ir_render_read_image(run->renderer, image, err) != IR_OK) {
     fprintf(stderr, "inkray: reading the image back failed: %s\n", err);
+    return 1;
+  }
+  /* Read now: the diagnostic pass below renders other views. */
+  if (run->depth && ir_render_read_depth(run->renderer, run->depth, err) != IR_OK) {
+    fprintf(stderr, "inkray: reading the depth back failed: %s\n", err);
     return 1;
   }
   summarise(run->frame_ms, o->frames, r);
@@ -601,6 +631,19 @@ static void pick_suggested(const ir_volume_stats *st, int wanted, hl_options *o)
 static int resolve_isovalues(const ir_volume *v, hl_options *o) {
   if (v->nonfinite_count > 0 && v->nonfinite_count == ir_volume_voxel_count(v))
     fprintf(stderr, "inkray: warning: every voxel of %s is NaN or Inf; nothing will be drawn\n", v->name);
+  if (o->look.surface_count > 0) {
+    /* The surfaces are drawn together: one configuration per pipeline and method, labelled with
+     * the first surface's isovalue. */
+    o->iso_count = 1;
+    o->isovalues[0] = o->look.surfaces[0].isovalue;
+    for (int k = 0; k < o->look.surface_count; k++) {
+      double iso = o->look.surfaces[k].isovalue;
+      if (iso < v->value_min || iso > v->value_max)
+        fprintf(stderr, "inkray: warning: --surface isovalue %g is outside %s's values [%g, %g]; it will not be "
+                "drawn\n", iso, v->name, v->value_min, v->value_max);
+    }
+    return 0;
+  }
   if (o->iso_count == 0) {
     ir_volume_stats st;
     ir_volume_compute_stats(v, &st);
@@ -702,10 +745,54 @@ static void print_summary(const hl_options *o, const hl_result *results, int n) 
   }
 }
 
+/* One line saying what the look options draw, when any was given. */
+static void print_look(const hl_options *o, const ir_volume *volume, const ir_volume *color_volume) {
+  const app_look *look = &o->look;
+  if (!look->surface_count && !look->clip_box_on && !look->clip_plane_on && look->color_by == IR_COLOR_SURFACE &&
+      !look->texture_refine)
+    return;
+  ir_frame_desc f;
+  memset(&f, 0, sizeof f);
+  app_look_apply(look, volume, &f);
+  char line[1024];
+  size_t n = 0;
+  /* Appends, truncating at the line's end (n never points past it). */
+#define HL_APPEND(...)                                                                                     \
+  do {                                                                                                     \
+    int wrote_ = snprintf(line + n, sizeof line - n, __VA_ARGS__);                                         \
+    n += wrote_ < 0 ? 0 : (size_t)wrote_ < sizeof line - n ? (size_t)wrote_ : sizeof line - n - 1;         \
+  } while (0)
+  HL_APPEND("drawn:");
+  if (f.surface_count == 0) HL_APPEND(" one opaque surface per isovalue");
+  for (int k = 0; k < f.surface_count; k++) {
+    const ir_surface *s = &f.surfaces[k];
+    HL_APPEND("%s surface iso %g colour #%02x%02x%02x opacity %g", k ? "," : "", (double)s->isovalue,
+              (unsigned)lroundf(s->color[0] * 255.0f), (unsigned)lroundf(s->color[1] * 255.0f),
+              (unsigned)lroundf(s->color[2] * 255.0f), (double)s->opacity);
+  }
+  if (look->clip_box_on)
+    HL_APPEND("; clip box x %g..%g y %g..%g z %g..%g voxels", (double)f.clip_lo[0], (double)f.clip_hi[0],
+              (double)f.clip_lo[1], (double)f.clip_hi[1], (double)f.clip_lo[2], (double)f.clip_hi[2]);
+  if (f.clip_plane_on)
+    HL_APPEND("; clip plane %g,%g,%g,%g (keeps n.x + d >= 0)", (double)f.clip_plane[0], (double)f.clip_plane[1],
+              (double)f.clip_plane[2], (double)f.clip_plane[3]);
+  if (f.color_by == IR_COLOR_SURFACE) HL_APPEND("; surface colours");
+  else
+    HL_APPEND("; coloured by %s%s%s, %s over %g..%g%s", ir_color_source_name(f.color_by),
+              f.color_by == IR_COLOR_VOLUME ? " " : "", f.color_by == IR_COLOR_VOLUME ? color_volume->name : "",
+              ir_colormap_name(f.colormap), (double)f.color_range[0], (double)f.color_range[1],
+              look->color_range_given ? "" : " (automatic)");
+  HL_APPEND("; %s refinement", f.texture_refine ? "texture" : "exact");
+#undef HL_APPEND
+  printf("%s\n", line);
+}
+
 /* ---- Entry point ------------------------------------------------------------------------------ */
 
 typedef struct hl_state {
   ir_volume volume;
+  ir_volume color_volume; /* --color-by FILE */
+  float *depth;           /* --depth */
   ir_renderer *renderer;
   FILE *csv;
   double *frame_ms;
@@ -719,11 +806,13 @@ static void release(hl_state *st) {
   if (st->renderer) ir_renderer_destroy(st->renderer);
   if (st->csv) fclose(st->csv);
   free(st->frame_ms);
+  free(st->depth);
   free(st->image);
   free(st->references);
   free(st->results);
   free(st->configs);
   ir_volume_free(&st->volume);
+  ir_volume_free(&st->color_volume);
 }
 
 static int iso_index(const hl_options *o, double isovalue) {
@@ -739,6 +828,11 @@ static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
   ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = &st->volume, .cpu_threads = o->cpu_threads};
   if (ir_renderer_create(&desc, &cpu, err) != IR_OK) {
     fprintf(stderr, "inkray: --verify: cannot create the CPU renderer: %s\n", err);
+    return 1;
+  }
+  if (st->color_volume.voxels && ir_renderer_set_color_volume(cpu, &st->color_volume, err) != IR_OK) {
+    fprintf(stderr, "inkray: --verify: %s\n", err);
+    ir_renderer_destroy(cpu);
     return 1;
   }
   size_t pixels = (size_t)o->width * (size_t)o->height;
@@ -771,7 +865,7 @@ static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
 static int run_all(const hl_options *o, hl_state *st, int count) {
   size_t pixels = (size_t)o->width * (size_t)o->height;
   hl_run run = {.o = o, .volume = &st->volume, .renderer = st->renderer, .csv = st->csv,
-                .frame_ms = st->frame_ms, .progress = !o->quiet && isatty(STDERR_FILENO)};
+                .frame_ms = st->frame_ms, .depth = st->depth, .progress = !o->quiet && isatty(STDERR_FILENO)};
   int reference_of[HL_MAX_ISOVALUES]; /* configuration whose image is the isovalue's reference */
   for (int k = 0; k < HL_MAX_ISOVALUES; k++) reference_of[k] = -1;
   bool images_agree = true;
@@ -814,11 +908,29 @@ static int check_distributed(const hl_options *o) {
   if (pipelines != 1 || methods != 1 || o->verify || o->suggested_wanted)
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
+  const app_look *look = &o->look;
+  for (int k = 0; k < look->surface_count; k++)
+    if (look->surfaces[k].opacity < 1.0f) {
+      fprintf(stderr, "inkray: --surface at isovalue %g has opacity %g: a distributed run composites the bricks "
+              "by depth, which needs opaque surfaces (opacity 1)\n", (double)look->surfaces[k].isovalue,
+              (double)look->surfaces[k].opacity);
+      return 2;
+    }
+  /* No rank holds the whole volume: a gradient range measured on bricks would differ from the
+   * whole volume's (their faces, their subsamples). */
+  if (look->color_by == IR_COLOR_GRADIENT && !look->color_range_given)
+    return bad_option("--color-by gradient in a distributed run needs --color-range LO,HI: no rank holds the "
+                      "whole volume to measure it%s%s", "", "");
   return -1;
 }
 
 /* Under mpirun: the same options, rendered by dist_headless.c over the ranks. */
-static int run_distributed(int argc, char **argv, const hl_options *o) {
+static int run_distributed(int argc, char **argv, const hl_options *given) {
+  /* The size, frame and orbit defaults of the device, as for one process (an orbit of 0 views
+   * would divide by zero). */
+  hl_options defaults = *given;
+  apply_device_defaults(&defaults);
+  const hl_options *o = &defaults;
   int method = IR_COMPACT_INK_COMPACT, pipeline = IR_PIPELINE_MULTI;
   for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
     if (o->use_method[m]) method = m;
@@ -830,7 +942,10 @@ static int run_distributed(int argc, char **argv, const hl_options *o) {
                         .iso_count = o->iso_count, .isovalues = o->isovalues,
                         .pipeline = pipeline,
                         .method = method, .tail_rays = (unsigned)o->tail_rays, .png_path = o->png_path,
-                        .csv_path = o->csv_path};
+                        .csv_path = o->csv_path, .look = &o->look};
+  /* Surfaces are drawn together in one configuration, labelled by the first one's isovalue. */
+  double first_surface = o->look.surface_count > 0 ? o->look.surfaces[0].isovalue : 0.0;
+  if (o->look.surface_count > 0) d.iso_count = 1, d.isovalues = &first_surface;
   return app_dist_headless(argc, argv, &d);
 }
 
@@ -883,6 +998,15 @@ int app_headless_main(int argc, char **argv) {
   memset(&st, 0, sizeof st);
   if (o.quiet) o.volume.progress_min_bytes = SIZE_MAX; /* --quiet: no load progress either */
   if ((rc = cli_load_volume(&o.volume, &st.volume)) != 0) return rc;
+  if (o.look.color_by == IR_COLOR_VOLUME) {
+    /* The second volume is read like the first: the same format options, its own file. */
+    ir_volume_desc color_desc = o.volume;
+    color_desc.source = o.look.color_file;
+    if ((rc = cli_load_volume(&color_desc, &st.color_volume)) != 0) {
+      release(&st);
+      return rc;
+    }
+  }
   const char *up_from = "--up";
   if (o.up == IR_AXIS_NONE) {
     o.up = st.volume.up_axis != IR_AXIS_NONE ? st.volume.up_axis : IR_AXIS_Z;
@@ -896,7 +1020,8 @@ int app_headless_main(int argc, char **argv) {
   st.frame_ms = calloc((size_t)o.frames, sizeof *st.frame_ms);
   st.image = malloc(pixels * 4);
   st.references = malloc(pixels * 4 * (size_t)o.iso_count);
-  if (!st.configs || !st.results || !st.frame_ms || !st.image || !st.references) {
+  if (o.look.depth_path) st.depth = malloc(pixels * sizeof *st.depth);
+  if (!st.configs || !st.results || !st.frame_ms || !st.image || !st.references || (o.look.depth_path && !st.depth)) {
     fprintf(stderr, "inkray: out of host memory for %dx%d images; try a smaller --size\n", o.width, o.height);
     release(&st);
     return 1;
@@ -911,6 +1036,17 @@ int app_headless_main(int argc, char **argv) {
     release(&st);
     return status == IR_ERR_INPUT ? 2 : 1;
   }
+  if (st.color_volume.voxels) {
+    status = ir_renderer_set_color_volume(st.renderer, &st.color_volume, err);
+    if (status != IR_OK) {
+      fprintf(stderr, "inkray: --color-by: %s\n", err);
+      release(&st);
+      return status == IR_ERR_INPUT ? 2 : 1;
+    }
+  }
+  if (o.look.color_by != IR_COLOR_SURFACE && !o.look.color_range_given)
+    ir_color_range_auto(&st.volume, st.color_volume.voxels ? &st.color_volume : NULL, o.look.color_by,
+                        o.look.color_range);
   if (o.csv_path) {
     st.csv = fopen(o.csv_path, "w");
     if (!st.csv) {
@@ -922,6 +1058,7 @@ int app_headless_main(int argc, char **argv) {
   }
 
   print_header(&o, &st.volume, device_line, count, up_from);
+  print_look(&o, &st.volume, &st.color_volume);
   fflush(stdout);
   rc = run_all(&o, &st, count);
   if (rc == 0) {
@@ -932,6 +1069,14 @@ int app_headless_main(int argc, char **argv) {
         rc = 1;
       } else {
         printf("\nlast frame: %s\n", o.png_path);
+      }
+    }
+    if (rc == 0 && o.look.depth_path) {
+      if (!app_write_depth(o.look.depth_path, o.width, o.height, st.depth, err)) {
+        fprintf(stderr, "inkray: %s\n", err);
+        rc = 1;
+      } else {
+        printf("last frame's depth: %s\n", o.look.depth_path);
       }
     }
   }

@@ -67,6 +67,12 @@ ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, 
   return rc == MPI_SUCCESS ? IR_OK : mpi_fail(err, rc, "MPI_Reduce (timings)");
 }
 
+ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]) {
+  (void)d;
+  int rc = MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return rc == MPI_SUCCESS ? IR_OK : mpi_fail(err, rc, "MPI_Allreduce (colour range)");
+}
+
 ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
                              char err[IR_ERR_LEN]) {
   /* MPI counts are ints: images above 2^31 pixels go in pieces (none are that large today). */

@@ -31,6 +31,10 @@ ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, 
   return IR_OK;
 }
 
+ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]) {
+  return ir_dist_max_to_root(d, in, out, n, err);
+}
+
 ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
                              char err[IR_ERR_LEN]) {
   (void)d;

@@ -69,6 +69,8 @@ uint64_t ir_dist_pack(float depth, uint32_t rgba);
 void ir_dist_pack_image(const uint8_t *rgba, const float *depth, size_t pixels, uint64_t *words);
 /* Colours of composited words; background words become `background_rgba`. */
 void ir_dist_unpack_image(const uint64_t *words, size_t pixels, uint32_t background_rgba, uint8_t *rgba);
+/* Depths of composited words; +INFINITY on background. */
+void ir_dist_unpack_depth(const uint64_t *words, size_t pixels, float *depth);
 
 /* ---- Runtime (MPI) ---------------------------------------------------------------------------- */
 typedef struct ir_dist ir_dist;
@@ -89,6 +91,8 @@ int ir_dist_size(const ir_dist *d);
 int ir_dist_agree(ir_dist *d, int status);
 /* The largest of each of `n` values over the ranks, on rank 0. */
 ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]);
+/* The same on every rank. */
+ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]);
 /* MPI_Reduce with MPI_MIN of `pixels` words onto rank 0 (`result` is used on rank 0 only). */
 ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
                              char err[IR_ERR_LEN]);
@@ -100,6 +104,9 @@ typedef struct ir_dist_scene_desc {
   ir_volume_desc volume; /* the whole volume; its region fields are set per rank */
   ir_device device;      /* GPU: rank r uses device r % (devices on its host) */
   int cpu_threads;       /* CPU device: 0 = all cores */
+  const char *color_source; /* NULL, or a second volume of the whole volume's dims for
+                               IR_COLOR_VOLUME frames, read with the same format options: each
+                               rank loads the same brick of it */
 } ir_dist_scene_desc;
 
 /* Phases of one distributed frame, milliseconds on the host clock of this rank. */
@@ -116,14 +123,21 @@ typedef struct ir_dist_frame_stats {
 ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_dist_scene **out,
                                char err[IR_ERR_LEN]);
 void ir_dist_scene_destroy(ir_dist_scene *s);
+/* Rank 0: the last frame's composited depth (the nearest surface of any brick per pixel, as
+ * ir_render_read_depth gives it), width*height floats; false on other ranks or before a frame. */
+bool ir_dist_scene_last_depth(const ir_dist_scene *s, float *depth);
+/* The colour volume's finite minimum and maximum over all the bricks (those of the whole
+ * colour volume; 0..0 if none is finite). Collective; every rank gets them. */
+ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[IR_ERR_LEN]);
 /* The whole volume as a header (dims, type, spacing, name; no voxels): cameras are set in its
  * world space (ir_camera_orbit). */
 const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s);
 const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s);
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s);
 const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s);
-/* One frame of the whole volume: frame->camera in the whole volume's world space, frame's clip
- * box unused. Collective. Rank 0 receives the composited RGBA8 image (width*height*4 bytes) in
+/* One frame of the whole volume: frame->camera and clip plane in the whole volume's world space,
+ * its clip box in the whole volume's voxel coordinates (all zero: none), each brick drawing the
+ * part of it that it owns. Opaque surfaces only (MIN compositing keeps the nearest). Collective. Rank 0 receives the composited RGBA8 image (width*height*4 bytes) in
  * `rgba`; other ranks may pass NULL. */
 ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint8_t *rgba,
                               ir_dist_frame_stats *stats, char err[IR_ERR_LEN]);

@@ -30,3 +30,12 @@ void ir_dist_unpack_image(const uint64_t *words, size_t pixels, uint32_t backgro
     memcpy(rgba + 4 * i, &c, sizeof c);
   }
 }
+
+void ir_dist_unpack_depth(const uint64_t *words, size_t pixels, float *depth) {
+  for (size_t i = 0; i < pixels; i++) {
+    uint32_t bits = (uint32_t)(words[i] >> 32);
+    float d;
+    memcpy(&d, &bits, sizeof d);
+    depth[i] = words[i] == IR_DIST_BACKGROUND ? INFINITY : d;
+  }
+}

@@ -21,11 +21,13 @@ struct ir_dist_scene {
   ir_dist *d;
   ir_volume whole; /* header only */
   ir_volume brick_volume;
+  ir_volume color_brick; /* desc->color_source: the same brick of the colour volume */
   ir_dist_layout layout;
   ir_dist_brick brick;
   ir_renderer *renderer;
   bool pinned;     /* GPU: rgba and depth in page-locked memory, for fast copies from the device */
   size_t capacity; /* pixels the buffers below hold */
+  size_t composited; /* rank 0: pixels of the last frame in `result` (0: none yet) */
   uint8_t *rgba;
   float *depth;
   uint64_t *words, *result;
@@ -50,12 +52,14 @@ static void free_frame_buffers(ir_dist_scene *s) {
   s->depth = NULL;
   s->words = s->result = NULL;
   s->capacity = 0;
+  s->composited = 0;
 }
 
 void ir_dist_scene_destroy(ir_dist_scene *s) {
   if (!s) return;
   ir_renderer_destroy(s->renderer);
   ir_volume_free(&s->brick_volume);
+  ir_volume_free(&s->color_brick);
   free_frame_buffers(s);
   free(s);
 }
@@ -77,6 +81,27 @@ static ir_status pick_gpu(int rank, char err[IR_ERR_LEN]) {
   return IR_OK;
 }
 
+/* The colour volume's header against the whole volume's: the same on every rank, like the
+ * header's own errors (a colour volume of other dims could still hold a box of a brick's). */
+static ir_status check_color_header(const ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
+  ir_volume_desc cd = desc->volume;
+  cd.source = desc->color_source;
+  cd.header_only = true;
+  memset(cd.region_offset, 0, sizeof cd.region_offset);
+  memset(cd.region_size, 0, sizeof cd.region_size);
+  ir_volume header;
+  ir_status st = ir_volume_load(&cd, &header, err);
+  if (st != IR_OK) return st;
+  if (header.dims[0] != s->whole.dims[0] || header.dims[1] != s->whole.dims[1] || header.dims[2] != s->whole.dims[2]) {
+    snprintf(err, IR_ERR_LEN, "colour volume %.180s is %zux%zux%zu, but the volume is %zux%zux%zu: they must match",
+             header.name, header.dims[0], header.dims[1], header.dims[2], s->whole.dims[0], s->whole.dims[1],
+             s->whole.dims[2]);
+    st = IR_ERR_INPUT;
+  }
+  ir_volume_free(&header);
+  return st;
+}
+
 /* Loads the brick and makes its renderer; a message starting "rank N: " on failure. */
 static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
   int rank = ir_dist_rank(s->d);
@@ -93,6 +118,13 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
     st = ir_renderer_create(&rd, &s->renderer, sub);
     s->pinned = desc->device == IR_DEVICE_GPU;
+  }
+  if (st == IR_OK && desc->color_source) {
+    /* The same brick of the colour volume (its dims were checked against the header's). */
+    ir_volume_desc cd = vd;
+    cd.source = desc->color_source;
+    st = ir_volume_load(&cd, &s->color_brick, sub);
+    if (st == IR_OK) st = ir_renderer_set_color_volume(s->renderer, &s->color_brick, sub);
   }
   if (st != IR_OK) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   return st;
@@ -113,6 +145,7 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   memset(hd.region_offset, 0, sizeof hd.region_offset);
   memset(hd.region_size, 0, sizeof hd.region_size);
   ir_status st = ir_volume_load(&hd, &s->whole, err);
+  if (st == IR_OK && desc->color_source) st = check_color_header(s, desc, err);
   if (st == IR_OK) st = ir_dist_decompose(s->whole.dims, ir_dist_size(d), &s->layout, err);
   if (st == IR_OK) {
     ir_dist_brick_of(&s->layout, ir_dist_rank(d), &s->brick);
@@ -151,15 +184,26 @@ static ir_status ensure_buffers(ir_dist_scene *s, size_t pixels, char err[IR_ERR
   return IR_OK;
 }
 
-/* The frame moved into the brick's own frame (see the top of the file). */
+/* The frame moved into the brick's own frame (see the top of the file). The frame's own clip
+ * box, in the whole volume's voxels, narrows the part the brick draws; a brick outside it draws
+ * an empty box. The clip plane needs no move: the renderer places it in the whole volume's world
+ * through the brick volume's origin (render/camera.c). */
 static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *frame) {
   ir_frame_desc f = *frame;
+  bool user_box = false;
+  for (int k = 0; k < 3; k++) user_box = user_box || frame->clip_lo[k] != 0.0f || frame->clip_hi[k] != 0.0f;
   for (int k = 0; k < 3; k++) {
     double shift = (double)s->brick.load_lo[k] * (double)s->whole.spacing[k];
     f.camera.eye[k] = (float)((double)frame->camera.eye[k] - shift);
     f.camera.target[k] = (float)((double)frame->camera.target[k] - shift);
-    f.clip_lo[k] = s->brick.clip_lo[k] - (float)s->brick.load_lo[k];
-    f.clip_hi[k] = s->brick.clip_hi[k] - (float)s->brick.load_lo[k];
+    float lo = s->brick.clip_lo[k], hi = s->brick.clip_hi[k];
+    if (user_box) {
+      lo = fmaxf(lo, frame->clip_lo[k]);
+      hi = fminf(hi, frame->clip_hi[k]);
+      if (hi < lo) hi = lo;
+    }
+    f.clip_lo[k] = lo - (float)s->brick.load_lo[k];
+    f.clip_hi[k] = hi - (float)s->brick.load_lo[k];
   }
   return f;
 }
@@ -191,6 +235,7 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   st = ir_dist_reduce_min(s->d, s->words, s->result, pixels, err);
   if (st == IR_OK && ir_dist_rank(s->d) == 0 && rgba)
     ir_dist_unpack_image(s->result, pixels, IR_BACKGROUND_RGBA, rgba);
+  s->composited = st == IR_OK && ir_dist_rank(s->d) == 0 ? pixels : 0;
   double t3 = ir_dist_now_ms();
   local.render_ms = t1 - t0;
   local.gather_ms = t2 - t1;
@@ -198,4 +243,24 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   local.total_ms = t3 - t0;
   if (stats) *stats = local;
   return st;
+}
+
+ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[IR_ERR_LEN]) {
+  /* The bricks cover the whole volume, so the extremes over their voxels are the whole one's;
+   * the minimum travels as the maximum of its negation. */
+  const ir_volume *c = &s->color_brick;
+  bool any = c->voxels && c->nonfinite_count < ir_volume_voxel_count(c);
+  double mine[2] = {any ? -c->value_min : -INFINITY, any ? c->value_max : -INFINITY}, all[2];
+  ir_status st = ir_dist_max_all(s->d, mine, all, 2, err);
+  if (st != IR_OK) return st;
+  bool found = isfinite(all[0]) && isfinite(all[1]);
+  range[0] = found ? (float)-all[0] : 0.0f;
+  range[1] = found ? (float)all[1] : 0.0f;
+  return IR_OK;
+}
+
+bool ir_dist_scene_last_depth(const ir_dist_scene *s, float *depth) {
+  if (!s->composited) return false;
+  ir_dist_unpack_depth(s->result, s->composited, depth);
+  return true;
 }

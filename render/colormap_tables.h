@@ -4,7 +4,7 @@
  * Firing, released under CC0 1.0 (public domain dedication). cividis: by Jamie R. Nunez,
  * Christopher R. Anderton and Ryan S. Renslow ("Optimizing colormaps with consideration for color
  * vision deficiency to enable accurate interpretation of scientific data", PLOS ONE 13(7), 2018),
- * as distributed with matplotlib under its BSD-style licence. The values are those of
+ * as distributed with matplotlib under its licence (third_party/colormaps). The values are those of
  * matplotlib's lib/matplotlib/_cm_listed.py (3.6.3), copied digit for digit by a script.
  * grey: black to white in equal steps. Internal: included by colormap.c only.
  */

@@ -4,7 +4,9 @@
  * draw the image one process draws (within the CPU tolerance of tests/render: coverage differs
  * on at most 0.5% of the pixels, and at least 99% of the pixels hit in both are within 4/255),
  * for a builtin volume and for a raw file each rank reads its brick of; bad rank counts and
- * bricks thinner than 2 voxels are refused with one line and exit 2.
+ * bricks thinner than 2 voxels are refused with one line and exit 2. The look options too:
+ * several opaque surfaces, clip box and plane, colour by the gradient or a second volume, and the
+ * depth image agree with one process; translucent surfaces are refused.
  * Skipped (77) when inkray was built without MPI or mpirun is missing. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -195,6 +197,185 @@ static void test_a_bad_option_is_reported_once(void) {
   CHECK_EQ_INT(inkray_lines(result.output), 1);
 }
 
+/* Surfaces pass to the ranks when opaque (and stand for --iso on a file); translucent ones, which
+ * depth compositing cannot blend, and the options bricks cannot share are refused in one line. */
+static void test_opaque_surfaces_are_distributed_and_stand_for_iso(void) {
+  char dir[64], path[128];
+  make_scratch(dir);
+  snprintf(path, sizeof path, "%s/zeros_8x8x8_uint8.raw", dir);
+  FILE *f = fopen(path, "wb");
+  unsigned char zeros[512] = {0};
+  if (f) {
+    CHECK(fwrite(zeros, 1, sizeof zeros, f) == sizeof zeros);
+    fclose(f);
+  }
+  const char *args[] = {"--headless", "--device", "cpu", "--size", "16x16", "--frames", "1", "--warmup", "0",
+                        "--quiet", "--surface", "0.5:red", "--surface", "0.25", path, NULL};
+  run_ranks(2, args, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "distributed over 2 ranks");
+  remove_scratch(dir);
+}
+
+static void test_translucent_surfaces_and_unshared_options_are_refused(void) {
+  static const char *const cases[][3] = {
+      {"--surface", "0:red:0.5", "opaque surfaces"},
+      {"--color-by", "gradient", "needs --color-range"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    const char *args[] = {"--headless", "--device", "cpu", "--size", "16x16", "--frames", "1", "--quiet",
+                          cases[k][0], cases[k][1], "builtin:sphere:16", NULL};
+    run_ranks(2, args, &result);
+    CHECK_MSG(result.status == 2, "%s %s: exit %d", cases[k][0], cases[k][1], result.status);
+    CHECK_STR_CONTAINS(result.output, cases[k][2]);
+    CHECK_EQ_INT(inkray_lines(result.output), 1);
+  }
+}
+
+/* Clipping and colour by gradient drawn over three bricks: the image one process draws. The box
+ * ends inside the middle brick and leaves the last one nothing; the plane cuts the first. */
+static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours(void) {
+  char dir[64], one[128], many[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  static const char *const looks[][8] = {
+      {"--surface", "0:#ff8000", "--clip-box", "0,0.5,0,1,0.2,1"},
+      {"--surface", "0", "--surface", "-8:#3060ff", "--clip-plane", "1,0.3,0,-14"},
+      {"--color-by", "gradient", "--color-range", "0,1.5", "--colormap", "plasma", "--clip-box", "0.1,0.9,0,1,0,0.7"},
+  };
+  for (size_t k = 0; k < sizeof looks / sizeof looks[0]; k++) {
+    const char *single[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
+                              "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--no-stages",
+                              "--quiet", "--png", one};
+    const char *dist[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                            "128x128", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30",
+                            "--quiet", "--png", many};
+    int ns = 19, nd = 20;
+    for (int a = 0; a < 8 && looks[k][a]; a++) single[ns++] = dist[nd++] = looks[k][a];
+    single[ns++] = dist[nd++] = "builtin:sphere:48";
+    single[ns] = dist[nd] = NULL;
+    run_ranks(0, single, &result);
+    CHECK_MSG(result.status == 0, "look %zu: exit %d: %s", k, result.status, result.output);
+    run_ranks(3, dist, &result);
+    CHECK_MSG(result.status == 0, "look %zu, 3 ranks: exit %d: %s", k, result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, "distributed over 3 ranks");
+    if (result.status == 0) check_images_agree(one, many);
+  }
+  remove_scratch(dir);
+}
+
+/* Writes a float32 volume of side n whose value is the voxel's z index. */
+static void write_z_ramp(const char *path, size_t n) {
+  FILE *f = fopen(path, "wb");
+  CHECK_MSG(f != NULL, "cannot write %s", path);
+  if (!f) return;
+  for (size_t i = 0; i < n * n * n; i++) {
+    float v = (float)(i / (n * n));
+    CHECK(fwrite(&v, sizeof v, 1, f) == 1);
+  }
+  fclose(f);
+}
+
+/* Colour by a second volume over three bricks: each rank reads its brick of it; the automatic
+ * range is the whole volume's (0..47 from three bricks); one process draws the same image. A
+ * colour volume of other dims is refused once, before any brick is loaded. */
+static void test_three_ranks_colour_by_a_second_volume_like_one_process(void) {
+  char dir[64], one[128], many[128], ramp[128], small[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  snprintf(ramp, sizeof ramp, "%s/z_48x48x48_float32.raw", dir);
+  snprintf(small, sizeof small, "%s/z_16x16x16_float32.raw", dir);
+  write_z_ramp(ramp, 48);
+  write_z_ramp(small, 16);
+  static const char *const looks[][6] = {
+      {"--colormap", "magma"},
+      {"--color-range", "10,30", "--clip-box", "0,0.8,0,1,0,1"},
+  };
+  for (size_t k = 0; k < sizeof looks / sizeof looks[0]; k++) {
+    const char *single[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
+                              "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--no-stages",
+                              "--quiet", "--png", one, "--color-by", ramp};
+    const char *dist[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                            "128x128", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30",
+                            "--quiet", "--png", many, "--color-by", ramp};
+    int ns = 21, nd = 22;
+    for (int a = 0; a < 6 && looks[k][a]; a++) single[ns++] = dist[nd++] = looks[k][a];
+    single[ns++] = dist[nd++] = "builtin:sphere:48";
+    single[ns] = dist[nd] = NULL;
+    run_ranks(0, single, &result);
+    CHECK_MSG(result.status == 0, "look %zu: exit %d: %s", k, result.status, result.output);
+    run_ranks(3, dist, &result);
+    CHECK_MSG(result.status == 0, "look %zu, 3 ranks: exit %d: %s", k, result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, k == 0 ? "magma over 0..47 (automatic)" : "viridis over 10..30\n");
+    if (result.status == 0) check_images_agree(one, many);
+  }
+  const char *wrong[] = {"--headless", "--device", device, "--size", "32x32", "--frames", "1", "--quiet",
+                         "--color-by", small, "builtin:sphere:48", NULL};
+  run_ranks(3, wrong, &result);
+  CHECK_EQ_INT(result.status, 2);
+  CHECK_STR_CONTAINS(result.output, "is 16x16x16, but the volume is 48x48x48");
+  CHECK_EQ_INT(inkray_lines(result.output), 1);
+  remove_scratch(dir);
+}
+
+/* Reads a one-channel little-endian PFM of w x h written by inkray; rows bottom to top. */
+static bool read_pfm(const char *path, int w, int h, float *out) {
+  char header[64];
+  int n = snprintf(header, sizeof header, "Pf\n%d %d\n-1.0\n", w, h);
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char got[64];
+  bool ok = fread(got, 1, (size_t)n, f) == (size_t)n && memcmp(got, header, (size_t)n) == 0;
+  for (int y = h - 1; y >= 0 && ok; y--)
+    for (int x = 0; x < w && ok; x++) {
+      unsigned char b[4];
+      ok = fread(b, 1, 4, f) == 4;
+      uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+      memcpy(&out[y * w + x], &u, 4);
+    }
+  ok = ok && fgetc(f) == EOF;
+  fclose(f);
+  return ok;
+}
+
+/* --depth of a distributed run: rank 0 writes the composited depth, the nearest surface of any
+ * brick, which is the depth one process finds (the same rays on the same sample grid). */
+static void test_three_ranks_write_the_single_process_depth(void) {
+  char dir[64], one[128], many[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.pfm", dir);
+  snprintf(many, sizeof many, "%s/ranks.pfm", dir);
+  const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "96x96", "--frames",
+                          "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--no-stages", "--quiet",
+                          "--surface", "127.5", "--surface", "60:red", "--depth", one, "builtin:fractal:48", NULL};
+  run_ranks(0, single, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  const char *dist[] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                        "96x96", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--quiet",
+                        "--surface", "127.5", "--surface", "60:red", "--depth", many, "builtin:fractal:48", NULL};
+  run_ranks(3, dist, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "last frame's depth: ");
+  static float a[96 * 96], b[96 * 96];
+  CHECK_MSG(read_pfm(one, 96, 96, a) && read_pfm(many, 96, 96, b), "cannot read %s or %s", one, many);
+  size_t hits = 0, cover_mismatch = 0, close = 0;
+  for (int i = 0; i < 96 * 96; i++) {
+    bool ha = isfinite(a[i]), hb = isfinite(b[i]);
+    CHECK_MSG((ha || isinf(a[i])) && (hb || isinf(b[i])), "pixel %d: depths %g, %g", i, (double)a[i], (double)b[i]);
+    if (ha != hb) cover_mismatch++;
+    if (!ha || !hb) continue;
+    hits++;
+    close += fabsf(a[i] - b[i]) <= 1e-3f * fabsf(a[i]);
+  }
+  printf("  depth: %zu common hits, %zu within 0.1%%, coverage differs on %zu\n", hits, close, cover_mismatch);
+  CHECK(hits > 96 * 96 / 20);
+  CHECK((double)cover_mismatch <= MAX_COVER_MISMATCH * 96 * 96);
+  CHECK((double)close >= MIN_CLOSE_FRACTION * (double)hits);
+  remove_scratch(dir);
+}
+
 int main(int argc, char **argv) {
   const char *mpiexec = getenv("INKRAY_MPIEXEC");
   if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
@@ -228,5 +409,10 @@ int main(int argc, char **argv) {
   RUN(test_a_rank_count_with_a_large_prime_factor_is_refused);
   RUN(test_a_file_without_iso_is_refused);
   RUN(test_a_bad_option_is_reported_once);
+  RUN(test_opaque_surfaces_are_distributed_and_stand_for_iso);
+  RUN(test_translucent_surfaces_and_unshared_options_are_refused);
+  RUN(test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours);
+  RUN(test_three_ranks_colour_by_a_second_volume_like_one_process);
+  RUN(test_three_ranks_write_the_single_process_depth);
   return check_summary();
 }

@@ -149,6 +149,10 @@ static void test_packed_words_order_by_depth_and_min_composites(void) {
   CHECK(out[0] == 30 && out[1] == 31 && out[2] == 32 && out[3] == 255);
   CHECK(out[4] == 20 && out[5] == 21 && out[6] == 22 && out[7] == 255);
   CHECK(out[8] == 0x11 && out[9] == 0x22 && out[10] == 0x33 && out[11] == 0);
+  /* The composited depths: the nearer of the two, the one hit, none (+inf). */
+  float depth[3];
+  ir_dist_unpack_depth(a, 3, depth);
+  CHECK(depth[0] == 4.0f && depth[1] == 2.0f && isinf(depth[2]) && depth[2] > 0.0f);
 }
 
 /* How a build without MPI still recognises mpirun: the launchers' environment variables. */

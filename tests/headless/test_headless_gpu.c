@@ -93,6 +93,37 @@ static void test_tail_kernel_same_image(void) {
   remove_scratch(dir);
 }
 
+/* The look options on the GPU: a translucent surface over an opaque one, a clip box and plane,
+ * colours from a second volume (uploaded by the CLI) and the depth image; every configuration
+ * draws the same image and the CPU reference agrees. */
+static void test_look_options_every_pipeline_and_the_cpu_agree(void) {
+  char dir[64], ramp[128], depth[128];
+  make_scratch(dir);
+  snprintf(ramp, sizeof ramp, "%s/z_64x64x64_float32.raw", dir);
+  snprintf(depth, sizeof depth, "%s/depth.pfm", dir);
+  FILE *f = fopen(ramp, "wb");
+  CHECK(f != NULL);
+  for (int i = 0; f && i < 64 * 64 * 64; i++) {
+    float v = (float)(i / (64 * 64));
+    CHECK(fwrite(&v, sizeof v, 1, f) == 1);
+  }
+  if (f) fclose(f);
+  const char *args[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "all", "--frames", "3",
+                        "--warmup", "1", "--orbit", "2", "--size", "160x120", "--surface", "0:#4080ff:0.4",
+                        "--surface", "8", "--clip-box", "0,1,0,0.8,0,1", "--clip-plane", "0.2,1,0,-10",
+                        "--color-by", ramp, "--colormap", "inferno", "--depth", depth, "--verify", "--quiet",
+                        "builtin:sphere:64", NULL};
+  run_inkray(dir, args, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "coloured by volume z_64x64x64_float32.raw, inferno over 0..63 (automatic)");
+  CHECK_STR_CONTAINS(result.output, "check: every configuration of each isovalue rendered the same last frame");
+  CHECK_STR_CONTAINS(result.output, ": ok");
+  struct stat st;
+  CHECK_MSG(stat(depth, &st) == 0 && st.st_size == (off_t)(strlen("Pf\n160 120\n-1.0\n") + 160 * 120 * 4),
+            "%s missing or of the wrong size", depth);
+  remove_scratch(dir);
+}
+
 int main(void) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
@@ -100,5 +131,6 @@ int main(void) {
   RUN(test_builtin_volume_every_method_every_pipeline);
   RUN(test_real_volume_every_method_every_pipeline);
   RUN(test_tail_kernel_same_image);
+  RUN(test_look_options_every_pipeline_and_the_cpu_agree);
   return check_summary();
 }
