@@ -747,7 +747,9 @@ static void choose_isovalue(win_state *s, const win_options *o) {
   double range = s->volume.value_max - s->volume.value_min;
   s->iso_step = range > 0 ? range / 100.0 : 1.0;
   double iso = o->iso;
-  if (o->iso_given) {
+  if (o->iso_given && o->look.surface_count > 0)
+    fprintf(stderr, "inkray: note: --iso %g is not used: --surface gives the surfaces\n", o->iso);
+  else if (o->iso_given) {
     if (o->iso < s->volume.value_min || o->iso > s->volume.value_max)
       fprintf(stderr, "inkray: note: --iso %g is outside the volume's values [%g, %g]; nothing will show\n",
               o->iso, s->volume.value_min, s->volume.value_max);
@@ -766,6 +768,22 @@ static int load_color_volume(win_state *s, const win_options *o) {
   if (o->look.color_by != IR_COLOR_VOLUME) return 0;
   ir_volume_desc desc = o->volume;
   desc.source = o->look.color_file;
+  /* Dims first, from the header alone: a mismatch is refused before any voxel is read. */
+  ir_volume_desc header = desc;
+  header.header_only = true;
+  ir_volume head = {0};
+  char err[IR_ERR_LEN] = {0};
+  if (ir_volume_load(&header, &head, err) != IR_OK) {
+    fprintf(stderr, "inkray: --color-by: %s\n", err);
+    return 2;
+  }
+  const size_t *a = head.dims, *b = s->volume.dims;
+  bool same = a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+  if (!same)
+    fprintf(stderr, "inkray: --color-by %s is %zux%zux%zu, but the volume %s is %zux%zux%zu: they must match\n",
+            desc.source, a[0], a[1], a[2], s->volume.name, b[0], b[1], b[2]);
+  ir_volume_free(&head);
+  if (!same) return 2;
   int rc = cli_load_volume(&desc, &s->color_volume);
   if (rc) return rc;
   s->have_color_volume = true;
@@ -929,7 +947,7 @@ int app_window_main(int argc, char **argv) {
   if (rc == 0) rc = create_renderer(&s, &o);
   if (rc == 0) {
     rc = attach_color_volume(&s);
-    if (s.look.look.color_by != IR_COLOR_SURFACE) print_color(&s);
+    if (rc == 0 && s.look.look.color_by != IR_COLOR_SURFACE) print_color(&s);
   }
   if (rc == 0) rc = open_window(&s, &o);
   if (rc == 0) {

@@ -495,6 +495,44 @@ static void test_scripted_look_surfaces_clipping_and_colour(void) {
   ir_volume_free(&volume);
 }
 
+/* The look options start the window with what they say; --color-by FILE loads a second volume
+ * that K then cycles through (surface -> gradient -> volume). */
+static void test_look_options_set_the_start(void) {
+  write_file("start.txt", "0 screenshot start.png\n0 key K\n0 key K\n0 screenshot cycled.png\n0 quit\n");
+  static char output[1 << 16];
+  int rc = run_inkray("--device cpu --window 320x240 --script start.txt --surface 60 --surface 140:#ff8000:0.5 "
+                      "--clip-box 0,1,0,0.5,0,1 --color-by builtin:sphere:48 --colormap grey --iso 9 " VOLUME,
+                      output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray exited with %d:\n%s", rc, output);
+  CHECK_STR_CONTAINS(output, "--iso 9 is not used");
+  CHECK_STR_CONTAINS(output, "inkray: colour by volume colormap grey range ");
+  shot shots[2];
+  CHECK_EQ_INT(collect_shots(output, shots, 2), 2);
+  const shot *s = &shots[0], *cycled = &shots[1];
+  CHECK_EQ_INT(s->look.surface_count, 2);
+  CHECK_NEAR(s->look.surfaces[0].isovalue, 60, 0);
+  CHECK_NEAR(s->look.surfaces[1].isovalue, 140, 0);
+  CHECK_NEAR(s->look.surfaces[1].opacity, 0.5, 1e-6);
+  CHECK_NEAR(s->look.surfaces[1].color[0], 1, 1e-6);
+  CHECK_NEAR(s->look.surfaces[1].color[1], 128.0 / 255.0, 1e-6);
+  CHECK_NEAR(s->look.clip_hi[1], 24, 1e-4); /* half of 48 voxels */
+  CHECK_NEAR(s->look.clip_hi[0], 48, 1e-4);
+  CHECK(s->look.color_by == IR_COLOR_VOLUME && s->look.colormap == IR_COLORMAP_GREY);
+  /* The sphere's own values span the map (no --color-range). */
+  ir_volume sphere = {0};
+  char err[IR_ERR_LEN] = {0};
+  ir_volume_desc vdesc = {.source = "builtin:sphere:48"};
+  CHECK_MSG(ir_volume_load(&vdesc, &sphere, err) == IR_OK, "%s", err);
+  float want[2];
+  ir_color_range_auto(&sphere, &sphere, IR_COLOR_VOLUME, want);
+  CHECK_NEAR(s->look.color_range[0], want[0], 1e-6);
+  CHECK_NEAR(s->look.color_range[1], want[1], 1e-6);
+  ir_volume_free(&sphere);
+  check_colorbar(s);
+  CHECK(cycled->look.color_by == IR_COLOR_GRADIENT);
+  check_colorbar(cycled);
+}
+
 /* --size fixes the render resolution: a bigger window shows the same frame scaled up. */
 static void test_fixed_size_keeps_the_render_resolution(void) {
   write_file("fixed.txt", "0 resize 300 200\n0 screenshot fixed.png\n0 quit\n");
@@ -561,6 +599,10 @@ static void test_bad_input_exits_2_with_a_message(void) {
       {"--script badkey.txt", "badkey.txt:1: unknown key 'Nokey'"},
       {"a.raw b.raw", "two volumes"},
       {"--device cpu --script quit.txt /nonexistent/volume.raw", "/nonexistent/volume.raw"},
+      {"--device cpu --script quit.txt --color-by /nonexistent/color.raw " VOLUME, "/nonexistent/color.raw"},
+      {"--device cpu --script quit.txt --color-by builtin:sphere:32 " VOLUME, "--color-by builtin:sphere:32 is 32x32x32"},
+      {"--surface", "--surface needs a value"},
+      {"--depth d.raw", "--depth"},
   };
   write_file("badline.txt", "0 key Tab\n0 hop\n");
   write_file("badkey.txt", "0 key Nokey\n");
@@ -592,6 +634,7 @@ int main(void) {
   }
   RUN(test_scripted_session_switches_everything);
   RUN(test_scripted_look_surfaces_clipping_and_colour);
+  RUN(test_look_options_set_the_start);
   RUN(test_fixed_size_keeps_the_render_resolution);
   RUN(test_gpu_request_without_a_device_falls_back);
   RUN(test_bad_input_exits_2_with_a_message);
