@@ -1,85 +1,11 @@
-/* TEMPORARY stand-ins for the look options and colour maps (app/look.c, render/colormap.c on
- * another branch), so that the window links and its tests run before those land. Deleted
- * before merging. Grey ramps only; no auto range beyond the volume's own values. */
+/* TEMPORARY stand-ins for the look options (app/look.c, on another branch), so that the window
+ * links and its tests run before it lands. Deleted before merging. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app/app.h"
-
-static float stub_tables[IR_COLORMAP_COUNT][IR_COLORMAP_SIZE * 3];
-static bool stub_tables_ready;
-
-const float *ir_colormap_table(ir_colormap m) {
-  if (!stub_tables_ready) {
-    for (int t = 0; t < IR_COLORMAP_COUNT; t++)
-      for (int k = 0; k < IR_COLORMAP_SIZE; k++) {
-        float x = (float)k / (IR_COLORMAP_SIZE - 1);
-        stub_tables[t][3 * k + 0] = t == IR_COLORMAP_GREY ? x : x * 0.9f;
-        stub_tables[t][3 * k + 1] = t == IR_COLORMAP_GREY ? x : (float)t / IR_COLORMAP_COUNT;
-        stub_tables[t][3 * k + 2] = t == IR_COLORMAP_GREY ? x : 1.0f - x;
-      }
-    stub_tables_ready = true;
-  }
-  return stub_tables[m];
-}
-
-static const char *const MAP_NAMES[IR_COLORMAP_COUNT] = {"viridis", "magma", "inferno", "plasma", "cividis", "grey"};
-const char *ir_colormap_name(ir_colormap m) { return MAP_NAMES[m]; }
-bool ir_colormap_parse(const char *word, ir_colormap *out) {
-  for (int k = 0; k < IR_COLORMAP_COUNT; k++)
-    if (strcmp(word, MAP_NAMES[k]) == 0) {
-      *out = (ir_colormap)k;
-      return true;
-    }
-  return false;
-}
-
-void ir_colormap_lookup(ir_colormap m, float v, float lo, float hi, float rgb[3]) {
-  const float *t = ir_colormap_table(m);
-  float x = hi > lo ? (v - lo) / (hi - lo) : 0.5f;
-  x = fmaxf(0.0f, fminf(1.0f, x)) * (IR_COLORMAP_SIZE - 1);
-  int i = (int)x;
-  if (i > IR_COLORMAP_SIZE - 2) i = IR_COLORMAP_SIZE - 2;
-  float f = x - (float)i;
-  for (int c = 0; c < 3; c++) rgb[c] = t[3 * i + c] * (1 - f) + t[3 * (i + 1) + c] * f;
-}
-
-const char *ir_color_source_name(ir_color_source s) {
-  return s == IR_COLOR_GRADIENT ? "gradient" : s == IR_COLOR_VOLUME ? "volume" : "surface";
-}
-
-static const char *const COLOR_NAMES[] = {"white", "red", "green", "blue", "orange", NULL};
-static const float COLOR_RGB[][3] = {{1, 1, 1}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 0.5f, 0}};
-const char *const *ir_color_names(void) { return COLOR_NAMES; }
-bool ir_color_parse(const char *word, float rgb[3]) {
-  for (int k = 0; COLOR_NAMES[k]; k++)
-    if (strcmp(word, COLOR_NAMES[k]) == 0) {
-      memcpy(rgb, COLOR_RGB[k], sizeof COLOR_RGB[k]);
-      return true;
-    }
-  unsigned r, g, b;
-  if (word[0] == '#' && strlen(word) == 7 && sscanf(word + 1, "%2x%2x%2x", &r, &g, &b) == 3) {
-    rgb[0] = (float)r / 255.0f;
-    rgb[1] = (float)g / 255.0f;
-    rgb[2] = (float)b / 255.0f;
-    return true;
-  }
-  return false;
-}
-
-void ir_surface_default_color(int i, float rgb[3]) {
-  static const float palette[IR_MAX_SURFACES][3] = {{0.84f, 0.84f, 0.84f}, {1, 0.5f, 0}, {0, 0.6f, 1}, {0.9f, 0.2f, 0.3f}};
-  memcpy(rgb, palette[((i % IR_MAX_SURFACES) + IR_MAX_SURFACES) % IR_MAX_SURFACES], 3 * sizeof(float));
-}
-
-void ir_color_range_auto(const ir_volume *field, const ir_volume *color_volume, ir_color_source source,
-                         float range[2]) {
-  const ir_volume *v = source == IR_COLOR_VOLUME && color_volume ? color_volume : field;
-  range[0] = source == IR_COLOR_GRADIENT ? 0.0f : (float)v->value_min;
-  range[1] = (float)v->value_max;
-}
 
 void app_look_init(app_look *look) { *look = (app_look){.colormap = IR_COLORMAP_VIRIDIS}; }
 

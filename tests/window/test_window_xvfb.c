@@ -332,7 +332,8 @@ static void test_scripted_session_switches_everything(void) {
 }
 
 /* The colour bar's strip in a screenshot: each of its steps in the colour the map gives the
- * middle of its part of the range (the strip is opaque, so exactly that colour, to rounding). */
+ * middle of its part of the range (the strip is opaque, so exactly that colour, to rounding),
+ * the low end left. */
 static void check_colorbar(const shot *s) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s", dir, s->path);
@@ -345,9 +346,12 @@ static void check_colorbar(const shot *s) {
             "%s: colour bar %d,%d,%d,%d", s->path, b[0], b[1], b[2], b[3]);
   int y = b[1] + b[3] / 2, wrong = 0, checked = 0;
   float lo = s->look.color_range[0], hi = s->look.color_range[1];
-  for (int k = 0; k < WND_COLORBAR_STEPS; k += 7) {
-    /* The middle pixel of step k. */
-    int x = b[0] + (int)(((float)k + 0.5f) * (float)b[2] / WND_COLORBAR_STEPS);
+  for (int x = b[0]; x < b[0] + b[2]; x += 3) {
+    /* A pixel shows the step whose quad covers its centre (steps are narrower than a pixel
+     * when the bar is; centres on a boundary could go either way and are left out). */
+    double at = ((double)x + 0.5 - b[0]) * WND_COLORBAR_STEPS / b[2];
+    int k = (int)at;
+    if (at - k < 0.01 || at - k > 0.99) continue;
     float rgb[3];
     ir_colormap_lookup(s->look.colormap, lo + (hi - lo) * ((float)k + 0.5f) / WND_COLORBAR_STEPS, lo, hi, rgb);
     const uint8_t *p = png + 4 * ((size_t)y * w + x);
