@@ -18,6 +18,10 @@ void wnd_look_start(wnd_look *w, const app_look *given, double iso) {
     l->surfaces[0] = (ir_surface){.isovalue = (float)iso, .opacity = 1.0f};
     ir_surface_default_color(0, l->surfaces[0].color);
   }
+  /* --surface without a colour leaves a negative red for "the palette's" (app_look_apply's
+   * rule); the window shows and cycles real colours, so it resolves them now. */
+  for (int k = 0; k < l->surface_count; k++)
+    if (l->surfaces[k].color[0] < 0.0f) ir_surface_default_color(k, l->surfaces[k].color);
   if (!l->clip_box_on)
     for (int k = 0; k < 3; k++) {
       l->clip_box[2 * k] = 0.0f;

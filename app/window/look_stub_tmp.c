@@ -42,7 +42,7 @@ int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char er
       if (color) *color++ = '\0';
       if (color && (opacity = strchr(color, ':'))) *opacity++ = '\0';
       ok = parse_floats(copy, &s->isovalue, 1);
-      ir_surface_default_color(look->surface_count, s->color);
+      s->color[0] = -1.0f;
       if (ok && color) ok = ir_color_parse(color, s->color);
       s->opacity = 1;
       if (ok && opacity) ok = parse_floats(opacity, &s->opacity, 1);
@@ -82,6 +82,8 @@ void cli_print_look_options(FILE *to) { fputs("Look options: --surface --clip-bo
 void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f) {
   f->surface_count = look->surface_count;
   memcpy(f->surfaces, look->surfaces, sizeof f->surfaces);
+  for (int k = 0; k < look->surface_count; k++)
+    if (f->surfaces[k].color[0] < 0.0f) ir_surface_default_color(k, f->surfaces[k].color);
   if (look->clip_box_on)
     for (int k = 0; k < 3; k++) {
       f->clip_lo[k] = look->clip_box[2 * k] * (float)v->dims[k];

@@ -60,7 +60,8 @@ typedef struct wnd_look {
   int clip_face; /* box face a Shift+left drag moves: 0..5 = x0, x1, y0, y1, z0, z1 */
 } wnd_look;
 
-/* From the options: their surfaces, or one opaque surface at `iso` in the default colour. */
+/* From the options: their surfaces (those given without a colour in the palette's), or one
+ * opaque surface at `iso` in the default colour. */
 void wnd_look_start(wnd_look *w, const app_look *given, double iso);
 /* N: a new opaque surface at the selected one's isovalue in the next default colour, selected;
  * false when there are IR_MAX_SURFACES already. */

@@ -515,6 +515,9 @@ static void test_look_options_set_the_start(void) {
   const shot *s = &shots[0], *cycled = &shots[1];
   CHECK_EQ_INT(s->look.surface_count, 2);
   CHECK_NEAR(s->look.surfaces[0].isovalue, 60, 0);
+  float palette[3]; /* no colour given: the palette's first */
+  ir_surface_default_color(0, palette);
+  for (int c = 0; c < 3; c++) CHECK_NEAR(s->look.surfaces[0].color[c], palette[c], 1e-6);
   CHECK_NEAR(s->look.surfaces[1].isovalue, 140, 0);
   CHECK_NEAR(s->look.surfaces[1].opacity, 0.5, 1e-6);
   CHECK_NEAR(s->look.surfaces[1].color[0], 1, 1e-6);
