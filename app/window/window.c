@@ -3,12 +3,13 @@
  * An SDL2 window with an OpenGL 3.3 core context (GLEW). Every frame: input (a person's, or a
  * --script's turned into the same SDL events), one ir_render_frame, the image into a texture
  * (present.c: CUDA-GL interop or a host copy), the texture and the overlay drawn, buffers
- * swapped. Switching the method, pipeline or isovalue changes only the next frame's
- * ir_frame_desc: nothing is reloaded. Stage times come from a separate diagnostic frame every
+ * swapped. Switching the method, pipeline, surfaces, clipping or colouring changes only the next
+ * frame's ir_frame_desc (the look, wnd_look in look_edit.c, goes in through app_look_apply):
+ * nothing is reloaded. Stage times come from a separate diagnostic frame every
  * half second, so that the FPS shown is that of plain frames.
  *
  * Output: switches and screenshots print one line each on stdout (a screenshot's line carries
- * the camera and settings of its frame, so that it can be rendered again headless); the exit
+ * the camera, settings and look of its frame, so that it can be rendered again); the exit
  * prints the frame count and median frame time. Errors go to stderr; exit 2 for bad options,
  * 1 for failures while running. */
 #include <math.h>
@@ -46,8 +47,8 @@ typedef struct win_options {
 static void print_help(FILE *to) {
   fputs("Usage: inkray [OPTIONS] [VOLUME]   (with a display)\n"
         "\n"
-        "Opens a window showing the volume's isosurface, ray-cast every frame, with an overlay of\n"
-        "frame and stage times.\n"
+        "Opens a window showing the volume's isosurfaces, ray-cast every frame, with an overlay of\n"
+        "frame and stage times, the surfaces, the clipping and the colour bar.\n"
         "\n"
         "Options:\n"
         "  --device gpu|cpu      renderer (default gpu; without a CUDA device, cpu)\n"
@@ -60,7 +61,8 @@ static void print_help(FILE *to) {
   fputs("\n"
         "  --pipeline multi|paper|single  the default multi-kernel InK pipeline, the paper's\n"
         "                        pipeline as published, or the single kernel\n"
-        "  --iso V               isovalue in data units (default: the volume's first suggested one)\n"
+        "  --iso V               isovalue of the surface to start with, in data units (default:\n"
+        "                        the volume's first suggested one; --surface replaces it)\n"
         "  --threads N           CPU renderer threads (default: all cores)\n"
         "  --up x|y|z|-x|-y|-z   volume axis shown pointing up (default: the file's header, else z)\n"
         "  --script FILE         timed key/mouse/resize/screenshot/quit events (docs/window.md)\n"
