@@ -143,7 +143,7 @@ void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   for (int k = 0; k < l->surface_count; k++) {
     const ir_surface *s = &l->surfaces[k];
     char color[16];
-    add_line(lines, "%s%d  iso %.6g  %s  opacity %.1f", k == w->selected ? "> " : "  ", k + 1, s->isovalue,
+    add_line(lines, "%s%d  iso %.6g  %s  opacity %.3g", k == w->selected ? "> " : "  ", k + 1, s->isovalue,
              wnd_color_label(s->color, color), s->opacity);
   }
   if (l->clip_box_on) {

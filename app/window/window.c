@@ -240,7 +240,7 @@ static double selected_iso(const win_state *s) { return s->look.look.surfaces[s-
 static void print_surface(const win_state *s) {
   const ir_surface *f = &s->look.look.surfaces[s->look.selected];
   char color[16];
-  printf("inkray: surface %d/%d iso %.9g colour %s opacity %.1f\n", s->look.selected + 1, s->look.look.surface_count,
+  printf("inkray: surface %d/%d iso %.9g colour %s opacity %.3g\n", s->look.selected + 1, s->look.look.surface_count,
          f->isovalue, wnd_color_label(f->color, color), f->opacity);
 }
 

@@ -393,10 +393,11 @@ static void test_overlay_lists_the_surfaces_and_marks_the_selected(void) {
   char color[16];
   wnd_color_label(w.look.surfaces[1].color, color);
   CHECK_STR_CONTAINS(lines.text[0], "  1  iso 12.5");
-  CHECK_STR_CONTAINS(lines.text[0], "opacity 1.0");
+  CHECK(strcmp(lines.text[0] + strlen(lines.text[0]) - 9, "opacity 1") == 0);
   CHECK_STR_CONTAINS(lines.text[1], "> 2  iso 30");
   CHECK_STR_CONTAINS(lines.text[1], color);
   CHECK_STR_CONTAINS(lines.text[1], "opacity 0.4");
+  w.look.surfaces[0].opacity = 0.35f; /* --surface takes any opacity, not only tenths */
   w.look.clip_box_on = true;
   w.look.clip_box[5] = 0.5f;
   w.look.clip_plane_on = true;
@@ -405,6 +406,7 @@ static void test_overlay_lists_the_surfaces_and_marks_the_selected(void) {
   lines = (wnd_lines){0};
   wnd_overlay_look_lines(&info, &lines);
   CHECK_EQ_INT(lines.count, 5);
+  CHECK_STR_CONTAINS(lines.text[0], "opacity 0.35");
   CHECK_STR_CONTAINS(lines.text[2], "z 0.00-0.50  drag z1");
   CHECK_STR_CONTAINS(lines.text[3], "clip plane");
   CHECK_STR_CONTAINS(lines.text[4], "colour by gradient");
