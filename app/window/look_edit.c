@@ -9,6 +9,9 @@
 #include "app/window/window_internal.h"
 
 #define OPACITY_STEPS 10 /* opacity moves in tenths */
+/* The box never closes: an empty box (all faces at 0) would read as "no clip box" to the
+ * renderer, and --clip-box refuses a face on its opposite too. */
+#define CLIP_MIN_WIDTH 0.01f
 
 void wnd_look_start(wnd_look *w, const app_look *given, double iso) {
   *w = (wnd_look){.look = *given};
@@ -99,9 +102,9 @@ void wnd_look_drag_face(wnd_look *w, float dx, float dy, int viewport_height) {
   float *box = w->look.clip_box;
   int face = w->clip_face, axis = face / 2;
   float v = box[face] + (dx - dy) / (float)viewport_height;
-  /* A low face stays at or below its high face and the other way round. */
-  if (face % 2 == 0) v = fmaxf(0.0f, fminf(box[2 * axis + 1], v));
-  else v = fmaxf(box[2 * axis], fminf(1.0f, v));
+  /* A low face stays below its high face and the other way round. */
+  if (face % 2 == 0) v = fmaxf(0.0f, fminf(box[2 * axis + 1] - CLIP_MIN_WIDTH, v));
+  else v = fmaxf(box[2 * axis] + CLIP_MIN_WIDTH, fminf(1.0f, v));
   box[face] = v;
 }
 

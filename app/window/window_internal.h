@@ -75,7 +75,8 @@ void wnd_look_step_opacity(wnd_look *w, int steps);                  /* PageUp/D
 void wnd_look_toggle_clip_box(wnd_look *w);
 void wnd_look_next_face(wnd_look *w);
 /* Moves the selected face by a drag of (dx, dy) pixels: right or up by a window's height moves
- * it across the whole volume. The face stays inside the volume and never passes its opposite. */
+ * it across the whole volume. The face stays inside the volume and at least 1 % of it away
+ * from its opposite. */
 void wnd_look_drag_face(wnd_look *w, float dx, float dy, int viewport_height);
 /* The clip plane through the volume's centre facing away from the camera: it cuts away the near
  * half. Turns the plane on. */

@@ -301,7 +301,7 @@ static void test_look_colour_cycles_through_the_named_colours(void) {
 }
 
 /* A Shift+left drag moves the selected face by its share of the window's height, inside the
- * volume and never past the opposite face. */
+ * volume and never onto the opposite face. */
 static void test_clip_face_drag_stays_inside_and_in_order(void) {
   app_look given = {0};
   wnd_look w;
@@ -314,13 +314,13 @@ static void test_clip_face_drag_stays_inside_and_in_order(void) {
   wnd_look_drag_face(&w, 20, 0, 200); /* right: up again */
   CHECK_NEAR(w.look.clip_box[5], 0.85, 1e-6);
   wnd_look_drag_face(&w, 0, 1000, 200);
-  CHECK_NEAR(w.look.clip_box[5], 0, 0); /* stops at z0 */
+  CHECK_NEAR(w.look.clip_box[5], 0.01, 1e-6); /* stops short of z0 */
   wnd_look_next_face(&w);
   CHECK_EQ_INT(w.clip_face, 0); /* wraps to x0 */
   wnd_look_drag_face(&w, 0, -100, 200);
   CHECK_NEAR(w.look.clip_box[0], 0.5, 1e-6);
   wnd_look_drag_face(&w, 0, -1000, 200);
-  CHECK_NEAR(w.look.clip_box[0], 1, 0); /* stops at x1 = 1 */
+  CHECK_NEAR(w.look.clip_box[0], 0.99, 1e-6); /* stops short of x1 = 1 */
   wnd_look_drag_face(&w, 0, 1000, 200);
   CHECK_NEAR(w.look.clip_box[0], 0, 0);
   wnd_look_toggle_clip_box(&w);
