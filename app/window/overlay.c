@@ -1,6 +1,7 @@
 /* The overlay as 2D triangles: a translucent panel with text (stb_easy_font, which builds each
  * glyph from quads) and a bar chart of the pipeline's stage times; the key help beside it.
  * Nothing here touches OpenGL: gl_draw.c uploads and draws the mesh. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,13 +81,8 @@ static int text_units(const char *text) {
   return stb_easy_font_width(copy);
 }
 
-/* Lines of the main panel; a line starting with '!' is a warning. */
-typedef struct text_lines {
-  char text[16][96];
-  int count;
-} text_lines;
-
-__attribute__((format(printf, 2, 3))) static void add_line(text_lines *lines, const char *format, ...) {
+/* Lines of the main panel (wnd_lines); a line starting with '!' is a warning. */
+__attribute__((format(printf, 2, 3))) static void add_line(wnd_lines *lines, const char *format, ...) {
   if (lines->count == 16) return;
   va_list args;
   va_start(args, format);
@@ -107,7 +103,7 @@ const char *wnd_overlay_stage_title(const wnd_overlay_info *info) {
   return info->have_stages ? "stage times (sampled every 0.5 s)" : "stage times: not measured yet";
 }
 
-static void main_lines(const wnd_overlay_info *info, text_lines *lines) {
+static void main_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   const ir_compact_method_info *methods = ir_compact_methods();
   const ir_volume *v = info->volume;
   add_line(lines, "FPS %.1f   frame %.2f ms", info->fps, info->frame_ms);
@@ -117,7 +113,7 @@ static void main_lines(const wnd_overlay_info *info, text_lines *lines) {
            methods[info->method_index].name,
            info->pipeline == IR_PIPELINE_SINGLE || info->pipeline == IR_PIPELINE_PLAIN ? " (unused)" : "");
   add_line(lines, "pipeline %s", ir_pipeline_name(info->pipeline));
-  add_line(lines, "iso %.6g", info->isovalue);
+  if (!info->look) add_line(lines, "iso %.6g", info->isovalue);
   add_line(lines, "%.40s", v->name);
   add_line(lines, "%zux%zux%zu %s", v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type));
   add_line(lines, "res %dx%d", info->render_width, info->render_height);
@@ -138,11 +134,42 @@ static void main_lines(const wnd_overlay_info *info, text_lines *lines) {
   add_line(lines, "%s", rounds);
 }
 
+static const char *const FACE_NAMES[6] = {"x0", "x1", "y0", "y1", "z0", "z1"};
+
+void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines) {
+  const wnd_look *w = info->look;
+  if (!w) return;
+  const app_look *l = &w->look;
+  for (int k = 0; k < l->surface_count; k++) {
+    const ir_surface *s = &l->surfaces[k];
+    char color[16];
+    add_line(lines, "%s%d  iso %.6g  %s  opacity %.3g", k == w->selected ? "> " : "  ", k + 1, s->isovalue,
+             wnd_color_label(s->color, color), s->opacity);
+  }
+  if (l->clip_box_on) {
+    const float *b = l->clip_box;
+    add_line(lines, "clip box x %.2f-%.2f y %.2f-%.2f z %.2f-%.2f  drag %s", b[0], b[1], b[2], b[3], b[4], b[5],
+             FACE_NAMES[w->clip_face]);
+  }
+  if (l->clip_plane_on) {
+    const float *p = l->clip_plane;
+    add_line(lines, "clip plane n %.2f,%.2f,%.2f  d %.4g", p[0], p[1], p[2], p[3]);
+  }
+  if (l->color_by != IR_COLOR_SURFACE)
+    add_line(lines, "colour by %s, %s", ir_color_source_name(l->color_by), ir_colormap_name(l->colormap));
+}
+
 /* Key help: keys in one column, what they do in the next (the font is proportional). */
 static const char *const HELP[][2] = {
     {"left drag", "orbit"},          {"right/mid drag", "pan"},    {"wheel", "zoom"},
     {"1-5", "compaction method"},    {"Tab", "next method"},       {"P", "pipeline: multi/paper/single"},
-    {"Up/Down", "isovalue"},         {"Shift+Up/Down", "coarse"},  {"R", "reset view"},
+    {"Up/Down", "isovalue (selected surface)"}, {"Shift+Up/Down", "coarse"},
+    {"N / Del", "add / remove a surface"},      {"Left/Right", "select a surface"},
+    {"C / Shift+C", "next / previous colour"},  {"PgUp/PgDn", "opacity +/- 0.1"},
+    {"B / Shift+B", "clip box / next face"},    {"Shift+left drag", "move the box face"},
+    {"L / Shift+L", "clip plane / face the view"}, {"Shift+right drag", "move the plane"},
+    {"K", "colour by surface/gradient/volume"}, {"M / Shift+M", "next / previous colour map"},
+    {"R", "reset view"},
     {"U", "flip the view (up axis)"}, {"Shift+U", "next up axis"},
     {"S or F12", "screenshot"},      {"F", "overlay on/off"},      {"H", "this help"},
     {"Esc or Q", "quit"},
@@ -189,30 +216,82 @@ static void stage_chart(const wnd_overlay_info *info, wnd_mesh *mesh, float x, f
   }
 }
 
-void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4]) {
+/* The colour bar: a strip of the map over the range, the range's ends under it. */
+#define SWATCH_UNITS 9
+static void color_bar(const wnd_overlay_info *info, wnd_mesh *mesh, float x, float y, float scale, int bar[4]) {
+  const app_look *l = &info->look->look;
+  float lo = info->color_range[0], hi = info->color_range[1];
+  float w = BAR_UNITS * scale, step = w / WND_COLORBAR_STEPS;
+  for (int k = 0; k < WND_COLORBAR_STEPS; k++) {
+    float rgb[3];
+    ir_colormap_lookup(l->colormap, lo + (hi - lo) * ((float)k + 0.5f) / WND_COLORBAR_STEPS, lo, hi, rgb);
+    uint8_t rgba[4] = {0, 0, 0, 255};
+    for (int c = 0; c < 3; c++) rgba[c] = (uint8_t)lroundf(fmaxf(0.0f, fminf(1.0f, rgb[c])) * 255.0f);
+    mesh_quad(mesh, x + step * (float)k, y, x + step * (float)(k + 1), y + 7 * scale, rgba);
+  }
+  bar[0] = (int)x;
+  bar[1] = (int)y;
+  bar[2] = (int)w;
+  bar[3] = (int)(7 * scale);
+  char low[32], high[32];
+  snprintf(low, sizeof low, "%.4g", lo);
+  snprintf(high, sizeof high, "%.4g", hi);
+  float row = y + LINE_UNITS * scale;
+  mesh_text(mesh, x, row, scale, low, COLOR_TEXT);
+  mesh_text(mesh, x + w - (float)text_units(high) * scale, row, scale, high, COLOR_TEXT);
+}
+
+void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4], int colorbar[4]) {
   /* Doubled only on tall windows (high-DPI screens), so that the panel never hides much of the
    * picture; whole-pixel scales keep the glyphs' strokes even. */
   float scale = info->window_height >= 1100 ? 2.0f : 1.0f;
-  text_lines lines = {0};
+  memset(colorbar, 0, 4 * sizeof *colorbar);
+  wnd_lines lines = {0}, look = {0};
   main_lines(info, &lines);
-  const char *rows[20];
+  wnd_overlay_look_lines(info, &look);
+  int surfaces = info->look ? info->look->look.surface_count : 0;
+  bool bar = info->look && info->look->look.color_by != IR_COLOR_SURFACE;
+  const char *rows[40];
   for (int k = 0; k < lines.count; k++) rows[k] = lines.text[k] + (lines.text[k][0] == '!');
   int row_count = lines.count;
+  for (int k = 0; k < look.count; k++) rows[row_count++] = look.text[k];
   const char *stage_title = wnd_overlay_stage_title(info);
   rows[row_count++] = stage_title;
   rows[row_count++] = "H help   F hide overlay";
   float w, h;
   panel_size(rows, row_count, scale, &w, &h);
+  /* Surface lines start after their colour swatch. */
+  for (int k = 0; k < surfaces; k++) {
+    float sw = (float)(text_units(look.text[k]) + SWATCH_UNITS + 2 * PAD_UNITS) * scale;
+    if (sw > w) w = sw;
+  }
   float chart_w = (float)(stage_label_units() + BAR_UNITS + 4 + text_units("00.000 ms") + 2 * PAD_UNITS) * scale;
   if (chart_w > w) w = chart_w;
   float chart_h = info->have_stages ? (float)(6 * LINE_UNITS) * scale : 0;
-  h += chart_h;
+  float bar_h = bar ? (float)(2 * LINE_UNITS) * scale : 0;
+  h += chart_h + bar_h;
 
   float x = PAD_UNITS * scale, y = PAD_UNITS * scale;
   mesh_quad(mesh, x, y, x + w, y + h, COLOR_PANEL);
   float tx = x + PAD_UNITS * scale, ty = y + PAD_UNITS * scale;
   for (int k = 0; k < lines.count; k++, ty += LINE_UNITS * scale)
     mesh_text(mesh, tx, ty, scale, rows[k], lines.text[k][0] == '!' ? COLOR_WARN : COLOR_TEXT);
+  for (int k = 0; k < look.count; k++, ty += LINE_UNITS * scale) {
+    if (k < surfaces) {
+      const ir_surface *s = &info->look->look.surfaces[k];
+      /* The swatch shows the colour at the surface's opacity over the panel. */
+      uint8_t rgba[4] = {0, 0, 0, (uint8_t)lroundf(fmaxf(0.15f, fminf(1.0f, s->opacity)) * 255.0f)};
+      for (int c = 0; c < 3; c++) rgba[c] = (uint8_t)lroundf(fmaxf(0.0f, fminf(1.0f, s->color[c])) * 255.0f);
+      mesh_quad(mesh, tx, ty, tx + 7 * scale, ty + 7 * scale, rgba);
+      mesh_text(mesh, tx + SWATCH_UNITS * scale, ty, scale, look.text[k], k == info->look->selected ? COLOR_TEXT : COLOR_DIM);
+    } else {
+      mesh_text(mesh, tx, ty, scale, look.text[k], COLOR_TEXT);
+    }
+  }
+  if (bar) {
+    color_bar(info, mesh, tx, ty, scale, colorbar);
+    ty += bar_h;
+  }
   mesh_text(mesh, tx, ty, scale, stage_title, COLOR_DIM);
   ty += LINE_UNITS * scale;
   if (info->have_stages) {

@@ -4,6 +4,7 @@
  *   0.5  key Tab
  *   1.0  key shift+Up
  *   1.5  drag left 100 100 160 120
+ *   1.6  drag shift+left 100 100 100 60
  *   2.0  wheel 2
  *   2.5  resize 400 300
  *   3.0  screenshot shot.png
@@ -56,11 +57,16 @@ static const char *parse_event(char **words, int count, wnd_event *ev) {
     return NULL;
   }
   if (strcmp(what, "drag") == 0) {
-    if (count != 6) return "drag takes a button and two points: 'drag left|right|middle X0 Y0 X1 Y1'";
-    if (strcmp(words[1], "left") == 0) ev->button = WND_BUTTON_LEFT;
-    else if (strcmp(words[1], "right") == 0) ev->button = WND_BUTTON_RIGHT;
-    else if (strcmp(words[1], "middle") == 0) ev->button = WND_BUTTON_MIDDLE;
-    else return "drag: the button is left, right or middle";
+    if (count != 6) return "drag takes a button and two points: 'drag [shift+]left|right|middle X0 Y0 X1 Y1'";
+    const char *button = words[1];
+    if (strncmp(button, "shift+", 6) == 0) {
+      ev->shift = true;
+      button += 6;
+    }
+    if (strcmp(button, "left") == 0) ev->button = WND_BUTTON_LEFT;
+    else if (strcmp(button, "right") == 0) ev->button = WND_BUTTON_RIGHT;
+    else if (strcmp(button, "middle") == 0) ev->button = WND_BUTTON_MIDDLE;
+    else return "drag: the button is left, right or middle (shift+left with Shift held)";
     int *coords[4] = {&ev->x0, &ev->y0, &ev->x1, &ev->y1};
     for (int k = 0; k < 4; k++)
       if (!parse_int_word(words[2 + k], 0, 16384, coords[k])) return "drag: coordinates are whole pixels from 0 to 16384";

@@ -3,12 +3,13 @@
  * An SDL2 window with an OpenGL 3.3 core context (GLEW). Every frame: input (a person's, or a
  * --script's turned into the same SDL events), one ir_render_frame, the image into a texture
  * (present.c: CUDA-GL interop or a host copy), the texture and the overlay drawn, buffers
- * swapped. Switching the method, pipeline or isovalue changes only the next frame's
- * ir_frame_desc: nothing is reloaded. Stage times come from a separate diagnostic frame every
+ * swapped. Switching the method, pipeline, surfaces, clipping or colouring changes only the next
+ * frame's ir_frame_desc (the look, wnd_look in look_edit.c, goes in through app_look_apply):
+ * nothing is reloaded. Stage times come from a separate diagnostic frame every
  * half second, so that the FPS shown is that of plain frames.
  *
  * Output: switches and screenshots print one line each on stdout (a screenshot's line carries
- * the camera and settings of its frame, so that it can be rendered again headless); the exit
+ * the camera, settings and look of its frame, so that it can be rendered again); the exit
  * prints the frame count and median frame time. Errors go to stderr; exit 2 for bad options,
  * 1 for failures while running. */
 #include <math.h>
@@ -40,13 +41,14 @@ typedef struct win_options {
   double iso;
   int threads;
   ir_axis up; /* --up; IR_AXIS_NONE: the volume's header, else +z */
+  app_look look; /* --surface, --clip-box, --clip-plane, --color-by, --colormap, ... */
 } win_options;
 
 static void print_help(FILE *to) {
   fputs("Usage: inkray [OPTIONS] [VOLUME]   (with a display)\n"
         "\n"
-        "Opens a window showing the volume's isosurface, ray-cast every frame, with an overlay of\n"
-        "frame and stage times.\n"
+        "Opens a window showing the volume's isosurfaces, ray-cast every frame, with an overlay of\n"
+        "frame and stage times, the surfaces, the clipping and the colour bar.\n"
         "\n"
         "Options:\n"
         "  --device gpu|cpu      renderer (default gpu; without a CUDA device, cpu)\n"
@@ -59,18 +61,23 @@ static void print_help(FILE *to) {
   fputs("\n"
         "  --pipeline multi|paper|single  the default multi-kernel InK pipeline, the paper's\n"
         "                        pipeline as published, or the single kernel\n"
-        "  --iso V               isovalue in data units (default: the volume's first suggested one)\n"
+        "  --iso V               isovalue of the surface to start with, in data units (default:\n"
+        "                        the volume's first suggested one; --surface replaces it)\n"
         "  --threads N           CPU renderer threads (default: all cores)\n"
         "  --up x|y|z|-x|-y|-z   volume axis shown pointing up (default: the file's header, else z)\n"
         "  --script FILE         timed key/mouse/resize/screenshot/quit events (docs/window.md)\n"
         "  --help                this text\n"
         "\n"
         "Controls: left-drag orbit, right/middle-drag pan, wheel zoom, 1..5 method, Tab next method,\n"
-        "P pipeline (multi, paper, single), Up/Down isovalue (Shift: coarse), R reset view,\n"
-        "U flip the view (Shift+U: next up axis), S or F12 screenshot, F overlay, H key help,\n"
-        "Esc or Q quit.\n"
+        "P pipeline (multi, paper, single), Up/Down isovalue of the selected surface (Shift:\n"
+        "coarse), N add a surface, Delete remove it, Left/Right select one, C colour (Shift+C back),\n"
+        "PageUp/PageDown opacity, B clip box (Shift+B next face, Shift+left-drag moves it),\n"
+        "L clip plane (Shift+L facing the view, Shift+right-drag moves it), K colour by\n"
+        "surface/gradient/volume, M colour map (Shift+M back), R reset view, U flip the view\n"
+        "(Shift+U: next up axis), S or F12 screenshot, F overlay, H key help, Esc or Q quit.\n"
         "\n",
         to);
+  cli_print_look_options(to);
   cli_print_volume_options(to);
 }
 
@@ -87,12 +94,19 @@ __attribute__((format(printf, 1, 2))) static int bad_option(const char *format, 
 /* Returns -1 to go on, else the exit status (0 after --help). */
 static int parse_options(int argc, char **argv, win_options *o) {
   *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_MULTI};
+  app_look_init(&o->look);
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i];
     char err[IR_ERR_LEN] = {0};
     int volume_option = cli_parse_volume_option(argc, argv, &i, &o->volume, err);
     if (volume_option < 0) return bad_option("%s", err);
     if (volume_option > 0) continue;
+    int look_option = cli_parse_look_option(argc, argv, &i, &o->look, err);
+    if (look_option < 0) return bad_option("%s", err);
+    if (look_option > 0) {
+      if (o->look.depth_path) return bad_option("--depth writes a headless run's depth image; use inkray --headless");
+      continue;
+    }
     if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
       print_help(stdout);
       return 0;
@@ -165,9 +179,17 @@ typedef struct win_state {
   ir_axis start_up; /* the up axis R goes back to */
   int method_index; /* row of ir_compact_methods() */
   ir_pipeline pipeline;
-  double iso, iso_step;
+  wnd_look look;    /* surfaces, clipping, colour source and map */
+  double iso_step;
+  ir_volume color_volume; /* --color-by FILE */
+  bool have_color_volume;
+  float auto_range[IR_COLOR_SOURCE_COUNT][2]; /* colour ranges when --color-range is not given */
+  bool auto_range_ready[IR_COLOR_SOURCE_COUNT];
   bool overlay, help, quit;
-  int drag_button; /* SDL_BUTTON_*, 0 when not dragging */
+  int drag_button;  /* SDL_BUTTON_*, 0 when not dragging */
+  bool shift_down;  /* Shift held, from key events (a script's drags send them too) */
+  bool drag_shift;  /* the drag began with Shift held: it moves a clip face or plane */
+  bool drag_clipped; /* the drag moved a clip face or plane: say where it ended */
   bool screenshot_pending;
   char screenshot_path[512];
   int screenshot_count;
@@ -179,8 +201,9 @@ typedef struct win_state {
   bool have_stages;
   ir_frame_stats stages, last;
   ir_camera camera; /* of the last frame */
+  ir_frame_desc desc; /* of the last frame */
   int render_width, render_height;
-  int overlay_rect[4];
+  int overlay_rect[4], colorbar_rect[4];
   float *history; /* frame times in ms, the last FRAME_HISTORY plain frames */
   long history_count;
 } win_state;
@@ -211,17 +234,121 @@ static void select_method(win_state *s, int index) {
   printf("inkray: method %s\n", method_name(s));
 }
 
+static double selected_iso(const win_state *s) { return s->look.look.surfaces[s->look.selected].isovalue; }
+
+/* One line for every change to the surfaces: the selected one and what it is. */
+static void print_surface(const win_state *s) {
+  const ir_surface *f = &s->look.look.surfaces[s->look.selected];
+  char color[16];
+  printf("inkray: surface %d/%d iso %.9g colour %s opacity %.3g\n", s->look.selected + 1, s->look.look.surface_count,
+         f->isovalue, wnd_color_label(f->color, color), f->opacity);
+}
+
 static void step_iso(win_state *s, int direction, bool coarse) {
   double step = s->iso_step * (coarse ? 10.0 : 1.0);
-  double iso = s->iso + direction * step;
-  s->iso = fmax(s->volume.value_min, fmin(s->volume.value_max, iso));
-  printf("inkray: iso %.9g\n", s->iso);
+  double iso = selected_iso(s) + direction * step;
+  wnd_look_set_iso(&s->look, fmax(s->volume.value_min, fmin(s->volume.value_max, iso)));
+  printf("inkray: iso %.9g\n", selected_iso(s));
+  print_surface(s);
+}
+
+static const char *const FACE_NAMES[6] = {"x0", "x1", "y0", "y1", "z0", "z1"};
+
+static void print_clip(const win_state *s) {
+  const app_look *l = &s->look.look;
+  const float *b = l->clip_box, *p = l->clip_plane;
+  if (l->clip_box_on)
+    printf("inkray: clip box on x %.9g,%.9g y %.9g,%.9g z %.9g,%.9g face %s\n", b[0], b[1], b[2], b[3], b[4], b[5],
+           FACE_NAMES[s->look.clip_face]);
+  else
+    printf("inkray: clip box off\n");
+  if (l->clip_plane_on)
+    printf("inkray: clip plane on n %.9g,%.9g,%.9g d %.9g\n", p[0], p[1], p[2], p[3]);
+  else
+    printf("inkray: clip plane off\n");
+}
+
+/* The range a colour map spans: --color-range, else the source's own (computed once, when
+ * first needed: the gradient's takes a pass over the volume). */
+static const float *color_range(win_state *s) {
+  const app_look *l = &s->look.look;
+  if (l->color_range_given || l->color_by == IR_COLOR_SURFACE) return l->color_range;
+  if (!s->auto_range_ready[l->color_by]) {
+    ir_color_range_auto(&s->volume, s->have_color_volume ? &s->color_volume : NULL, l->color_by,
+                        s->auto_range[l->color_by]);
+    s->auto_range_ready[l->color_by] = true;
+  }
+  return s->auto_range[l->color_by];
+}
+
+static void print_color(win_state *s) {
+  const app_look *l = &s->look.look;
+  const float *range = color_range(s);
+  printf("inkray: colour by %s colormap %s range %.9g,%.9g\n", ir_color_source_name(l->color_by),
+         ir_colormap_name(l->colormap), range[0], range[1]);
+}
+
+/* Keys that edit the look; false when the key is not one of them. */
+static bool on_look_key(win_state *s, SDL_Keycode key, bool shift) {
+  wnd_look *w = &s->look;
+  switch (key) {
+  case SDLK_n:
+    if (wnd_look_add_surface(w)) print_surface(s);
+    else printf("inkray: already %d surfaces, the most a frame draws\n", IR_MAX_SURFACES);
+    return true;
+  case SDLK_DELETE:
+  case SDLK_BACKSPACE:
+    if (wnd_look_remove_surface(w)) print_surface(s);
+    else printf("inkray: the last surface stays\n");
+    return true;
+  case SDLK_LEFT:
+  case SDLK_RIGHT:
+    wnd_look_select(w, key == SDLK_RIGHT ? 1 : -1);
+    print_surface(s);
+    return true;
+  case SDLK_c:
+    wnd_look_cycle_color(w, shift ? -1 : 1);
+    print_surface(s);
+    return true;
+  case SDLK_PAGEUP:
+  case SDLK_PAGEDOWN:
+    wnd_look_step_opacity(w, key == SDLK_PAGEUP ? 1 : -1);
+    print_surface(s);
+    return true;
+  case SDLK_b:
+    if (shift) wnd_look_next_face(w);
+    else wnd_look_toggle_clip_box(w);
+    print_clip(s);
+    return true;
+  case SDLK_l:
+    if (shift) wnd_look_plane_to_view(w, &s->camera, &s->volume);
+    else wnd_look_toggle_clip_plane(w, &s->camera, &s->volume);
+    print_clip(s);
+    return true;
+  case SDLK_k:
+    wnd_look_cycle_color_by(w, s->have_color_volume);
+    print_color(s);
+    return true;
+  case SDLK_m:
+    wnd_look_cycle_colormap(w, shift ? -1 : 1);
+    print_color(s);
+    return true;
+  default: return false;
+  }
 }
 
 static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
   bool shift = (mod & KMOD_SHIFT) != 0;
   if (key >= SDLK_1 && key < SDLK_1 + IR_COMPACT_METHOD_COUNT) {
     select_method(s, (int)(key - SDLK_1));
+    return;
+  }
+  if (key == SDLK_LSHIFT || key == SDLK_RSHIFT) {
+    s->shift_down = true;
+    return;
+  }
+  if (on_look_key(s, key, shift)) {
+    fflush(stdout);
     return;
   }
   switch (key) {
@@ -257,19 +384,40 @@ static void on_event(win_state *s, const SDL_Event *e) {
   switch (e->type) {
   case SDL_QUIT: s->quit = true; break;
   case SDL_KEYDOWN: on_key(s, e->key.keysym.sym, e->key.keysym.mod); break;
+  case SDL_KEYUP:
+    if (e->key.keysym.sym == SDLK_LSHIFT || e->key.keysym.sym == SDLK_RSHIFT) s->shift_down = false;
+    break;
   case SDL_MOUSEBUTTONDOWN:
-    if (!s->drag_button) s->drag_button = e->button.button;
+    if (!s->drag_button) {
+      s->drag_button = e->button.button;
+      s->drag_shift = s->shift_down || (SDL_GetModState() & KMOD_SHIFT) != 0;
+      s->drag_clipped = false;
+    }
     break;
   case SDL_MOUSEBUTTONUP:
-    if (s->drag_button == e->button.button) s->drag_button = 0;
+    if (s->drag_button == e->button.button) {
+      s->drag_button = 0;
+      if (s->drag_clipped) print_clip(s);
+      fflush(stdout);
+    }
     break;
   case SDL_MOUSEMOTION: {
     float dx = (float)e->motion.xrel, dy = (float)e->motion.yrel;
-    if (s->drag_button == SDL_BUTTON_LEFT) {
+    int w = 0, h = 0;
+    SDL_GetWindowSize(s->window, &w, &h); /* mouse motion is in window units, not pixels */
+    bool left = s->drag_button == SDL_BUTTON_LEFT;
+    bool other = s->drag_button == SDL_BUTTON_RIGHT || s->drag_button == SDL_BUTTON_MIDDLE;
+    /* With Shift a drag moves the clip box's face (left) or the plane (right, middle) when that
+     * one is on; otherwise it turns or pans the view as usual. */
+    if (left && s->drag_shift && s->look.look.clip_box_on) {
+      wnd_look_drag_face(&s->look, dx, dy, h);
+      s->drag_clipped = true;
+    } else if (other && s->drag_shift && s->look.look.clip_plane_on) {
+      wnd_look_drag_plane(&s->look, &s->volume, dx, dy, h);
+      s->drag_clipped = true;
+    } else if (left) {
       wnd_view_orbit(&s->view, dx, dy);
-    } else if (s->drag_button == SDL_BUTTON_RIGHT || s->drag_button == SDL_BUTTON_MIDDLE) {
-      int w = 0, h = 0;
-      SDL_GetWindowSize(s->window, &w, &h); /* mouse motion is in window units, not pixels */
+    } else if (other) {
       wnd_view_pan(&s->view, &s->volume, dx, dy, h);
     }
     break;
@@ -339,6 +487,11 @@ static void push_drag(const win_state *s, const wnd_event *ev) {
   Uint8 button = buttons[ev->button];
   Uint32 id = SDL_GetWindowID(s->window);
   SDL_Event e = {0};
+  /* Shift is pressed before the button and released after it, as a person would. */
+  SDL_Event shift = {0};
+  shift.key = (SDL_KeyboardEvent){.type = SDL_KEYDOWN, .windowID = id, .state = SDL_PRESSED,
+                                  .keysym = {.scancode = SDL_SCANCODE_LSHIFT, .sym = SDLK_LSHIFT, .mod = KMOD_LSHIFT}};
+  if (ev->shift) push(&shift, ev);
   e.type = SDL_MOUSEBUTTONDOWN;
   e.button = (SDL_MouseButtonEvent){.type = SDL_MOUSEBUTTONDOWN, .windowID = id, .button = button,
                                     .state = SDL_PRESSED, .clicks = 1, .x = ev->x0, .y = ev->y0};
@@ -349,6 +502,10 @@ static void push_drag(const win_state *s, const wnd_event *ev) {
   e.button = (SDL_MouseButtonEvent){.type = SDL_MOUSEBUTTONUP, .windowID = id, .button = button,
                                     .state = SDL_RELEASED, .clicks = 1, .x = ev->x1, .y = ev->y1};
   push(&e, ev);
+  shift.key.type = SDL_KEYUP;
+  shift.key.state = SDL_RELEASED;
+  shift.key.keysym.mod = KMOD_NONE;
+  if (ev->shift) push(&shift, ev);
 }
 
 static void push_wheel(const win_state *s, const wnd_event *ev) {
@@ -418,17 +575,35 @@ static void take_screenshot(win_state *s, int width, int height) {
   const ir_camera *c = &s->camera;
   printf("inkray: screenshot %s size=%dx%d render=%dx%d iso=%.9g method=%s pipeline=%s device=%s "
          "display=%s overlay=%d,%d,%d,%d fps=%.1f frame_ms=%.3f "
-         "eye=%.9g,%.9g,%.9g target=%.9g,%.9g,%.9g up=%.9g,%.9g,%.9g fov=%.9g\n",
-         s->screenshot_path, width, height, s->render_width, s->render_height, s->iso, method_name(s),
+         "eye=%.9g,%.9g,%.9g target=%.9g,%.9g,%.9g up=%.9g,%.9g,%.9g fov=%.9g",
+         s->screenshot_path, width, height, s->render_width, s->render_height, selected_iso(s), method_name(s),
          ir_pipeline_name(s->pipeline), ir_device_name(s->device), s->present.interop ? "interop" : "host-copy",
          r[0], r[1], r[2], r[3], s->smoothed_frame_ms > 0 ? 1000.0 / s->smoothed_frame_ms : 0, s->smoothed_frame_ms, c->eye[0], c->eye[1],
          c->eye[2], c->target[0], c->target[1], c->target[2], c->up[0], c->up[1], c->up[2], c->fov_y_degrees);
+  /* The look as the frame got it, so that the frame can be drawn again exactly. */
+  const ir_frame_desc *d = &s->desc;
+  printf(" surfaces=");
+  for (int k = 0; k < d->surface_count; k++) {
+    const ir_surface *f = &d->surfaces[k];
+    printf("%s%.9g,%.9g,%.9g,%.9g,%.9g", k ? ";" : "", f->isovalue, f->color[0], f->color[1], f->color[2], f->opacity);
+  }
+  printf(" selected=%d clip=%.9g,%.9g,%.9g,%.9g,%.9g,%.9g", s->look.selected + 1, d->clip_lo[0], d->clip_lo[1],
+         d->clip_lo[2], d->clip_hi[0], d->clip_hi[1], d->clip_hi[2]);
+  if (d->clip_plane_on)
+    printf(" plane=%.9g,%.9g,%.9g,%.9g", d->clip_plane[0], d->clip_plane[1], d->clip_plane[2], d->clip_plane[3]);
+  else
+    printf(" plane=off");
+  const int *b = s->colorbar_rect;
+  printf(" color_by=%s colormap=%s range=%.9g,%.9g refine=%s colorbar=%d,%d,%d,%d\n", ir_color_source_name(d->color_by),
+         ir_colormap_name(d->colormap), d->color_range[0], d->color_range[1], d->texture_refine ? "texture" : "exact",
+         b[0], b[1], b[2], b[3]);
   fflush(stdout);
 }
 
 static void build_overlay(win_state *s, int width, int height) {
   s->overlay_mesh.count = 0;
   memset(s->overlay_rect, 0, sizeof s->overlay_rect);
+  memset(s->colorbar_rect, 0, sizeof s->colorbar_rect);
   if (!s->overlay) return;
   wnd_overlay_info info = {
       .window_width = width,
@@ -441,16 +616,18 @@ static void build_overlay(win_state *s, int width, int height) {
       .display_path = wnd_present_path_name(&s->present),
       .method_index = s->method_index,
       .pipeline = s->pipeline,
-      .isovalue = s->iso,
+      .isovalue = selected_iso(s),
       .volume = &s->volume,
       .render_width = s->render_width,
       .render_height = s->render_height,
       .have_stages = s->have_stages,
       .stages = s->stages,
       .last = s->last,
+      .look = &s->look,
+      .color_range = {s->desc.color_range[0], s->desc.color_range[1]},
       .show_help = s->help,
   };
-  wnd_overlay_build(&info, &s->overlay_mesh, s->overlay_rect);
+  wnd_overlay_build(&info, &s->overlay_mesh, s->overlay_rect, s->colorbar_rect);
 }
 
 static void record_frame_time(win_state *s, double ms, double render_ms) {
@@ -478,12 +655,17 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   ir_frame_desc desc = {
       .width = render_width,
       .height = render_height,
-      .isovalue = (float)s->iso,
+      .isovalue = (float)selected_iso(s),
       .camera = s->camera,
       .method = ir_compact_methods()[s->method_index].method,
       .pipeline = s->pipeline,
       .stage_timing = stage_frame,
   };
+  app_look_apply(&s->look.look, &s->volume, &desc);
+  const float *range = color_range(s);
+  desc.color_range[0] = range[0];
+  desc.color_range[1] = range[1];
+  s->desc = desc;
   ir_frame_stats stats = {0};
   if (ir_render_frame(s->renderer, &desc, &stats, err) != IR_OK) {
     fprintf(stderr, "inkray: rendering a %dx%d frame failed: %s\n", render_width, render_height, err);
@@ -566,16 +748,59 @@ static void choose_isovalue(win_state *s, const win_options *o) {
     fprintf(stderr, "inkray: note: every voxel of %s is NaN or Inf; nothing will show\n", s->volume.name);
   double range = s->volume.value_max - s->volume.value_min;
   s->iso_step = range > 0 ? range / 100.0 : 1.0;
-  if (o->iso_given) {
-    s->iso = o->iso;
+  double iso = o->iso;
+  if (o->iso_given && o->look.surface_count > 0)
+    fprintf(stderr, "inkray: note: --iso %g is not used: --surface gives the surfaces\n", o->iso);
+  else if (o->iso_given) {
     if (o->iso < s->volume.value_min || o->iso > s->volume.value_max)
       fprintf(stderr, "inkray: note: --iso %g is outside the volume's values [%g, %g]; nothing will show\n",
               o->iso, s->volume.value_min, s->volume.value_max);
-    return;
+  } else if (o->look.surface_count == 0) {
+    ir_volume_stats stats;
+    ir_volume_compute_stats(&s->volume, &stats);
+    iso = stats.suggested_count > 0 ? stats.suggested_isovalues[0] : s->volume.value_min + range / 2;
   }
-  ir_volume_stats stats;
-  ir_volume_compute_stats(&s->volume, &stats);
-  s->iso = stats.suggested_count > 0 ? stats.suggested_isovalues[0] : s->volume.value_min + range / 2;
+  /* --surface gives the surfaces; else one at --iso or the suggested isovalue. */
+  wnd_look_start(&s->look, &o->look, iso);
+}
+
+/* --color-by FILE: the second volume, read with the main one's format options; its dims must
+ * be the main volume's (checked by the renderer). */
+static int load_color_volume(win_state *s, const win_options *o) {
+  if (o->look.color_by != IR_COLOR_VOLUME) return 0;
+  ir_volume_desc desc = o->volume;
+  desc.source = o->look.color_file;
+  /* Dims first, from the header alone: a mismatch is refused before any voxel is read. */
+  ir_volume_desc header = desc;
+  header.header_only = true;
+  ir_volume head = {0};
+  char err[IR_ERR_LEN] = {0};
+  if (ir_volume_load(&header, &head, err) != IR_OK) {
+    fprintf(stderr, "inkray: --color-by: %s\n", err);
+    return 2;
+  }
+  const size_t *a = head.dims, *b = s->volume.dims;
+  bool same = a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+  if (!same)
+    fprintf(stderr, "inkray: --color-by %s is %zux%zux%zu, but the volume %s is %zux%zux%zu: they must match\n",
+            desc.source, a[0], a[1], a[2], s->volume.name, b[0], b[1], b[2]);
+  ir_volume_free(&head);
+  if (!same) return 2;
+  int rc = cli_load_volume(&desc, &s->color_volume);
+  if (rc) return rc;
+  s->have_color_volume = true;
+  return 0;
+}
+
+static int attach_color_volume(win_state *s) {
+  if (!s->have_color_volume) return 0;
+  char err[IR_ERR_LEN] = {0};
+  ir_status status = ir_renderer_set_color_volume(s->renderer, &s->color_volume, err);
+  if (status != IR_OK) {
+    fprintf(stderr, "inkray: --color-by: %s\n", err);
+    return status == IR_ERR_INPUT ? 2 : 1;
+  }
+  return 0;
 }
 
 /* Before anything is loaded: a display that cannot be opened is one line and exit 1. */
@@ -719,7 +944,12 @@ int app_window_main(int argc, char **argv) {
     if (o.up == IR_AXIS_NONE && s.volume.up_axis != IR_AXIS_NONE)
       printf("inkray: up %s, from the %s (--up changes it, U flips it)\n", ir_axis_name(s.start_up), s.volume.up_source);
     choose_isovalue(&s, &o);
-    rc = create_renderer(&s, &o);
+    rc = load_color_volume(&s, &o);
+  }
+  if (rc == 0) rc = create_renderer(&s, &o);
+  if (rc == 0) {
+    rc = attach_color_volume(&s);
+    if (rc == 0 && s.look.look.color_by != IR_COLOR_SURFACE) print_color(&s);
   }
   if (rc == 0) rc = open_window(&s, &o);
   if (rc == 0) {
@@ -730,6 +960,7 @@ int app_window_main(int argc, char **argv) {
   wnd_mesh_free(&s.overlay_mesh);
   if (s.renderer) ir_renderer_destroy(s.renderer);
   ir_volume_free(&s.volume);
+  ir_volume_free(&s.color_volume);
   wnd_script_free(&script.script);
   free(s.history);
   return rc;

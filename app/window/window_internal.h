@@ -2,6 +2,8 @@
  * app/app.h has the one entry point, app_window_main).
  *
  *   view.c     orbit / pan / zoom state and the camera it gives          (plain C)
+ *   look_edit.c what the keys and drags change in the look: surfaces,     (plain C)
+ *              clipping, colour source and map
  *   script.c   the --script file format: parsing only                    (plain C)
  *   overlay.c  the overlay's text, panels and bars as 2D triangles       (plain C + stb_easy_font)
  *   gl_draw.c  OpenGL: shaders, the frame texture, drawing, screenshots  (GL)
@@ -17,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "app/app.h"
 #include "render/render.h"
 
 /* ---- View (view.c) ------------------------------------------------------------------------- */
@@ -48,10 +51,51 @@ void wnd_view_pan(wnd_view *view, const ir_volume *volume, float dx, float dy, i
 void wnd_view_zoom(wnd_view *view, float steps);
 ir_camera wnd_view_camera(const wnd_view *view, const ir_volume *volume);
 
+/* ---- Look (look_edit.c) ------------------------------------------------------------------------- */
+/* What is drawn, as the window's keys and drags edit it: the look options (app_look) plus the
+ * selected surface and clip box face. The window always has at least one surface. */
+typedef struct wnd_look {
+  app_look look;
+  int selected;  /* surface the isovalue, colour and opacity keys act on */
+  int clip_face; /* box face a Shift+left drag moves: 0..5 = x0, x1, y0, y1, z0, z1 */
+} wnd_look;
+
+/* From the options: their surfaces (those given without a colour in the palette's), or one
+ * opaque surface at `iso` in the default colour. */
+void wnd_look_start(wnd_look *w, const app_look *given, double iso);
+/* N: a new opaque surface at the selected one's isovalue in the next default colour, selected;
+ * false when there are IR_MAX_SURFACES already. */
+bool wnd_look_add_surface(wnd_look *w);
+/* Delete: removes the selected surface; false (nothing removed) when it is the last. */
+bool wnd_look_remove_surface(wnd_look *w);
+void wnd_look_select(wnd_look *w, int step);                         /* Left/Right, wrapping */
+void wnd_look_set_iso(wnd_look *w, double iso);                      /* the selected surface's */
+void wnd_look_cycle_color(wnd_look *w, int step);                    /* C: next named colour */
+void wnd_look_step_opacity(wnd_look *w, int steps);                  /* PageUp/Down: 0.1 each */
+void wnd_look_toggle_clip_box(wnd_look *w);
+void wnd_look_next_face(wnd_look *w);
+/* Moves the selected face by a drag of (dx, dy) pixels: right or up by a window's height moves
+ * it across the whole volume. The face stays inside the volume and at least 1 % of it away
+ * from its opposite. */
+void wnd_look_drag_face(wnd_look *w, float dx, float dy, int viewport_height);
+/* The clip plane through the volume's centre facing away from the camera: it cuts away the near
+ * half. Turns the plane on. */
+void wnd_look_plane_to_view(wnd_look *w, const ir_camera *camera, const ir_volume *v);
+/* L: plane on/off; the first time on without --clip-plane, facing the view. */
+void wnd_look_toggle_clip_plane(wnd_look *w, const ir_camera *camera, const ir_volume *v);
+/* Moves the plane along its normal by a drag of (dx, dy) pixels: right or up by a window's
+ * height moves it by the volume's diagonal (cutting deeper). */
+void wnd_look_drag_plane(wnd_look *w, const ir_volume *v, float dx, float dy, int viewport_height);
+/* K: surface -> gradient -> volume (only with a colour volume) -> surface. */
+void wnd_look_cycle_color_by(wnd_look *w, bool have_color_volume);
+void wnd_look_cycle_colormap(wnd_look *w, int step);                 /* M, Shift+M */
+/* The colour's name when it is one of ir_color_names(), else #rrggbb. */
+const char *wnd_color_label(const float rgb[3], char out[16]);
+
 /* ---- Script (script.c) --------------------------------------------------------------------- */
 typedef enum wnd_event_kind {
   WND_EVENT_KEY = 0,    /* key [shift+]NAME: press and release, NAME as SDL names keys */
-  WND_EVENT_DRAG,       /* drag left|right|middle X0 Y0 X1 Y1 */
+  WND_EVENT_DRAG,       /* drag [shift+]left|right|middle X0 Y0 X1 Y1 */
   WND_EVENT_WHEEL,      /* wheel STEPS */
   WND_EVENT_RESIZE,     /* resize W H */
   WND_EVENT_SCREENSHOT, /* screenshot [PATH] */
@@ -65,7 +109,7 @@ typedef struct wnd_event {
   int line;      /* line in the script, for messages */
   wnd_event_kind kind;
   char key[32];
-  bool shift;
+  bool shift;     /* key or drag with Shift held */
   wnd_button button;
   int x0, y0, x1, y1;
   float wheel;
@@ -112,13 +156,28 @@ typedef struct wnd_overlay_info {
   bool have_stages;         /* stage times measured at least once */
   ir_frame_stats stages;    /* the last frame measured with stage timing */
   ir_frame_stats last;      /* the last frame */
+  const wnd_look *look;     /* surfaces, clipping, colour source; NULL: none listed */
+  float color_range[2];     /* the range the colour map spans (given or automatic) */
   bool show_help;
 } wnd_overlay_info;
+
+/* Lines of text (the overlay's, for drawing and for tests). */
+typedef struct wnd_lines {
+  char text[16][96];
+  int count;
+} wnd_lines;
+/* The look's lines: first one per surface ("> 2  iso 127.5  orange  opacity 0.5", '>' marking
+ * the selected one; the overlay draws a swatch of its colour before it), then the clip box and
+ * plane when on, then the colour source and map when it is not the surfaces' colour. */
+void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines);
 /* The title over the stage-time chart: "GPU only" on the CPU renderer, which has no stages. */
 const char *wnd_overlay_stage_title(const wnd_overlay_info *info);
 
 /* Appends the overlay (panels, text, bars) to `mesh` and returns the rectangle it covers,
- * as x, y, width, height in window pixels. */
-void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4]);
+ * as x, y, width, height in window pixels, and that of the colour bar's strip (all zero when
+ * colouring by the surfaces' colours). The strip is WND_COLORBAR_STEPS flat quads of equal
+ * width, quad k in the map's colour at the middle of its part of the range. */
+#define WND_COLORBAR_STEPS 128
+void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4], int colorbar[4]);
 
 #endif

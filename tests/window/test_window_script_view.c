@@ -2,6 +2,7 @@
  * the view arithmetic (app/window/view.c) that turns mouse input into a camera. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "app/window/window_internal.h"
@@ -198,7 +199,283 @@ static void test_overlay_stage_title_says_gpu_only_on_the_cpu(void) {
   CHECK_STR_CONTAINS(wnd_overlay_stage_title(&info), "not measured yet");
 }
 
+/* ---- Look editing (look_edit.c) and the overlay's look lines ---------------------------------- */
+static void test_look_starts_with_one_surface_at_the_isovalue(void) {
+  app_look given = {0};
+  wnd_look w;
+  wnd_look_start(&w, &given, 42.5);
+  CHECK_EQ_INT(w.look.surface_count, 1);
+  CHECK_NEAR(w.look.surfaces[0].isovalue, 42.5, 1e-6);
+  CHECK_NEAR(w.look.surfaces[0].opacity, 1, 0);
+  float want[3];
+  ir_surface_default_color(0, want);
+  CHECK(memcmp(w.look.surfaces[0].color, want, sizeof want) == 0);
+  CHECK(!w.look.clip_box_on && w.look.clip_box[0] == 0 && w.look.clip_box[5] == 1);
+  /* --surface values are kept as given; one given without a colour (red < 0) gets the
+   * palette's colour for its place. */
+  given.surface_count = 3;
+  given.surfaces[0] = (ir_surface){.isovalue = 3, .color = {0.5f, 0.5f, 0.5f}, .opacity = 1};
+  given.surfaces[1] = (ir_surface){.isovalue = 7, .color = {0.1f, 0.2f, 0.3f}, .opacity = 0.4f};
+  given.surfaces[2] = (ir_surface){.isovalue = 9, .color = {-1, 0, 0}, .opacity = 0.5f};
+  wnd_look_start(&w, &given, 42.5);
+  CHECK_EQ_INT(w.look.surface_count, 3);
+  CHECK_NEAR(w.look.surfaces[1].opacity, 0.4, 1e-6);
+  CHECK_NEAR(w.look.surfaces[1].color[2], 0.3, 1e-6);
+  ir_surface_default_color(2, want);
+  CHECK(memcmp(w.look.surfaces[2].color, want, sizeof want) == 0);
+  CHECK_EQ_INT(w.selected, 0);
+}
+
+static void test_look_adds_removes_and_selects_surfaces(void) {
+  app_look given = {0};
+  wnd_look w;
+  wnd_look_start(&w, &given, 10);
+  wnd_look_set_iso(&w, 20);
+  CHECK(wnd_look_add_surface(&w));
+  CHECK_EQ_INT(w.look.surface_count, 2);
+  CHECK_EQ_INT(w.selected, 1); /* the new one is selected, at the selected one's isovalue */
+  CHECK_NEAR(w.look.surfaces[1].isovalue, 20, 0);
+  float want[3];
+  ir_surface_default_color(1, want);
+  CHECK(memcmp(w.look.surfaces[1].color, want, sizeof want) == 0);
+  wnd_look_set_iso(&w, 30); /* acts on the selected surface only */
+  CHECK_NEAR(w.look.surfaces[0].isovalue, 20, 0);
+  CHECK_NEAR(w.look.surfaces[1].isovalue, 30, 0);
+  while (w.look.surface_count < IR_MAX_SURFACES) CHECK(wnd_look_add_surface(&w));
+  CHECK(!wnd_look_add_surface(&w));
+  CHECK_EQ_INT(w.look.surface_count, IR_MAX_SURFACES);
+  wnd_look_select(&w, 1); /* wraps to the first */
+  CHECK_EQ_INT(w.selected, 0);
+  wnd_look_select(&w, -1);
+  CHECK_EQ_INT(w.selected, IR_MAX_SURFACES - 1);
+  for (int k = 0; k < IR_MAX_SURFACES; k++) w.look.surfaces[k].isovalue = (float)k;
+  wnd_look_select(&w, -(IR_MAX_SURFACES - 2)); /* the second surface */
+  CHECK_EQ_INT(w.selected, 1);
+  CHECK(wnd_look_remove_surface(&w));
+  CHECK_EQ_INT(w.look.surface_count, IR_MAX_SURFACES - 1);
+  for (int k = 0; k < IR_MAX_SURFACES - 1; k++) /* the ones after it moved up */
+    CHECK_NEAR(w.look.surfaces[k].isovalue, k == 0 ? 0 : k + 1, 0);
+  CHECK_EQ_INT(w.selected, 1);
+  while (w.look.surface_count > 1) CHECK(wnd_look_remove_surface(&w));
+  CHECK(!wnd_look_remove_surface(&w));
+  CHECK_EQ_INT(w.look.surface_count, 1);
+  CHECK_EQ_INT(w.selected, 0);
+}
+
+static void test_look_opacity_moves_in_tenths_within_0_and_1(void) {
+  app_look given = {0};
+  wnd_look w;
+  wnd_look_start(&w, &given, 1);
+  wnd_look_step_opacity(&w, -3);
+  CHECK_NEAR(w.look.surfaces[0].opacity, 0.7, 1e-6);
+  for (int k = 0; k < 20; k++) wnd_look_step_opacity(&w, -1);
+  CHECK_NEAR(w.look.surfaces[0].opacity, 0, 0);
+  wnd_look_step_opacity(&w, 4);
+  CHECK_NEAR(w.look.surfaces[0].opacity, 0.4, 1e-6);
+  wnd_look_step_opacity(&w, 40);
+  CHECK_NEAR(w.look.surfaces[0].opacity, 1, 0);
+}
+
+/* C walks ir_color_names() in order (from a colour off the list: the first name), Shift+C back;
+ * the overlay names the colour, or shows #rrggbb. */
+static void test_look_colour_cycles_through_the_named_colours(void) {
+  const char *const *names = ir_color_names();
+  int count = 0;
+  while (names[count]) count++;
+  CHECK(count >= 2);
+  if (count < 2) return;
+  app_look given = {.surface_count = 1, .surfaces = {{.isovalue = 1, .color = {0.123f, 0.456f, 0.789f}, .opacity = 1}}};
+  wnd_look w;
+  wnd_look_start(&w, &given, 0);
+  char label[16];
+  CHECK_STR_CONTAINS(wnd_color_label(w.look.surfaces[0].color, label), "#1f74c9");
+  wnd_look_cycle_color(&w, 1);
+  CHECK_STR_CONTAINS(wnd_color_label(w.look.surfaces[0].color, label), names[0]);
+  wnd_look_cycle_color(&w, 1);
+  float want[3];
+  CHECK(ir_color_parse(names[1], want));
+  CHECK(memcmp(w.look.surfaces[0].color, want, sizeof want) == 0);
+  wnd_look_cycle_color(&w, -1);
+  wnd_look_cycle_color(&w, -1); /* back past the first: the last */
+  CHECK(strcmp(wnd_color_label(w.look.surfaces[0].color, label), names[count - 1]) == 0);
+}
+
+/* A Shift+left drag moves the selected face by its share of the window's height, inside the
+ * volume and never onto the opposite face. */
+static void test_clip_face_drag_stays_inside_and_in_order(void) {
+  app_look given = {0};
+  wnd_look w;
+  wnd_look_start(&w, &given, 0);
+  wnd_look_toggle_clip_box(&w);
+  CHECK(w.look.clip_box_on);
+  CHECK_EQ_INT(w.clip_face, 5); /* z1 first */
+  wnd_look_drag_face(&w, 0, 50, 200); /* down by a quarter of the window */
+  CHECK_NEAR(w.look.clip_box[5], 0.75, 1e-6);
+  wnd_look_drag_face(&w, 20, 0, 200); /* right: up again */
+  CHECK_NEAR(w.look.clip_box[5], 0.85, 1e-6);
+  wnd_look_drag_face(&w, 0, 1000, 200);
+  CHECK_NEAR(w.look.clip_box[5], 0.01, 1e-6); /* stops short of z0 */
+  wnd_look_next_face(&w);
+  CHECK_EQ_INT(w.clip_face, 0); /* wraps to x0 */
+  wnd_look_drag_face(&w, 0, -100, 200);
+  CHECK_NEAR(w.look.clip_box[0], 0.5, 1e-6);
+  wnd_look_drag_face(&w, 0, -1000, 200);
+  CHECK_NEAR(w.look.clip_box[0], 0.99, 1e-6); /* stops short of x1 = 1 */
+  wnd_look_drag_face(&w, 0, 1000, 200);
+  CHECK_NEAR(w.look.clip_box[0], 0, 0);
+  wnd_look_toggle_clip_box(&w);
+  CHECK(!w.look.clip_box_on);
+}
+
+/* Shift+L: the plane through the volume's centre, its normal the view direction, so the eye's
+ * side (the near half) is cut away; a drag moves it along the normal. */
+static void test_clip_plane_faces_the_view_and_moves_along_its_normal(void) {
+  ir_volume v = small_volume(); /* 64 x 32 x 32 world units */
+  wnd_view view = wnd_view_default(IR_AXIS_NONE);
+  ir_camera c = wnd_view_camera(&view, &v);
+  app_look given = {0};
+  wnd_look w;
+  wnd_look_start(&w, &given, 0);
+  wnd_look_toggle_clip_plane(&w, &c, &v);
+  CHECK(w.look.clip_plane_on);
+  const float *p = w.look.clip_plane;
+  float centre[3] = {32, 16, 16}, dir[3], len = 0;
+  for (int k = 0; k < 3; k++) {
+    dir[k] = c.target[k] - c.eye[k];
+    len += dir[k] * dir[k];
+  }
+  len = sqrtf(len);
+  for (int k = 0; k < 3; k++) CHECK_NEAR(p[k], dir[k] / len, 1e-5);
+  CHECK_NEAR(p[0] * centre[0] + p[1] * centre[1] + p[2] * centre[2] + p[3], 0, 1e-4);
+  CHECK(p[0] * c.eye[0] + p[1] * c.eye[1] + p[2] * c.eye[2] + p[3] < 0); /* the eye's side is cut */
+  float d0 = p[3];
+  float diagonal = sqrtf(64.0f * 64.0f + 32.0f * 32.0f + 32.0f * 32.0f);
+  wnd_look_drag_plane(&w, &v, 0, -40, 400); /* up a tenth of the window: a tenth of the diagonal deeper */
+  CHECK_NEAR(p[3], d0 - 0.1f * diagonal, 1e-3);
+  wnd_look_toggle_clip_plane(&w, &c, &v);
+  CHECK(!w.look.clip_plane_on);
+  wnd_look_toggle_clip_plane(&w, &c, &v); /* back on where it was, not reset */
+  CHECK(w.look.clip_plane_on);
+  CHECK_NEAR(p[3], d0 - 0.1f * diagonal, 1e-3);
+}
+
+static void test_colour_source_and_map_cycle(void) {
+  app_look given = {0};
+  wnd_look w;
+  wnd_look_start(&w, &given, 0);
+  wnd_look_cycle_color_by(&w, false);
+  CHECK_EQ_INT(w.look.color_by, IR_COLOR_GRADIENT);
+  wnd_look_cycle_color_by(&w, false); /* no colour volume: back to the surfaces' colours */
+  CHECK_EQ_INT(w.look.color_by, IR_COLOR_SURFACE);
+  wnd_look_cycle_color_by(&w, true);
+  wnd_look_cycle_color_by(&w, true);
+  CHECK_EQ_INT(w.look.color_by, IR_COLOR_VOLUME);
+  wnd_look_cycle_color_by(&w, true);
+  CHECK_EQ_INT(w.look.color_by, IR_COLOR_SURFACE);
+  CHECK_EQ_INT(w.look.colormap, 0);
+  wnd_look_cycle_colormap(&w, 1);
+  CHECK_EQ_INT(w.look.colormap, 1);
+  wnd_look_cycle_colormap(&w, -2);
+  CHECK_EQ_INT(w.look.colormap, IR_COLORMAP_COUNT - 1);
+}
+
+static void test_overlay_lists_the_surfaces_and_marks_the_selected(void) {
+  app_look given = {0};
+  wnd_look w;
+  wnd_look_start(&w, &given, 12.5);
+  wnd_look_add_surface(&w);
+  wnd_look_set_iso(&w, 30);
+  wnd_look_step_opacity(&w, -6);
+  wnd_overlay_info info = {.look = &w};
+  wnd_lines lines = {0};
+  wnd_overlay_look_lines(&info, &lines);
+  CHECK_EQ_INT(lines.count, 2);
+  char color[16];
+  wnd_color_label(w.look.surfaces[1].color, color);
+  CHECK_STR_CONTAINS(lines.text[0], "  1  iso 12.5");
+  CHECK(strcmp(lines.text[0] + strlen(lines.text[0]) - 9, "opacity 1") == 0);
+  CHECK_STR_CONTAINS(lines.text[1], "> 2  iso 30");
+  CHECK_STR_CONTAINS(lines.text[1], color);
+  CHECK_STR_CONTAINS(lines.text[1], "opacity 0.4");
+  w.look.surfaces[0].opacity = 0.35f; /* --surface takes any opacity, not only tenths */
+  w.look.clip_box_on = true;
+  w.look.clip_box[5] = 0.5f;
+  w.look.clip_plane_on = true;
+  w.look.clip_plane[3] = -3;
+  w.look.color_by = IR_COLOR_GRADIENT;
+  lines = (wnd_lines){0};
+  wnd_overlay_look_lines(&info, &lines);
+  CHECK_EQ_INT(lines.count, 5);
+  CHECK_STR_CONTAINS(lines.text[0], "opacity 0.35");
+  CHECK_STR_CONTAINS(lines.text[2], "z 0.00-0.50  drag z1");
+  CHECK_STR_CONTAINS(lines.text[3], "clip plane");
+  CHECK_STR_CONTAINS(lines.text[4], "colour by gradient");
+  CHECK_STR_CONTAINS(lines.text[4], ir_colormap_name(w.look.colormap));
+}
+
+/* Colour by a quantity: the overlay grows a colour bar, strip quads in the map's colours over the
+ * range, the range's ends written under it; none when colouring by the surfaces' colours. */
+static void test_overlay_colour_bar_shows_the_map(void) {
+  ir_volume v = small_volume();
+  app_look given = {0};
+  wnd_look w;
+  wnd_look_start(&w, &given, 1);
+  wnd_overlay_info info = {.window_width = 640, .window_height = 480, .device = "cpu", .display_path = "host copy",
+                           .volume = &v, .look = &w, .color_range = {-2.5f, 7.0f}};
+  wnd_mesh plain = {0}, bar = {0};
+  int rect_plain[4], rect_bar[4], cb[4] = {1, 1, 1, 1};
+  wnd_overlay_build(&info, &plain, rect_plain, cb);
+  CHECK(cb[0] == 0 && cb[1] == 0 && cb[2] == 0 && cb[3] == 0);
+  w.look.color_by = IR_COLOR_GRADIENT;
+  w.look.colormap = IR_COLORMAP_MAGMA;
+  wnd_overlay_build(&info, &bar, rect_bar, cb);
+  CHECK(cb[2] > 50 && cb[3] > 0);
+  CHECK(rect_bar[3] > rect_plain[3]); /* the panel grew by the bar's rows */
+  CHECK(cb[0] >= rect_bar[0] && cb[1] + cb[3] <= rect_bar[1] + rect_bar[3]);
+  /* Step k's quad starts k steps along the strip, low values on the left. */
+  for (int k = 0; k < WND_COLORBAR_STEPS; k += 9) {
+    float rgb[3];
+    ir_colormap_lookup(IR_COLORMAP_MAGMA, -2.5f + 9.5f * ((float)k + 0.5f) / WND_COLORBAR_STEPS, -2.5f, 7.0f, rgb);
+    uint8_t want[3];
+    for (int c = 0; c < 3; c++) want[c] = (uint8_t)lroundf(rgb[c] * 255.0f);
+    float x = (float)cb[0] + (float)cb[2] * (float)k / WND_COLORBAR_STEPS;
+    bool found = false;
+    for (size_t i = 0; i < bar.count && !found; i++) {
+      const wnd_vertex *vx = &bar.vertices[i];
+      found = fabsf(vx->x - x) < 1e-3f && fabsf(vx->y - (float)cb[1]) < 1e-3f && memcmp(vx->rgba, want, 3) == 0;
+    }
+    CHECK_MSG(found, "colour bar step %d: no quad at x %.2f in %d,%d,%d", k, x, want[0], want[1], want[2]);
+  }
+  CHECK(bar.count > plain.count + 6 * WND_COLORBAR_STEPS); /* the strip and the "-2.5" and "7" under it */
+  wnd_mesh_free(&plain);
+  wnd_mesh_free(&bar);
+}
+
+static void test_script_drag_with_shift(void) {
+  wnd_script s;
+  char err[IR_ERR_LEN] = {0};
+  CHECK_EQ_INT(wnd_script_parse("0 drag shift+left 1 2 3 4\n0 drag right 1 2 3 4\n", "t.txt", &s, err), IR_OK);
+  CHECK_EQ_INT(s.count, 2);
+  if (s.count == 2) {
+    CHECK(s.events[0].kind == WND_EVENT_DRAG && s.events[0].shift && s.events[0].button == WND_BUTTON_LEFT);
+    CHECK(!s.events[1].shift && s.events[1].button == WND_BUTTON_RIGHT);
+  }
+  wnd_script_free(&s);
+  CHECK_EQ_INT(wnd_script_parse("0 drag shift+up 1 2 3 4\n", "t.txt", &s, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "t.txt:1: drag: the button");
+}
+
 int main(void) {
+  RUN(test_look_starts_with_one_surface_at_the_isovalue);
+  RUN(test_look_adds_removes_and_selects_surfaces);
+  RUN(test_look_opacity_moves_in_tenths_within_0_and_1);
+  RUN(test_look_colour_cycles_through_the_named_colours);
+  RUN(test_clip_face_drag_stays_inside_and_in_order);
+  RUN(test_clip_plane_faces_the_view_and_moves_along_its_normal);
+  RUN(test_colour_source_and_map_cycle);
+  RUN(test_overlay_lists_the_surfaces_and_marks_the_selected);
+  RUN(test_overlay_colour_bar_shows_the_map);
+  RUN(test_script_drag_with_shift);
   RUN(test_overlay_stage_title_says_gpu_only_on_the_cpu);
   RUN(test_up_axis_flips_and_cycles);
   RUN(test_script_parses_every_event_kind);

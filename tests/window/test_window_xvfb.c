@@ -49,7 +49,57 @@ typedef struct shot {
   char method[32], pipeline[16], device[8];
   int overlay[4];
   ir_camera camera;
+  ir_frame_desc look; /* surfaces, clipping, colour source, map and range as the frame had them */
+  int selected;       /* 1-based */
+  int colorbar[4];    /* the colour bar's strip; all zero when none */
 } shot;
+
+static int parse_surfaces(const char *list, ir_frame_desc *f) {
+  char copy[512];
+  snprintf(copy, sizeof copy, "%s", list);
+  char *save = NULL;
+  f->surface_count = 0;
+  for (char *one = strtok_r(copy, ";", &save); one && f->surface_count < IR_MAX_SURFACES;
+       one = strtok_r(NULL, ";", &save)) {
+    ir_surface *x = &f->surfaces[f->surface_count];
+    if (sscanf(one, "%f,%f,%f,%f,%f", &x->isovalue, &x->color[0], &x->color[1], &x->color[2], &x->opacity) != 5) return 0;
+    f->surface_count++;
+  }
+  return f->surface_count > 0;
+}
+
+/* The look words of a screenshot line; returns how many were read. */
+static int parse_look_word(const char *w, shot *s) {
+  ir_frame_desc *f = &s->look;
+  char word[32];
+  if (strncmp(w, "surfaces=", 9) == 0) return parse_surfaces(w + 9, f);
+  if (strncmp(w, "selected=", 9) == 0) return sscanf(w, "selected=%d", &s->selected);
+  if (strncmp(w, "clip=", 5) == 0)
+    return sscanf(w, "clip=%f,%f,%f,%f,%f,%f", &f->clip_lo[0], &f->clip_lo[1], &f->clip_lo[2], &f->clip_hi[0],
+                  &f->clip_hi[1], &f->clip_hi[2]) == 6;
+  if (strncmp(w, "plane=", 6) == 0) {
+    if (strcmp(w, "plane=off") == 0) return 1;
+    f->clip_plane_on = true;
+    return sscanf(w, "plane=%f,%f,%f,%f", &f->clip_plane[0], &f->clip_plane[1], &f->clip_plane[2], &f->clip_plane[3]) == 4;
+  }
+  if (strncmp(w, "color_by=", 9) == 0) {
+    for (int k = 0; k < IR_COLOR_SOURCE_COUNT; k++)
+      if (strcmp(w + 9, ir_color_source_name((ir_color_source)k)) == 0) {
+        f->color_by = (ir_color_source)k;
+        return 1;
+      }
+    return 0;
+  }
+  if (strncmp(w, "colormap=", 9) == 0) return sscanf(w, "colormap=%31s", word) == 1 && ir_colormap_parse(word, &f->colormap);
+  if (strncmp(w, "range=", 6) == 0) return sscanf(w, "range=%f,%f", &f->color_range[0], &f->color_range[1]) == 2;
+  if (strncmp(w, "refine=", 7) == 0) {
+    f->texture_refine = strcmp(w + 7, "texture") == 0;
+    return 1;
+  }
+  if (strncmp(w, "colorbar=", 9) == 0)
+    return sscanf(w, "colorbar=%d,%d,%d,%d", &s->colorbar[0], &s->colorbar[1], &s->colorbar[2], &s->colorbar[3]) == 4;
+  return 0;
+}
 
 static bool parse_shot(const char *line, shot *s) {
   *s = (shot){0};
@@ -73,9 +123,10 @@ static bool parse_shot(const char *line, shot *s) {
       fields += sscanf(w, "target=%f,%f,%f", &c->target[0], &c->target[1], &c->target[2]) == 3;
     else if (strncmp(w, "up=", 3) == 0) fields += sscanf(w, "up=%f,%f,%f", &c->up[0], &c->up[1], &c->up[2]) == 3;
     else if (strncmp(w, "fov=", 4) == 0) fields += sscanf(w, "fov=%f", &c->fov_y_degrees);
+    else fields += parse_look_word(w, s);
   }
   free(copy);
-  return fields == 12;
+  return fields == 21;
 }
 
 /* Runs inkray in the test's folder; returns the exit status and the output (stdout+stderr). */
@@ -105,7 +156,7 @@ static int collect_shots(const char *output, shot *shots, int max) {
   for (const char *p = strstr(output, "inkray: screenshot "); p && count < max;
        p = strstr(p + 1, "inkray: screenshot ")) {
     const char *end = strchr(p, '\n');
-    char line[1024];
+    char line[2048];
     size_t n = end ? (size_t)(end - p) : strlen(p);
     if (n >= sizeof line) n = sizeof line - 1;
     memcpy(line, p + 19, n - 19);
@@ -135,7 +186,12 @@ static void check_shot(const shot *s, ir_renderer *reference) {
 
   if (reference && s->render_width == w && s->render_height == h) {
     char err[IR_ERR_LEN] = {0};
-    ir_frame_desc desc = {.width = w, .height = h, .isovalue = (float)s->iso, .camera = s->camera};
+    /* The frame the window printed: its camera, isovalue and look. */
+    ir_frame_desc desc = s->look;
+    desc.width = w;
+    desc.height = h;
+    desc.isovalue = (float)s->iso;
+    desc.camera = s->camera;
     ir_compact_method_parse(s->method, &desc.method);
     ir_pipeline_parse(s->pipeline, &desc.pipeline);
     uint8_t *want = malloc((size_t)w * h * 4);
@@ -275,6 +331,215 @@ static void test_scripted_session_switches_everything(void) {
   ir_volume_free(&volume);
 }
 
+/* The colour bar's strip in a screenshot: each of its steps in the colour the map gives the
+ * middle of its part of the range (the strip is opaque, so exactly that colour, to rounding),
+ * the low end left. */
+static void check_colorbar(const shot *s) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, s->path);
+  int w = 0, h = 0, channels = 0;
+  uint8_t *png = stbi_load(path, &w, &h, &channels, 4);
+  CHECK_MSG(png != NULL, "%s: cannot read the PNG", s->path);
+  if (!png) return;
+  const int *b = s->colorbar;
+  CHECK_MSG(b[2] >= WND_COLORBAR_STEPS / 2 && b[3] > 2 && b[0] + b[2] <= w && b[1] + b[3] <= h,
+            "%s: colour bar %d,%d,%d,%d", s->path, b[0], b[1], b[2], b[3]);
+  int y = b[1] + b[3] / 2, wrong = 0, checked = 0;
+  float lo = s->look.color_range[0], hi = s->look.color_range[1];
+  for (int x = b[0]; x < b[0] + b[2]; x += 3) {
+    /* A pixel shows the step whose quad covers its centre (steps are narrower than a pixel
+     * when the bar is; centres on a boundary could go either way and are left out). */
+    double at = ((double)x + 0.5 - b[0]) * WND_COLORBAR_STEPS / b[2];
+    int k = (int)at;
+    if (at - k < 0.01 || at - k > 0.99) continue;
+    float rgb[3];
+    ir_colormap_lookup(s->look.colormap, lo + (hi - lo) * ((float)k + 0.5f) / WND_COLORBAR_STEPS, lo, hi, rgb);
+    const uint8_t *p = png + 4 * ((size_t)y * w + x);
+    for (int c = 0; c < 3; c++)
+      if (abs((int)p[c] - (int)lroundf(rgb[c] * 255.0f)) > 3) {
+        wrong++;
+        fprintf(stderr, "%s: colour bar step %d at %d,%d is %d,%d,%d, expected %.0f,%.0f,%.0f\n", s->path, k, x, y,
+                p[0], p[1], p[2], rgb[0] * 255, rgb[1] * 255, rgb[2] * 255);
+        break;
+      }
+    checked++;
+  }
+  CHECK_MSG(wrong == 0, "%s: %d of %d colour bar steps differ from the map", s->path, wrong, checked);
+  stbi_image_free(png);
+}
+
+/* How many pixels of the rectangle differ between two screenshots of the same size. */
+static size_t pixels_differing(const shot *a, const shot *b, const int r[4]) {
+  char pa[512], pb[512];
+  snprintf(pa, sizeof pa, "%s/%s", dir, a->path);
+  snprintf(pb, sizeof pb, "%s/%s", dir, b->path);
+  int w = 0, h = 0, w2 = 0, h2 = 0, ch = 0;
+  uint8_t *ia = stbi_load(pa, &w, &h, &ch, 4), *ib = stbi_load(pb, &w2, &h2, &ch, 4);
+  size_t differ = 0;
+  if (ia && ib && w == w2 && h == h2)
+    for (int y = r[1]; y < r[1] + r[3] && y < h; y++)
+      for (int x = r[0]; x < r[0] + r[2] && x < w; x++) differ += memcmp(ia + 4 * ((size_t)y * w + x), ib + 4 * ((size_t)y * w + x), 3) != 0;
+  stbi_image_free(ia);
+  stbi_image_free(ib);
+  return differ;
+}
+
+/* The look keys and drags as a person would use them: a second, translucent surface with
+ * another colour, a clip box dragged down from the top, colour by the gradient with the next
+ * map, a surface removed (never the last), a clip plane. What the window says it drew is
+ * checked, and every screenshot is the CPU renderer's frame for that look outside the overlay. */
+static void test_scripted_look_surfaces_clipping_and_colour(void) {
+  write_file("look.txt",
+             "0 screenshot look0.png\n"
+             "0 key N\n"               /* surface 2 at the same isovalue */
+             "0 key shift+Up\n"        /* ... moved up a coarse step */
+             "0 key PageDown\n"
+             "0 key PageDown\n"
+             "0 key PageDown\n"        /* opacity 0.7 */
+             "0 key C\n"               /* the first named colour */
+             "0 screenshot look1.png\n"
+             "0 key B\n"               /* clip box on; the top face (z1) is the one dragged */
+             "0 drag shift+left 150 100 150 160\n"
+             "0 screenshot clip.png\n"
+             "0 key K\n"               /* colour by the gradient */
+             "0 screenshot colorby.png\n"
+             "0 key M\n"               /* the next colour map */
+             "0 screenshot colormap.png\n"
+             "0 key Left\n"
+             "0 key Delete\n"          /* surface 1 goes; surface 2 is the only one left */
+             "0 key Delete\n"          /* refused: the last surface stays */
+             "0 key L\n"               /* clip plane through the centre, facing the view */
+             "0 drag shift+right 150 100 150 124\n"
+             "0 key K\n"
+             "0 screenshot final.png\n"
+             "0 quit\n");
+  static char output[1 << 16];
+  int rc = run_inkray("--device cpu --window 320x240 --script look.txt " VOLUME, output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray exited with %d:\n%s", rc, output);
+
+  ir_volume volume = {0};
+  char err[IR_ERR_LEN] = {0};
+  ir_volume_desc vdesc = {.source = VOLUME};
+  CHECK_MSG(ir_volume_load(&vdesc, &volume, err) == IR_OK, "%s", err);
+  double step = (volume.value_max - volume.value_min) / 100.0;
+  char color[16];
+  snprintf(color, sizeof color, "colour %s ", ir_color_names()[0]);
+  CHECK_STR_CONTAINS(output, "inkray: surface 2/2 iso");
+  CHECK_STR_CONTAINS(output, "opacity 0.7\n");
+  CHECK_STR_CONTAINS(output, color);
+  CHECK_STR_CONTAINS(output, "inkray: clip box on x 0,1 y 0,1 z 0,1 face z1\n");
+  CHECK_STR_CONTAINS(output, "inkray: colour by gradient colormap");
+  CHECK_STR_CONTAINS(output, "inkray: the last surface stays");
+  CHECK_STR_CONTAINS(output, "inkray: clip plane on n ");
+
+  shot shots[MAX_SHOTS];
+  int count = collect_shots(output, shots, MAX_SHOTS);
+  CHECK_EQ_INT(count, 6);
+  ir_renderer *reference = NULL;
+  ir_renderer_desc rdesc = {.device = IR_DEVICE_CPU, .volume = &volume};
+  CHECK_MSG(ir_renderer_create(&rdesc, &reference, err) == IR_OK, "%s", err);
+  for (int k = 0; k < count; k++) check_shot(&shots[k], reference);
+  const shot *s0 = find_shot(shots, count, "look0.png"), *s1 = find_shot(shots, count, "look1.png"),
+             *clip = find_shot(shots, count, "clip.png"), *by = find_shot(shots, count, "colorby.png"),
+             *map = find_shot(shots, count, "colormap.png"), *last = find_shot(shots, count, "final.png");
+  CHECK(s0 && s1 && clip && by && map && last);
+  if (s0 && s1 && clip && by && map && last) {
+    /* Without --surface: one opaque surface at the volume's isovalue, in the default colour. */
+    float default_color[3];
+    ir_surface_default_color(0, default_color);
+    CHECK_EQ_INT(s0->look.surface_count, 1);
+    CHECK_NEAR(s0->look.surfaces[0].isovalue, s0->iso, 1e-6);
+    CHECK_NEAR(s0->look.surfaces[0].opacity, 1, 0);
+    for (int c = 0; c < 3; c++) CHECK_NEAR(s0->look.surfaces[0].color[c], default_color[c], 1e-6);
+    CHECK(s0->look.clip_hi[2] == 0 && !s0->look.clip_plane_on && s0->look.color_by == IR_COLOR_SURFACE);
+    CHECK(s0->colorbar[2] == 0);
+
+    CHECK_EQ_INT(s1->look.surface_count, 2);
+    CHECK_EQ_INT(s1->selected, 2);
+    CHECK_NEAR(s1->look.surfaces[1].isovalue, s0->iso + 10 * step, step * 1e-3);
+    CHECK_NEAR(s1->look.surfaces[1].opacity, 0.7, 1e-6);
+    float named[3];
+    CHECK(ir_color_parse(ir_color_names()[0], named));
+    for (int c = 0; c < 3; c++) CHECK_NEAR(s1->look.surfaces[1].color[c], named[c], 1e-6);
+    CHECK_NEAR(s1->look.surfaces[0].opacity, 1, 0); /* the first one is as it was */
+
+    /* A 60-pixel drag down a 240-pixel window: the top face a quarter of the way down. */
+    for (int k = 0; k < 3; k++) {
+      CHECK_NEAR(clip->look.clip_lo[k], 0, 1e-6);
+      CHECK_NEAR(clip->look.clip_hi[k], (k == 2 ? 0.75 : 1.0) * (double)volume.dims[k], 1e-3);
+    }
+
+    CHECK(by->look.color_by == IR_COLOR_GRADIENT);
+    CHECK(by->look.color_range[1] > by->look.color_range[0]);
+    check_colorbar(by);
+    CHECK(map->look.colormap == (ir_colormap)((by->look.colormap + 1) % IR_COLORMAP_COUNT));
+    check_colorbar(map);
+    /* The bar is in the overlay only while colouring by a quantity. */
+    CHECK(pixels_differing(s1, by, by->colorbar) > (size_t)(by->colorbar[2] * by->colorbar[3]) / 2);
+
+    CHECK_EQ_INT(last->look.surface_count, 1);
+    CHECK_NEAR(last->look.surfaces[0].isovalue, s1->look.surfaces[1].isovalue, 0);
+    CHECK(last->look.clip_plane_on);
+    const float *p = last->look.clip_plane;
+    float n2 = p[0] * p[0] + p[1] * p[1] + p[2] * p[2];
+    CHECK_NEAR(n2, 1, 1e-4);
+    /* Through the centre, then 24 pixels down a 240-pixel window: a tenth of the diagonal back
+     * toward the eye. */
+    float extent[3], centre_side = p[3], diagonal = 0;
+    for (int k = 0; k < 3; k++) {
+      extent[k] = (float)volume.dims[k] * volume.spacing[k];
+      centre_side += p[k] * 0.5f * extent[k];
+      diagonal += extent[k] * extent[k];
+    }
+    CHECK_NEAR(centre_side, 0.1f * sqrtf(diagonal), 1e-2);
+    CHECK(last->look.color_by == IR_COLOR_SURFACE); /* no colour volume: K went back */
+    CHECK(last->colorbar[2] == 0);
+  }
+  if (reference) ir_renderer_destroy(reference);
+  ir_volume_free(&volume);
+}
+
+/* The look options start the window with what they say; --color-by FILE loads a second volume
+ * that K then cycles through (surface -> gradient -> volume). */
+static void test_look_options_set_the_start(void) {
+  write_file("start.txt", "0 screenshot start.png\n0 key K\n0 key K\n0 screenshot cycled.png\n0 quit\n");
+  static char output[1 << 16];
+  int rc = run_inkray("--device cpu --window 320x240 --script start.txt --surface 60 --surface 140:#ff8000:0.5 "
+                      "--clip-box 0,1,0,0.5,0,1 --color-by builtin:sphere:48 --colormap grey --iso 9 " VOLUME,
+                      output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray exited with %d:\n%s", rc, output);
+  CHECK_STR_CONTAINS(output, "--iso 9 is not used");
+  CHECK_STR_CONTAINS(output, "inkray: colour by volume colormap grey range ");
+  shot shots[2];
+  CHECK_EQ_INT(collect_shots(output, shots, 2), 2);
+  const shot *s = &shots[0], *cycled = &shots[1];
+  CHECK_EQ_INT(s->look.surface_count, 2);
+  CHECK_NEAR(s->look.surfaces[0].isovalue, 60, 0);
+  float palette[3]; /* no colour given: the palette's first */
+  ir_surface_default_color(0, palette);
+  for (int c = 0; c < 3; c++) CHECK_NEAR(s->look.surfaces[0].color[c], palette[c], 1e-6);
+  CHECK_NEAR(s->look.surfaces[1].isovalue, 140, 0);
+  CHECK_NEAR(s->look.surfaces[1].opacity, 0.5, 1e-6);
+  CHECK_NEAR(s->look.surfaces[1].color[0], 1, 1e-6);
+  CHECK_NEAR(s->look.surfaces[1].color[1], 128.0 / 255.0, 1e-6);
+  CHECK_NEAR(s->look.clip_hi[1], 24, 1e-4); /* half of 48 voxels */
+  CHECK_NEAR(s->look.clip_hi[0], 48, 1e-4);
+  CHECK(s->look.color_by == IR_COLOR_VOLUME && s->look.colormap == IR_COLORMAP_GREY);
+  /* The sphere's own values span the map (no --color-range). */
+  ir_volume sphere = {0};
+  char err[IR_ERR_LEN] = {0};
+  ir_volume_desc vdesc = {.source = "builtin:sphere:48"};
+  CHECK_MSG(ir_volume_load(&vdesc, &sphere, err) == IR_OK, "%s", err);
+  float want[2];
+  ir_color_range_auto(&sphere, &sphere, IR_COLOR_VOLUME, want);
+  CHECK_NEAR(s->look.color_range[0], want[0], 1e-6);
+  CHECK_NEAR(s->look.color_range[1], want[1], 1e-6);
+  ir_volume_free(&sphere);
+  check_colorbar(s);
+  CHECK(cycled->look.color_by == IR_COLOR_GRADIENT);
+  check_colorbar(cycled);
+}
+
 /* --size fixes the render resolution: a bigger window shows the same frame scaled up. */
 static void test_fixed_size_keeps_the_render_resolution(void) {
   write_file("fixed.txt", "0 resize 300 200\n0 screenshot fixed.png\n0 quit\n");
@@ -341,6 +606,10 @@ static void test_bad_input_exits_2_with_a_message(void) {
       {"--script badkey.txt", "badkey.txt:1: unknown key 'Nokey'"},
       {"a.raw b.raw", "two volumes"},
       {"--device cpu --script quit.txt /nonexistent/volume.raw", "/nonexistent/volume.raw"},
+      {"--device cpu --script quit.txt --color-by /nonexistent/color.raw " VOLUME, "/nonexistent/color.raw"},
+      {"--device cpu --script quit.txt --color-by builtin:sphere:32 " VOLUME, "--color-by builtin:sphere:32 is 32x32x32"},
+      {"--surface", "--surface needs a value"},
+      {"--depth d.raw", "--depth"},
   };
   write_file("badline.txt", "0 key Tab\n0 hop\n");
   write_file("badkey.txt", "0 key Nokey\n");
@@ -371,6 +640,8 @@ int main(void) {
     return 1;
   }
   RUN(test_scripted_session_switches_everything);
+  RUN(test_scripted_look_surfaces_clipping_and_colour);
+  RUN(test_look_options_set_the_start);
   RUN(test_fixed_size_keeps_the_render_resolution);
   RUN(test_gpu_request_without_a_device_falls_back);
   RUN(test_bad_input_exits_2_with_a_message);
