@@ -274,8 +274,8 @@ cudaError_t ir_traverse_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, co
 /* intersect.cu: rays in[0..*n): hits (t and normal stored) to `to_shade`, rays with an inner
  * node on top of the stack to `to_traverse`, the rest dropped. */
 cudaError_t ir_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
-                                ir_stage_out to_shade, ir_stage_out to_traverse, unsigned grid, cudaStream_t stream,
-                                cudaLaunchAttribute *attr, int attr_count);
+                                ir_stage_out to_shade, ir_stage_out to_traverse, unsigned grid, int mode,
+                                cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
 /* shade.cu: hits in[0..*n) into the image. */
 cudaError_t ir_shade_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
                             unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);

@@ -222,7 +222,7 @@ static cudaError_t launch_traverse(ir_pass *p, unsigned grid, cudaStream_t s, cu
 static cudaError_t launch_intersect(ir_pass *p, unsigned grid, cudaStream_t s, cudaLaunchAttribute *attr, int na) {
   struct ir_gpu_state *g = p->g;
   return p->paper ? ir_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect, p->w.to_shade,
-                                        p->w.to_trav, grid, s, attr, na)
+                                        p->w.to_trav, grid, p->mode, s, attr, na)
                   : ir_walk_intersect_launch(g->d_frame, p->b, p->w.isect_list, &g->d_counters->isect,
                                              g->d_counters, p->w.to_trav, grid, p->mode, s, attr, na);
 }

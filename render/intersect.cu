@@ -7,6 +7,8 @@
  * on (trace.cuh: ir_march_run); only the hit that ends a ray goes to shading. */
 #include "render/gpu_internal.cuh"
 
+/* One variant per trace mode (trace.cuh), as in the other pipelines. */
+template <int Mode>
 static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
                                         const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
                                         ir_stage_out to_shade, ir_stage_out to_traverse) {
@@ -16,7 +18,7 @@ static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, 
   uint32_t ray = 0;
   if (active) {
     ray = in[i];
-    ir_trace_params p = frame->p;
+    const ir_trace_params &p = frame->p;
     ir_ray r = ir_camera_ray(&p.cam, ray);
     int sp = b.sp[ray];
     ir_paint pt;
@@ -25,12 +27,12 @@ static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, 
     float alpha_before = pt.a;
     ir_hit h;
     int32_t k_done = (int32_t)b.seg[ray].x;
-    int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h);
+    int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h, Mode);
     b.sp[ray] = (uint8_t)sp;
     b.seg[ray].x = (uint32_t)k_done;
     ir_paint_keep(b, ray, pt, alpha_before, first_t); /* translucent hits; shading adds the last */
     if (s == IR_INTERSECT_HIT) {
-      ir_vec3 d = ir_hit_differences(&p, &r, h.t, p.exact);
+      ir_vec3 d = ir_hit_differences(&p, &r, h.t, (Mode & IR_TRACE_EXACT) != 0);
       b.hit[ray] = make_float4(h.t, d.x, d.y, d.z);
       b.hit_surf[ray] = (uint8_t)h.surf;
     }
@@ -42,7 +44,12 @@ static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, 
 }
 
 cudaError_t ir_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in, const uint32_t *n,
-                                ir_stage_out to_shade, ir_stage_out to_traverse, unsigned grid, cudaStream_t stream,
-                                cudaLaunchAttribute *attr, int attr_count) {
-  return ir_launch(intersect_kernel, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
+                                ir_stage_out to_shade, ir_stage_out to_traverse, unsigned grid, int mode,
+                                cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count) {
+  switch (mode) {
+  case 0: return ir_launch(intersect_kernel<0>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
+  case 1: return ir_launch(intersect_kernel<1>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
+  case 2: return ir_launch(intersect_kernel<2>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
+  default: return ir_launch(intersect_kernel<3>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
+  }
 }

@@ -9,11 +9,11 @@ static __global__ void raygen_kernel(const ir_gpu_frame *__restrict__ frame, ir_
   bool active = i < n, keep = false;
   if (active) {
     if (i == 0) counters->pixels = n;
-    ir_trace_params p = frame->p;
+    const ir_trace_params &p = frame->p;
     ir_bvh_node root = ir_load_node(p.nodes, p.root);
-    if (!ir_bvh_valid(&root)) p.root = IR_BVH_NONE;
     int sp = 0;
     keep = ir_ray_start(&p, i, b.stack + i, b.stride, &sp);
+    if (!ir_bvh_valid(&root)) sp = 0; /* no valid brick: the stack starts empty */
     if (keep) {
       b.sp[i] = (uint8_t)sp;
       b.seg[i].x = 0; /* the last sample marched (ir_intersect) */

@@ -10,7 +10,7 @@ static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame
   uint32_t n = counters->trav_in, hits = 0;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     uint32_t ray = in[i];
-    ir_trace_params p = frame->p;
+    const ir_trace_params &p = frame->p;
     ir_ray r = ir_camera_ray(&p.cam, ray);
     int sp = b.sp[ray];
     ir_paint pt;
@@ -21,7 +21,7 @@ static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame
     int32_t k_done = (int32_t)b.seg[ray].x;
     while (ir_traverse(&p, &r, b.stack + ray, b.stride, &sp) == IR_TRAVERSE_LEAF) {
       ir_hit h;
-      int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h);
+      int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h, ir_trace_mode(&p));
       if (s == IR_INTERSECT_HIT) {
         b.image[ray] = ir_end_at_hit(&p, &r, h, &pt, &first_t, ir_trace_mode(&p));
         b.depth[ray] = first_t;

@@ -435,7 +435,7 @@ enum { IR_INTERSECT_HIT = 0, IR_INTERSECT_TRAVERSE = 1, IR_INTERSECT_DONE = 2 };
  * ranges are widened by a segment and so overlap: *k_done, the last sample marched, keeps a
  * segment from being marched twice. */
 static inline IR_HD int ir_intersect(const ir_trace_params *p, const ir_ray *r, uint32_t *stack, size_t stride,
-                                     int *sp, int32_t *k_done, ir_paint *pt, float *first_t, ir_hit *hit) {
+                                     int *sp, int32_t *k_done, ir_paint *pt, float *first_t, ir_hit *hit, int mode) {
   ir_span s;
   if (!ir_ray_span(p, r, &s)) s.t0 = s.t1 = s.dt = 1.0f, s.k_end = 0; /* never: the ray met the box */
   for (;;) {
@@ -445,7 +445,7 @@ static inline IR_HD int ir_intersect(const ir_trace_params *p, const ir_ray *r, 
     if (ir_ray_box(r, leaf.lo, leaf.hi, &tn, &tf)) {
       ir_span_range(&s, tn, tf, &ka, &kb);
       if (ka < *k_done) ka = *k_done;
-      if (ir_march_run(p, r, &s, ka, kb, pt, first_t, hit)) return IR_INTERSECT_HIT;
+      if (ir_march_run_as(p, r, &s, ka, kb, pt, first_t, hit, mode)) return IR_INTERSECT_HIT;
       if (kb > *k_done) *k_done = kb;
     }
     if (*sp == 0) return IR_INTERSECT_DONE;
@@ -487,7 +487,7 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
     if (ir_traverse(p, &r, stack, 1, &sp) == IR_TRAVERSE_DONE) return ir_paint_pixel(&pt);
     if (counts && round < 64) counts->intersect[round]++;
     ir_hit h;
-    int s = ir_intersect(p, &r, stack, 1, &sp, &k_done, &pt, depth, &h);
+    int s = ir_intersect(p, &r, stack, 1, &sp, &k_done, &pt, depth, &h, ir_trace_mode(p));
     if (s == IR_INTERSECT_HIT) {
       if (counts) counts->hit++;
       return ir_end_at_hit(p, &r, h, &pt, depth, ir_trace_mode(p));

@@ -13,7 +13,7 @@ static __global__ void traverse_kernel(const ir_gpu_frame *__restrict__ frame, i
   uint32_t ray = 0;
   if (active) {
     ray = in[i];
-    ir_trace_params p = frame->p;
+    const ir_trace_params &p = frame->p;
     ir_ray r = ir_camera_ray(&p.cam, ray);
     int sp = b.sp[ray];
     keep = ir_traverse(&p, &r, b.stack + ray, b.stride, &sp) == IR_TRAVERSE_LEAF;

@@ -17,8 +17,12 @@ static __device__ __forceinline__ void count_warp(bool flag, uint32_t *counter) 
 }
 
 /* One variant per trace mode (as the single kernel's): only its own code at a hit. */
+#ifndef IR_EXACT_MIN_BLOCKS_256
+#define IR_EXACT_MIN_BLOCKS_256 1
+#endif
 template <int Mode>
-static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+static __global__ void __launch_bounds__(IR_BLOCK, Mode == IR_TRACE_EXACT ? IR_EXACT_MIN_BLOCKS_256 : 1)
+    walk_intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
                                              const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
                                              ir_gpu_counters *counters, ir_stage_out to_traverse) {
   uint32_t n = *count, i = blockIdx.x * blockDim.x + threadIdx.x;
