@@ -12,11 +12,10 @@
 /* One variant per trace mode (trace.cuh: compositing, exact refinement): each is compiled with
  * only its own code at a hit, so an opaque frame does not pay the registers of compositing, nor
  * texture refinement those of exact reads (docs/render.md). */
-#ifndef IR_EXACT_MIN_BLOCKS
-#define IR_EXACT_MIN_BLOCKS 1
-#endif
+/* Opaque frames: at least 8 blocks per SM (at most 64 registers; the exact hit code would take
+ * 80 and cost a third of the occupancy). Compositing: 4 (128 registers). */
 template <int Mode>
-static __global__ void __launch_bounds__(IR_SINGLE_BLOCK, Mode == IR_TRACE_EXACT ? IR_EXACT_MIN_BLOCKS : 1)
+static __global__ void __launch_bounds__(IR_SINGLE_BLOCK, (Mode & IR_TRACE_COMPOSITE) ? 4 : 8)
     single_kernel(const ir_gpu_frame *__restrict__ frame, uint32_t *__restrict__ image, float *__restrict__ depth) {
   /* p.ranges is set: bricks are tested against the isovalue as the walk meets them. */
   const ir_trace_params &p = frame->p;

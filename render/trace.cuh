@@ -187,9 +187,12 @@ static inline IR_HD void ir_span_range(const ir_span *s, float ta, float tb, int
 /* ---- Hits: refinement, shading, compositing ------------------------------------------------- */
 
 /* A crossing of the surface with isovalue iso.v[surf] at t. */
+/* The hit that ends a ray is refined only once the march is over (ir_hit_resolve): inside the
+ * march loop its lanes would refine while the rest of the warp waits. */
 typedef struct ir_hit {
-  float t;
+  float t;              /* the linear estimate until resolved, then the refined crossing */
   int surf;
+  float ta, sa, tb, sb; /* the segment of the march it lies in */
 } ir_hit;
 
 /* A ray's colour so far, premultiplied by alpha, composited front to back. */
@@ -340,13 +343,19 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
     int i = rising ? m : p->iso.n - 1 - m;
     float iso = p->iso.v[i];
     if ((sa >= iso) == (sb >= iso)) continue;
-    float tc = ir_refine(p, r, ta, sa, tb, sb, iso, (mode & IR_TRACE_EXACT) != 0);
+    /* Clipping tests the interpolated crossing, which refinement moves by hundredths of a voxel. */
+    float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
     if (!(s->c0 <= tc && tc <= s->c1)) continue;
     if (!(mode & IR_TRACE_COMPOSITE) || ir_hit_finishes(p, pt, i)) {
       hit->t = tc;
       hit->surf = i;
+      hit->ta = ta;
+      hit->sa = sa;
+      hit->tb = tb;
+      hit->sb = sb;
       return true;
     }
+    tc = ir_refine(p, r, ta, sa, tb, sb, iso, (mode & IR_TRACE_EXACT) != 0);
     ir_paint_add(pt, ir_hit_color(p, r, tc, i, ir_hit_differences(p, r, tc, (mode & IR_TRACE_EXACT) != 0)),
                  p->surf_alpha[i]);
     if (!(*first_t < INFINITY)) *first_t = tc;
@@ -463,8 +472,14 @@ typedef struct ir_round_counts {
 } ir_round_counts;
 
 /* The pixel of a ray that ends at hit h, and its depth (the first hit's t). */
+/* Refines the hit that ends a ray (ir_hit). */
+static inline IR_HD void ir_hit_resolve(const ir_trace_params *p, const ir_ray *r, ir_hit *h, int mode) {
+  h->t = ir_refine(p, r, h->ta, h->sa, h->tb, h->sb, p->iso.v[h->surf], (mode & IR_TRACE_EXACT) != 0);
+}
+
 static inline IR_HD uint32_t ir_end_at_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_paint *pt,
                                            float *first_t, int mode) {
+  ir_hit_resolve(p, r, &h, mode);
   if (!(*first_t < INFINITY)) *first_t = h.t;
   return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t, (mode & IR_TRACE_EXACT) != 0), pt);
 }

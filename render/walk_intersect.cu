@@ -17,11 +17,9 @@ static __device__ __forceinline__ void count_warp(bool flag, uint32_t *counter) 
 }
 
 /* One variant per trace mode (as the single kernel's): only its own code at a hit. */
-#ifndef IR_EXACT_MIN_BLOCKS_256
-#define IR_EXACT_MIN_BLOCKS_256 1
-#endif
+/* Register caps as the single kernel's: 64 for opaque frames, 128 when compositing. */
 template <int Mode>
-static __global__ void __launch_bounds__(IR_BLOCK, Mode == IR_TRACE_EXACT ? IR_EXACT_MIN_BLOCKS_256 : 1)
+static __global__ void __launch_bounds__(IR_BLOCK, (Mode & IR_TRACE_COMPOSITE) ? 2 : 4)
     walk_intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
                                              const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
                                              ir_gpu_counters *counters, ir_stage_out to_traverse) {
