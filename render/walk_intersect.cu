@@ -17,12 +17,10 @@ static __device__ __forceinline__ void count_warp(bool flag, uint32_t *counter) 
 }
 
 /* One variant per trace mode (as the single kernel's): only its own code at a hit. */
-/* Register caps as the single kernel's: 64 for opaque frames, 128 when compositing. */
 template <int Mode>
-static __global__ void __launch_bounds__(IR_BLOCK, (Mode & IR_TRACE_COMPOSITE) ? 2 : 4)
-    walk_intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
-                                             const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
-                                             ir_gpu_counters *counters, ir_stage_out to_traverse) {
+static __device__ __forceinline__ void walk_intersect(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                                      const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
+                                                      ir_gpu_counters *counters, ir_stage_out to_traverse) {
   uint32_t n = *count, i = blockIdx.x * blockDim.x + threadIdx.x;
   if (ir_block_past_count(n, to_traverse)) return;
   bool active = i < n, hit = false, back = false;
@@ -56,6 +54,21 @@ static __global__ void __launch_bounds__(IR_BLOCK, (Mode & IR_TRACE_COMPOSITE) ?
   ir_stage_emit(to_traverse, active, back, ray, i);
 }
 
+template <int Mode>
+static __global__ void walk_intersect_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                             const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
+                                             ir_gpu_counters *counters, ir_stage_out to_traverse) {
+  walk_intersect<Mode>(frame, b, in, count, counters, to_traverse);
+}
+
+/* Opaque frames with exact refinement: at most 64 registers (as the single kernel's). */
+static __global__ void __launch_bounds__(IR_BLOCK, 4)
+    walk_intersect_exact_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
+                                ir_gpu_counters *counters, ir_stage_out to_traverse) {
+  walk_intersect<IR_TRACE_EXACT>(frame, b, in, count, counters, to_traverse);
+}
+
 cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                      const uint32_t *n, ir_gpu_counters *counters, ir_stage_out to_traverse,
                                      unsigned grid, int mode, cudaStream_t stream, cudaLaunchAttribute *attr,
@@ -63,7 +76,7 @@ cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers
   switch (mode) {
   case 0: return ir_launch(walk_intersect_kernel<0>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
   case 1: return ir_launch(walk_intersect_kernel<1>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
-  case 2: return ir_launch(walk_intersect_kernel<2>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+  case 2: return ir_launch(walk_intersect_exact_kernel, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
   default: return ir_launch(walk_intersect_kernel<3>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
   }
 }
