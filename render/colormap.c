@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "render/colormap_tables.h"
+#include "render/ray_math.cuh"
 #include "render/render.h"
 
 /* ---- Colour maps --------------------------------------------------------------------------------- */
@@ -45,16 +46,11 @@ bool ir_colormap_parse(const char *word, ir_colormap *out) {
 }
 
 void ir_colormap_lookup(ir_colormap m, float v, float lo, float hi, float rgb[3]) {
-  float t = lo == hi ? 0.5f : (v - lo) / (hi - lo);
-  /* NaN (a NaN value or range) goes to the low end, like a value below the range. */
-  if (!(t >= 0.0f)) t = 0.0f;
-  if (t > 1.0f) t = 1.0f;
-  const float *table = ir_colormap_table(m);
-  float x = t * (float)(IR_COLORMAP_SIZE - 1);
-  int i = (int)x;
-  if (i > IR_COLORMAP_SIZE - 2) i = IR_COLORMAP_SIZE - 2;
-  float w = x - (float)i;
-  for (int c = 0; c < 3; c++) rgb[c] = (1.0f - w) * table[3 * i + c] + w * table[3 * (i + 1) + c];
+  /* The renderers' read (ray_math.cuh): clamped, NaN (a NaN value or range) at the low end. */
+  ir_vec3 c = ir_colormap_at(ir_colormap_table(m), IR_COLORMAP_SIZE, lo == hi ? 0.5f : (v - lo) / (hi - lo));
+  rgb[0] = c.x;
+  rgb[1] = c.y;
+  rgb[2] = c.z;
 }
 
 const char *ir_color_source_name(ir_color_source s) {

@@ -22,7 +22,7 @@
 
 typedef struct ir_volume_view {
   unsigned long long tex; /* cudaTextureObject_t (GPU), linear filtering */
-  unsigned long long tex_point; /* the same texture with point reads (GPU), for ir_sample_exact */
+  unsigned long long tex_point; /* the same texture with point reads (GPU), for exact reads (ir_texel) */
   const void *voxels;     /* native voxels, x fastest (CPU) */
   int type;               /* ir_voxel_type */
   int dims[3];
@@ -113,18 +113,6 @@ static inline IR_HD int ir_cell_axis(float x, int n, float *w) {
   float b = fminf(fmaxf(x - 0.5f, -1.0f), (float)n), f = floorf(b);
   *w = b - f;
   return (int)f;
-}
-
-/* The exact trilinear field at p, in data units. */
-static inline IR_HD float ir_sample_exact(const ir_volume_view *v, ir_vec3 p) {
-  float wx, wy, wz;
-  int i = ir_cell_axis(p.x, v->dims[0], &wx), j = ir_cell_axis(p.y, v->dims[1], &wy),
-      k = ir_cell_axis(p.z, v->dims[2], &wz);
-  float c00 = ir_lerp(ir_texel(v, i, j, k), ir_texel(v, i + 1, j, k), wx);
-  float c10 = ir_lerp(ir_texel(v, i, j + 1, k), ir_texel(v, i + 1, j + 1, k), wx);
-  float c01 = ir_lerp(ir_texel(v, i, j, k + 1), ir_texel(v, i + 1, j, k + 1), wx);
-  float c11 = ir_lerp(ir_texel(v, i, j + 1, k + 1), ir_texel(v, i + 1, j + 1, k + 1), wx);
-  return ir_lerp(ir_lerp(c00, c10, wy), ir_lerp(c01, c11, wy), wz);
 }
 
 /* The exact field at p and its derivative along d (voxel space): the trilinear interpolant of
