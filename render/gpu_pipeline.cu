@@ -136,7 +136,7 @@ static ir_resize *resize_slot(const struct ir_gpu_state *g, int slot) {
  * graph the loop condition and the next round's grid sizes. One block. */
 static __global__ void round_end_kernel(ir_gpu_counters *c, ir_zero_list z, cudaGraphConditionalHandle cond,
                                         int use_cond, const ir_resize *resize, uint32_t max_rounds,
-                                        uint32_t tail_rays) {
+                                        uint32_t tail_rays, uint32_t full_rays) {
   zero_words(z);
   if (threadIdx.x != 0) return;
   uint32_t r = c->round;
@@ -151,12 +151,19 @@ static __global__ void round_end_kernel(ir_gpu_counters *c, ir_zero_list z, cuda
   c->trav_out = c->isect = c->shade = 0;
   c->k_trav = c->k_isect_t = c->k_isect_s = 0;
   c->round = r + 1;
-  if (use_cond) cudaGraphSetConditional(cond, next > tail_rays && r + 1 < max_rounds);
-  if (resize) resize_grids(resize, next, c);
+  bool more = next > tail_rays && r + 1 < max_rounds;
+  if (use_cond) cudaGraphSetConditional(cond, more);
+  /* The last round leaves the grids at full size, not at its few rays: the next frame's
+   * loop_begin_kernel shrinks them to its first round, and should that update not have reached
+   * the first round's launches (measured: about one frame in a few hundred, where frames of
+   * different scenes alternate), a grid too large only runs idle blocks; one left at the last
+   * round's size dropped most of the frame's rays. Within a frame the rays left never grow, so
+   * the previous round's size is never too small. */
+  if (resize) resize_grids(resize, more ? next : full_rays, c);
 }
 
 /* Graph only, after ray generation: the first round's grids follow the rays generated (the
- * previous frame's last round left them at one block). */
+ * previous frame's last round left them at full size). */
 static __global__ void loop_begin_kernel(ir_gpu_counters *c, const ir_resize *resize) {
   resize_grids(resize, c->trav_in, c);
 }
@@ -371,7 +378,7 @@ static ir_status host_loop(ir_pass *p) {
       }
     }
     n = isect > 0 ? h->trav_out : 0;
-    round_end_kernel<<<1, 256, 0, p->stream>>>(g->d_counters, z, 0, 0, NULL, 0, 0);
+    round_end_kernel<<<1, 256, 0, p->stream>>>(g->d_counters, z, 0, 0, NULL, 0, 0, 0);
     IR_CUDA(cudaGetLastError());
     IR_CUDA(mark(p, IR_MARK_CONTROL, round));
   }
@@ -420,7 +427,7 @@ static ir_status enqueue_body(ir_pass *p, cudaStream_t s, cudaGraphConditionalHa
   /* A ray passes at most one round per valid leaf; the cap only guards against a bug looping. */
   uint32_t max_rounds = p->r->layout.node_count + 2;
   round_end_kernel<<<1, 256, 0, s>>>(g->d_counters, round_zero_list(g, p->w.mode), cond, 1,
-                                     resize_slot(g, p->slot), max_rounds, p->tail_rays);
+                                     resize_slot(g, p->slot), max_rounds, p->tail_rays, (uint32_t)g->capacity);
   IR_CUDA(cudaGetLastError());
   return IR_OK;
 }
