@@ -39,12 +39,14 @@ static bool render(ir_renderer *r, const ir_frame_desc *f, uint8_t *rgba, float 
 static ir_volume volume;
 static ir_renderer *cpu, *gpu;
 static bool g_fixed_grids; /* --fixed-grids: the graphs launch every round at full size */
+static bool g_skip_tail;   /* --skip-tail: leave out the tail-kernel variants (no graph rebuilt per frame) */
 
 static void compare_with_cpu(const ir_frame_desc *base, const float *clip_lo, const float *clip_hi) {
   size_t n = (size_t)W * H;
   uint8_t *c_rgba = malloc(n * 4), *g_rgba = malloc(n * 4);
   float *c_depth = malloc(n * sizeof(float)), *g_depth = malloc(n * sizeof(float));
   for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+    if (g_skip_tail && variants[v].tail_rays != IR_TAIL_OFF && variants[v].tail_rays != 0) continue;
     ir_frame_desc f = *base;
     f.pipeline = variants[v].pipeline;
     f.method = variants[v].method;
@@ -111,6 +113,7 @@ int main(int argc, char **argv) {
   int repeat = 1;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--fixed-grids") == 0) g_fixed_grids = true;
+    else if (strcmp(argv[i], "--skip-tail") == 0) g_skip_tail = true;
     else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = atoi(argv[++i]);
   }
   int count = 0;
