@@ -154,11 +154,10 @@ static __global__ void round_end_kernel(ir_gpu_counters *c, ir_zero_list z, cuda
   bool more = next > tail_rays && r + 1 < max_rounds;
   if (use_cond) cudaGraphSetConditional(cond, more);
   /* The last round leaves the grids at full size, not at its few rays: the next frame's
-   * loop_begin_kernel shrinks them to its first round, and should that update not have reached
-   * the first round's launches (measured: about one frame in a few hundred, where frames of
-   * different scenes alternate), a grid too large only runs idle blocks; one left at the last
-   * round's size dropped most of the frame's rays. Within a frame the rays left never grow, so
-   * the previous round's size is never too small. */
+   * loop_begin_kernel shrinks them to its first round. Should a device-side update ever miss a
+   * launch, a grid too large only runs idle blocks, where one left at the last round's size
+   * would drop most of the frame's rays; within a frame the rays left never grow, so the
+   * previous round's size is never too small. */
   if (resize) resize_grids(resize, more ? next : full_rays, c);
 }
 
@@ -491,7 +490,15 @@ static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grid
   if (g->graph[m] && g->graph_width[m] == width && g->graph_height[m] == height && g->graph_fixed[m] == fixed_grids &&
       g->graph_tail[m] == p->tail_rays && g->graph_mode[m] == p->mode)
     return IR_OK;
-  if (g->graph[m]) cudaGraphExecDestroy(g->graph[m]);
+  /* The slot's device-updatable nodes (resize_slot) are about to change owner: no launch of the
+   * old graph may still be running or queued when its executable goes, and the new one is
+   * uploaded before its first launch reads the new handles. Measured: rebuilding a slot's graph
+   * every frame without this gave rare wrong frames and illegal addresses. */
+  if (g->graph[m]) {
+    cudaError_t e = cudaStreamSynchronize(g->stream);
+    if (e != cudaSuccess) return ir_cuda_fail(p->err, e, "waiting for the previous frame before rebuilding its graph", __FILE__, __LINE__);
+    cudaGraphExecDestroy(g->graph[m]);
+  }
   g->graph[m] = NULL;
   /* Device-updatable nodes first; where the driver refuses them, the loop runs max-sized grids
    * that exit early past the count. */
@@ -499,6 +506,9 @@ static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grid
   g->graph_sized[m] = st == IR_OK;
   if (st != IR_OK) st = capture_frame(p, false, &g->graph[m]);
   if (st != IR_OK) return st;
+  cudaError_t e = cudaGraphUpload(g->graph[m], g->stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(g->stream);
+  if (e != cudaSuccess) return ir_cuda_fail(p->err, e, "uploading the frame's CUDA graph", __FILE__, __LINE__);
   g->graph_fixed[m] = fixed_grids;
   g->graph_tail[m] = p->tail_rays;
   g->graph_mode[m] = p->mode;
