@@ -208,59 +208,35 @@ static inline IR_HD int ir_trace_mode(const ir_trace_params *p) {
   return (p->translucent ? IR_TRACE_COMPOSITE : 0) | (p->exact ? IR_TRACE_EXACT : 0);
 }
 
-/* Central differences of the field at t, in voxel space: of the exact field, or of the texture
- * unit's samples with texture_refine. */
-static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t, bool exact) {
-  ir_vec3 x = ir_ray_at(r, t);
-#ifdef IR_FILTERED_NORMALS /* measuring what the exact differences cost */
-  return ir_filtered_differences(&p->vol, x);
-#else
-  return exact ? ir_exact_differences(&p->vol, x) : ir_filtered_differences(&p->vol, x);
-#endif
-}
-
-/* Refines a crossing of `iso` between samples (ta, sa) and (tb, sb) of the march and returns
- * its t, with the field's central differences there in *diff (for the normal).
- *
- * Texture refinement (`exact` false): linear interpolation and one regula falsi step with a new
- * sample of the texture unit, whose 8-bit interpolation weights leave the crossing on a
- * staircase of 1/256 voxel; the differences at the result.
- *
- * Exact: from the linear estimate, Newton steps on the exact trilinear field (the value and the
- * derivative along the ray from the same eight texels, ir_sample_exact_along), kept inside the
- * segment's bracket, which each evaluation narrows (a step that would leave it bisects). The
- * last evaluation's point also gives the differences, so their 48 texel reads go out with its
- * eight: one round of reads fewer than taking them at the final t, which lies within about a
- * thousandth of a voxel of that point (the error of a Newton step from it is quadratic). */
+/* Refines a crossing of `iso` between samples (ta, sa) and (tb, sb) of the march: linear
+ * interpolation and one regula falsi step with a new sample of the texture unit (texture
+ * refinement; its 8-bit interpolation weights leave the crossing on a staircase), then, when
+ * `exact`, Newton steps on the exact trilinear field: the value and the derivative along the
+ * ray come from the same eight texels (ir_sample_exact_along). From the regula falsi estimate,
+ * within a few thousandths of a voxel, one step lands on the exact isosurface to float precision
+ * where the field is smooth; a step that would leave the segment is not taken. */
 #ifndef IR_NEWTON_STEPS
 #define IR_NEWTON_STEPS 2
 #endif
 static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb, float sb,
-                                    float iso, bool exact, ir_vec3 *diff) {
+                                    float iso, bool exact) {
   float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
-  if (!exact) {
-    float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
-    if (sc == sc) {
-      if ((sc >= iso) == (sa >= iso)) {
-        ta = tc;
-        sa = sc;
-      } else {
-        tb = tc;
-        sb = sc;
-      }
-      tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
+  float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
+  if (sc == sc) {
+    if ((sc >= iso) == (sa >= iso)) {
+      ta = tc;
+      sa = sc;
+    } else {
+      tb = tc;
+      sb = sc;
     }
-    *diff = ir_hit_differences(p, r, tc, false);
-    return tc;
+    tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
   }
-  bool a_above = sa >= iso;
+  if (!exact) return tc;
+  bool a_above = sa >= iso; /* the bracket [ta, tb] narrowed by the texture step */
   for (int i = 0; i < IR_NEWTON_STEPS; i++) {
-    if (i == IR_NEWTON_STEPS - 1) *diff = ir_hit_differences(p, r, tc, true);
     float df, f = ir_sample_exact_along(&p->vol, ir_ray_at(r, tc), r->d, &df) - iso;
-    if (!(f == f) || f == 0.0f) {
-      if (i < IR_NEWTON_STEPS - 1) *diff = ir_hit_differences(p, r, tc, true);
-      break;
-    }
+    if (!(f == f) || f == 0.0f) break;
     if ((f >= 0.0f) == a_above) ta = tc;
     else tb = tc;
     float next = tc - f / df;
@@ -268,6 +244,17 @@ static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, f
     tc = next >= ta && next <= tb ? next : 0.5f * (ta + tb);
   }
   return tc;
+}
+
+/* Central differences of the field at the hit, in voxel space: of the exact field, or of the
+ * texture unit's samples with texture_refine. */
+static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t, bool exact) {
+  ir_vec3 x = ir_ray_at(r, t);
+#ifdef IR_FILTERED_NORMALS /* measuring what the exact differences cost */
+  return ir_filtered_differences(&p->vol, x);
+#else
+  return exact ? ir_exact_differences(&p->vol, x) : ir_filtered_differences(&p->vol, x);
+#endif
 }
 
 /* World-space normal from the differences (towards larger values). */
@@ -368,9 +355,9 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
       hit->sb = sb;
       return true;
     }
-    ir_vec3 diff;
-    tc = ir_refine(p, r, ta, sa, tb, sb, iso, (mode & IR_TRACE_EXACT) != 0, &diff);
-    ir_paint_add(pt, ir_hit_color(p, r, tc, i, diff), p->surf_alpha[i]);
+    tc = ir_refine(p, r, ta, sa, tb, sb, iso, (mode & IR_TRACE_EXACT) != 0);
+    ir_paint_add(pt, ir_hit_color(p, r, tc, i, ir_hit_differences(p, r, tc, (mode & IR_TRACE_EXACT) != 0)),
+                 p->surf_alpha[i]);
     if (!(*first_t < INFINITY)) *first_t = tc;
   }
   return false;
@@ -485,18 +472,16 @@ typedef struct ir_round_counts {
 } ir_round_counts;
 
 /* The pixel of a ray that ends at hit h, and its depth (the first hit's t). */
-/* Refines the hit that ends a ray (ir_hit) and returns the field's differences there. */
-static inline IR_HD ir_vec3 ir_hit_resolve(const ir_trace_params *p, const ir_ray *r, ir_hit *h, int mode) {
-  ir_vec3 diff;
-  h->t = ir_refine(p, r, h->ta, h->sa, h->tb, h->sb, p->iso.v[h->surf], (mode & IR_TRACE_EXACT) != 0, &diff);
-  return diff;
+/* Refines the hit that ends a ray (ir_hit). */
+static inline IR_HD void ir_hit_resolve(const ir_trace_params *p, const ir_ray *r, ir_hit *h, int mode) {
+  h->t = ir_refine(p, r, h->ta, h->sa, h->tb, h->sb, p->iso.v[h->surf], (mode & IR_TRACE_EXACT) != 0);
 }
 
 static inline IR_HD uint32_t ir_end_at_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_paint *pt,
                                            float *first_t, int mode) {
-  ir_vec3 diff = ir_hit_resolve(p, r, &h, mode);
+  ir_hit_resolve(p, r, &h, mode);
   if (!(*first_t < INFINITY)) *first_t = h.t;
-  return ir_finish_hit(p, r, h, diff, pt);
+  return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t, (mode & IR_TRACE_EXACT) != 0), pt);
 }
 
 /* The whole pipeline for one pixel with a local stack of IR_BVH_MAX_LEVELS entries; returns
