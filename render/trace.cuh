@@ -1,12 +1,16 @@
 /* The per-ray work of every renderer (InK §3.1.3-3.1.6), shared by the CPU and the GPU:
  *
- *   ir_ray_span       the ray against the volume box, and its grid of samples (below)
+ *   ir_ray_clip       the drawn part of the ray: the volume (or clip) box cut by the clip plane
+ *   ir_ray_span       that part of the ray, and its grid of samples (below)
  *   ir_ray_start      ray generation for the BVH pipeline: stack = {root}
  *   ir_traverse       stack-based BVH traversal, nearer child first, until a leaf is on top
  *   ir_intersect      march the leaf on top of the stack; on a miss peek the stack and go on
  *                     while the next item is a leaf
  *   ir_next_run       brick walk: 3D-DDA over the brick grid to the next run of valid bricks
- *   ir_march_run      march a run of samples and refine the first crossing
+ *   ir_march_run      march a run of samples: every surface crossed, in order; translucent hits
+ *                     composited on the way (ir_segment_hits), the hit that ends the ray returned
+ *   ir_refine, ir_hit_resolve  refine a crossing (texture unit, or exact trilinear field)
+ *   ir_end_at_hit     shade the hit that ends a ray and composite it: the pixel
  *   ir_trace_pixel    the BVH pipeline in one loop (the paper's pipeline on the CPU)
  *   ir_trace_pixel_runs  brick walk + march in one loop (the single kernel, the CPU reference)
  *
@@ -15,8 +19,10 @@
  * finding the bricks to march (the BVH's leaves one at a time, runs of bricks from the DDA walk,
  * runs cut short to hand rays back to the traversal stage) marches segments of this one grid,
  * each brick's range widened by one segment at both ends, in increasing t. A crossing lies in a
- * valid brick, so the first segment with a crossing is the same however the bricks were found:
- * every pipeline draws the same image, bit for bit. A stack is `items[i * stride]`.
+ * valid brick, so the segments with a crossing are the same however the bricks were found, and a
+ * ray never marches a segment twice: every pipeline draws the same image, bit for bit. A stack is
+ * `items[i * stride]`. Kernels pass the frame's trace mode (IR_TRACE_COMPOSITE, IR_TRACE_EXACT)
+ * as a constant to the `_as` functions, so that each variant carries only its own hit code.
  */
 #ifndef INKRAY_RENDER_TRACE_CUH
 #define INKRAY_RENDER_TRACE_CUH
