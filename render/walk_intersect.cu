@@ -82,8 +82,8 @@ cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers
 }
 
 template <int Mode>
-static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
-                                        const uint32_t *__restrict__ in, ir_gpu_counters *counters) {
+static __device__ __forceinline__ void walk_tail(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                                 const uint32_t *__restrict__ in, ir_gpu_counters *counters) {
   uint32_t n = counters->trav_in, hits = 0;
   const ir_trace_params &p = frame->p;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -111,6 +111,19 @@ static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, 
   }
 }
 
+template <int Mode>
+static __global__ void walk_tail_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
+                                        const uint32_t *__restrict__ in, ir_gpu_counters *counters) {
+  walk_tail<Mode>(frame, b, in, counters);
+}
+
+/* Opaque frames with exact refinement: at most 64 registers (as the intersection kernel's). */
+static __global__ void __launch_bounds__(IR_BLOCK, 4)
+    walk_tail_exact_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b, const uint32_t *__restrict__ in,
+                           ir_gpu_counters *counters) {
+  walk_tail<IR_TRACE_EXACT>(frame, b, in, counters);
+}
+
 cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                 ir_gpu_counters *counters, uint32_t max_rays, int mode, cudaStream_t stream) {
   /* Grid-stride over the count on the device: sized for max_rays, at least one block. */
@@ -118,7 +131,7 @@ cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, c
   switch (mode) {
   case 0: return ir_launch(walk_tail_kernel<0>, grid, stream, NULL, 0, d_frame, b, in, counters);
   case 1: return ir_launch(walk_tail_kernel<1>, grid, stream, NULL, 0, d_frame, b, in, counters);
-  case 2: return ir_launch(walk_tail_kernel<2>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  case 2: return ir_launch(walk_tail_exact_kernel, grid, stream, NULL, 0, d_frame, b, in, counters);
   default: return ir_launch(walk_tail_kernel<3>, grid, stream, NULL, 0, d_frame, b, in, counters);
   }
 }
