@@ -149,10 +149,7 @@ ir_status ir_bvh_setup(ir_renderer *r, char err[IR_ERR_LEN]) {
   atomic_init(&job.infinities, (size_t)0);
   run_workers(ir_cpu_thread_count(r->threads), range_worker, &job);
 
-  r->view.voxels = v->voxels;
-  r->view.type = (int)v->type;
-  for (int k = 0; k < 3; k++) r->view.dims[k] = (int)v->dims[k];
-  r->view.scale = 1.0f;
+  r->view = ir_volume_view_of(v); /* the GPU sets its texture objects at upload */
   if (atomic_load(&job.infinities) > 0) {
     size_t n = v->dims[0] * v->dims[1] * v->dims[2];
     r->voxels_clean = malloc(n * sizeof(float));

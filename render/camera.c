@@ -123,13 +123,6 @@ static void ir_trace_surfaces_fill(const ir_frame_desc *f, ir_trace_params *p) {
   }
 }
 
-int ir_frame_trace_mode(const ir_frame_desc *f) {
-  ir_trace_params p;
-  ir_trace_surfaces_fill(f, &p);
-  p.exact = !f->texture_refine;
-  return ir_trace_mode(&p);
-}
-
 void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p) {
   ir_camera_prepare(&f->camera, r->volume, f->width, f->height, &p->cam);
   p->vol = r->view;

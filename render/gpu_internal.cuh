@@ -212,6 +212,7 @@ struct ir_gpu_state {
   int mark_label[IR_TIMELINE_EVENTS], mark_round[IR_TIMELINE_EVENTS];
 
   int width, height; /* of the last frame */
+  int trace_mode;    /* of the frame being rendered (trace.cuh), set by its parameters' upload */
 };
 
 /* ---- Launchers (each in the stage's own file) ---------------------------------------------- */

@@ -575,7 +575,7 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->pixels = (uint32_t)f->width * (uint32_t)f->height;
   p->gen_n = p->paper ? p->pixels : ir_tiled_ray_count(f->width, f->height);
   p->tail_rays = ir_frame_tail_rays(f);
-  p->mode = ir_frame_trace_mode(f);
+  p->mode = g->trace_mode;
   p->err = err;
   ir_status st = IR_OK;
   if (timed) {

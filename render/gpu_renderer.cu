@@ -91,7 +91,6 @@ static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
   if (st != IR_OK) return st;
   r->view.tex = (unsigned long long)g->tex;
   r->view.tex_point = (unsigned long long)g->tex_point;
-  r->view.scale = ir_texture_scale((int)r->volume->type);
   return IR_OK;
 }
 
@@ -254,6 +253,7 @@ static ir_status upload_frame(ir_renderer *r, const ir_frame_desc *f, char err[I
   hf.p.nodes = g->d_nodes;
   hf.p.root = ir_bvh_root(&r->layout);
   hf.p.cmap = g->d_colormaps + (size_t)f->colormap * IR_COLORMAP_SIZE * 3;
+  g->trace_mode = ir_trace_mode(&hf.p);
   hf.pixels = (uint32_t)f->width * (uint32_t)f->height;
   hf.rays = ir_tiled_ray_count(f->width, f->height);
   hf.run_bricks = f->run_bricks;
@@ -272,7 +272,7 @@ static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, bool timed
   IR_CUDA(f->pipeline == IR_PIPELINE_PLAIN
               ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, g->d_depth, f->width, f->height, g->stream)
               : ir_single_kernel_launch(g->d_frame, g->d_image, g->d_depth, f->width, f->height,
-                                        ir_frame_trace_mode(f), g->stream));
+                                        g->trace_mode, g->stream));
   if (!timed) return IR_OK;
   IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
   IR_CUDA(cudaEventSynchronize(g->timeline[1]));

@@ -103,12 +103,7 @@ ir_status ir_renderer_set_color_volume(ir_renderer *r, const ir_volume *color_vo
   }
   r->color_volume = color_volume;
   memset(&r->color_view, 0, sizeof r->color_view);
-  if (color_volume) {
-    r->color_view.voxels = color_volume->voxels;
-    r->color_view.type = (int)color_volume->type;
-    for (int k = 0; k < 3; k++) r->color_view.dims[k] = (int)color_volume->dims[k];
-    r->color_view.scale = ir_texture_scale((int)color_volume->type);
-  }
+  if (color_volume) r->color_view = ir_volume_view_of(color_volume);
   return r->device == IR_DEVICE_GPU ? ir_gpu_set_color_volume(r, err) : IR_OK;
 }
 

@@ -43,8 +43,6 @@ int ir_cpu_thread_count(int requested);
 
 /* Per-frame camera basis (camera.c). */
 void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int height, ir_cam_basis *out);
-/* The frame's trace mode (trace.cuh: IR_TRACE_COMPOSITE, IR_TRACE_EXACT), for picking kernels. */
-int ir_frame_trace_mode(const ir_frame_desc *f);
 /* The parts of ir_trace_params that do not depend on the device. */
 void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p);
 

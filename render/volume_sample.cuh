@@ -16,6 +16,7 @@
 #define INKRAY_RENDER_VOLUME_SAMPLE_CUH
 
 #include <stddef.h>
+#include <string.h>
 
 #include "data/volume.h"
 #include "render/ray_math.cuh"
@@ -37,6 +38,17 @@ static inline IR_HD float ir_texture_scale(int type) {
   case IR_VOXEL_INT16: return 32767.0f;
   default: return 1.0f;
   }
+}
+
+/* A view of a volume's voxels on the host (the GPU adds its texture objects). */
+static inline ir_volume_view ir_volume_view_of(const ir_volume *v) {
+  ir_volume_view view;
+  memset(&view, 0, sizeof view);
+  view.voxels = v->voxels;
+  view.type = (int)v->type;
+  for (int k = 0; k < 3; k++) view.dims[k] = (int)v->dims[k];
+  view.scale = ir_texture_scale((int)v->type);
+  return view;
 }
 
 /* One voxel in data units, as the texture unit reads it (signed 16-bit normalizes to
