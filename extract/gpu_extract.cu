@@ -196,6 +196,16 @@ ir_status ir_gpu_extract_set_color_grid(ir_extractor *ex, const ir_extract_grid 
 }
 
 /* ---- Buffers sized by the active bricks ------------------------------------------------------------- */
+/* The compaction context's scratch for out-of-kernel calls on streams of up to n elements. */
+static ir_status reserve_compaction(struct ir_gpu_extract *x, size_t n, char err[IR_ERR_LEN]) {
+  if (ir_compact_ctx_capacity(x->cctx) >= n) return IR_OK;
+  if (ir_compact_ctx_reserve(x->cctx, n) != cudaSuccess) {
+    snprintf(err, IR_ERR_LEN, "compaction scratch for %zu elements: %s", n, ir_compact_last_error(x->cctx));
+    return IR_ERR_RUNTIME;
+  }
+  return IR_OK;
+}
+
 static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char err[IR_ERR_LEN]) {
   struct ir_gpu_extract *x = ex->gpu;
   size_t candidates = active * IR_MC_BRICK_POINTS;
@@ -208,12 +218,12 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
     IR_GX_GROW(x->d_cells, candidates * sizeof(uint32_t), "the candidate cells");
     IR_GX_GROW(x->d_point_scan, ir_ink_scan_bytes((unsigned)active), "the look-back state");
     IR_GX_GROW(x->d_cell_scan, ir_ink_scan_bytes((unsigned)active), "the look-back state");
-    /* The out-of-kernel methods' buffers follow their first use. */
-    IR_GX_GROW(x->d_point_flags, 0, "");
-    IR_GX_GROW(x->d_cell_flags, 0, "");
-    IR_GX_GROW(x->d_identity, 0, "");
-    IR_GX_GROW(x->d_point_remove, 0, "");
-    IR_GX_GROW(x->d_cell_remove, 0, "");
+    /* The out-of-kernel methods' buffers are made again at their first use at this size. */
+    IR_GX_GROW(x->d_point_flags, 0, "released");
+    IR_GX_GROW(x->d_cell_flags, 0, "released");
+    IR_GX_GROW(x->d_identity, 0, "released");
+    IR_GX_GROW(x->d_point_remove, 0, "released");
+    IR_GX_GROW(x->d_cell_remove, 0, "released");
     x->slot_cap = active;
   }
   size_t slots = x->slot_cap * IR_MC_BRICK_POINTS;
@@ -227,14 +237,7 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
     IR_GX_GROW(x->d_point_remove, slots * sizeof(uint32_t), "the removal lists");
     IR_GX_GROW(x->d_cell_remove, slots * sizeof(uint32_t), "the removal lists");
   }
-  size_t need = candidates > ex->brick_count ? candidates : ex->brick_count;
-  if ((mode == IR_GX_FLAGS || mode == IR_GX_REMOVE) && ir_compact_ctx_capacity(x->cctx) < need) {
-    cudaError_t e = ir_compact_ctx_reserve(x->cctx, need);
-    if (e != cudaSuccess) {
-      snprintf(err, IR_ERR_LEN, "compaction scratch for %zu elements: %s", need, ir_compact_last_error(x->cctx));
-      return IR_ERR_RUNTIME;
-    }
-  }
+  if (mode == IR_GX_FLAGS || mode == IR_GX_REMOVE) return reserve_compaction(x, candidates, err);
   return IR_OK;
 }
 
@@ -363,8 +366,10 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
     set_lengths_kernel<<<1, 1, 0, x->stream>>>(c, (uint32_t)n, 0);
     IR_GX_CUDA(cudaGetLastError());
   }
+  ir_status st = mode == IR_GX_FLAGS || mode == IR_GX_REMOVE ? reserve_compaction(x, n, err) : IR_OK;
+  if (st != IR_OK) return st;
   IR_GX_CUDA(ir_gx_launch_bricks(g, job->rules, iso, x->d_ranges, n, bricks, x->stream));
-  ir_status st = compact_after(x, job->method, mode, x->d_brick_ids, x->d_brick_flags, x->d_active, &c->active,
+  st = compact_after(x, job->method, mode, x->d_brick_ids, x->d_brick_flags, x->d_active, &c->active,
                                &c->n_bricks, n, x->d_brick_remove, &c->k_bricks, err);
   if (st != IR_OK) return st;
   if ((st = read_counters(x, err)) != IR_OK) return st;

@@ -17,27 +17,27 @@
 /* n^3 float32, value = distance function of a shape, positive inside. */
 typedef float (*shape_fn)(double x, double y, double z, int n);
 
-static float shape_sphere(double x, double y, double z, int n) {
+static inline float shape_sphere(double x, double y, double z, int n) {
   double c = (n - 1) / 2.0, r = sqrt((x - c) * (x - c) + (y - c) * (y - c) + (z - c) * (z - c));
   return (float)(0.35 * n - r);
 }
 
 /* A torus around the z axis through the centre: major radius 0.28 n, minor 0.1 n. */
-static float shape_torus(double x, double y, double z, int n) {
+static inline float shape_torus(double x, double y, double z, int n) {
   double c = (n - 1) / 2.0, dx = x - c, dy = y - c, dz = z - c;
   double q = sqrt(dx * dx + dy * dy) - 0.28 * n;
   return (float)(0.1 * n - sqrt(q * q + dz * dz));
 }
 
 /* Two separate spheres of radius 0.18 n along x. */
-static float shape_two_spheres(double x, double y, double z, int n) {
+static inline float shape_two_spheres(double x, double y, double z, int n) {
   double c = (n - 1) / 2.0, a = 0.27 * n;
   double r1 = sqrt((x - (c - a)) * (x - (c - a)) + (y - c) * (y - c) + (z - c) * (z - c));
   double r2 = sqrt((x - (c + a)) * (x - (c + a)) + (y - c) * (y - c) + (z - c) * (z - c));
   return (float)(0.18 * n - (r1 < r2 ? r1 : r2));
 }
 
-static float *make_shape(shape_fn f, int n) {
+static inline float *make_shape(shape_fn f, int n) {
   float *v = (float *)malloc(sizeof(float) * (size_t)n * n * n);
   for (int z = 0; z < n; z++)
     for (int y = 0; y < n; y++)
@@ -47,7 +47,7 @@ static float *make_shape(shape_fn f, int n) {
 
 /* A deterministic pseudo-random generator (xorshift), the same on every machine. */
 static uint32_t test_rand_state = 2463534242u;
-static uint32_t test_rand(void) {
+static inline uint32_t test_rand(void) {
   test_rand_state ^= test_rand_state << 13;
   test_rand_state ^= test_rand_state >> 17;
   test_rand_state ^= test_rand_state << 5;
@@ -56,7 +56,7 @@ static uint32_t test_rand(void) {
 
 /* dims voxels of uint8 values in 0..levels-1, with a border of zeros one voxel wide when `closed`
  * (so every surface at an isovalue above 0 is closed). */
-static uint8_t *make_random_u8(const size_t dims[3], int levels, bool closed) {
+static inline uint8_t *make_random_u8(const size_t dims[3], int levels, bool closed) {
   size_t n = dims[0] * dims[1] * dims[2];
   uint8_t *v = (uint8_t *)malloc(n);
   for (size_t z = 0; z < dims[2]; z++)
@@ -68,7 +68,7 @@ static uint8_t *make_random_u8(const size_t dims[3], int levels, bool closed) {
   return v;
 }
 
-static ir_extract_grid grid_f32(const float *v, size_t nx, size_t ny, size_t nz) {
+static inline ir_extract_grid grid_f32(const float *v, size_t nx, size_t ny, size_t nz) {
   ir_extract_grid g;
   memset(&g, 0, sizeof g);
   g.voxels = v;
@@ -78,7 +78,7 @@ static ir_extract_grid grid_f32(const float *v, size_t nx, size_t ny, size_t nz)
 }
 
 /* ---- Mesh invariants ------------------------------------------------------------------------------ */
-static int cmp_u64(const void *a, const void *b) {
+static inline int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return (x > y) - (x < y);
 }
@@ -94,7 +94,7 @@ typedef struct mesh_topology {
   size_t bad_index;      /* indices >= vertex_count */
 } mesh_topology;
 
-static mesh_topology mesh_check(const ir_mesh *m) {
+static inline mesh_topology mesh_check(const ir_mesh *m) {
   mesh_topology t;
   memset(&t, 0, sizeof t);
   size_t n = 3 * m->triangle_count;
@@ -145,8 +145,8 @@ static mesh_topology mesh_check(const ir_mesh *m) {
 }
 
 /* Vertices at exactly the same position (after sorting). */
-static int cmp_pos(const void *a, const void *b) { return memcmp(a, b, 3 * sizeof(float)); }
-static size_t duplicate_positions(const ir_mesh *m) {
+static inline int cmp_pos(const void *a, const void *b) { return memcmp(a, b, 3 * sizeof(float)); }
+static inline size_t duplicate_positions(const ir_mesh *m) {
   float *p = (float *)malloc((m->vertex_count ? m->vertex_count : 1) * 3 * sizeof(float));
   memcpy(p, m->positions, m->vertex_count * 3 * sizeof(float));
   qsort(p, m->vertex_count, 3 * sizeof(float), cmp_pos);
@@ -158,7 +158,7 @@ static size_t duplicate_positions(const ir_mesh *m) {
 
 /* ---- Comparing meshes ------------------------------------------------------------------------------- */
 /* True when a and b are equal byte for byte; otherwise prints the first difference. */
-static bool mesh_equal(const ir_mesh *a, const ir_mesh *b, const char *what) {
+static inline bool mesh_equal(const ir_mesh *a, const ir_mesh *b, const char *what) {
   if (a->vertex_count != b->vertex_count || a->triangle_count != b->triangle_count) {
     fprintf(stderr, "%s: counts differ: %zu vertices %zu triangles against %zu vertices %zu triangles\n", what,
             a->vertex_count, a->triangle_count, b->vertex_count, b->triangle_count);
@@ -206,12 +206,12 @@ typedef struct mc_count {
   size_t vertices, triangles;
 } mc_count;
 
-static int uf_find(int *parent, int i) {
+static inline int uf_find(int *parent, int i) {
   while (parent[i] != i) i = parent[i] = parent[parent[i]];
   return i;
 }
 
-static double count_voxel(const void *v, ir_voxel_type t, size_t i) {
+static inline double count_voxel(const void *v, ir_voxel_type t, size_t i) {
   switch (t) {
   case IR_VOXEL_UINT8: return ((const uint8_t *)v)[i];
   case IR_VOXEL_UINT16: return ((const uint16_t *)v)[i];
@@ -220,7 +220,7 @@ static double count_voxel(const void *v, ir_voxel_type t, size_t i) {
   }
 }
 
-static mc_count independent_count(const void *v, ir_voxel_type type, const size_t d[3], float iso) {
+static inline mc_count independent_count(const void *v, ir_voxel_type type, const size_t d[3], float iso) {
   /* Corners and the cube's faces written out here on their own, not taken from the module. */
   static const int corner[8][3] = {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {0, 0, 1}, {1, 0, 1}, {1, 1, 1}, {0, 1, 1}};
   static const int face[6][4] = {{0, 1, 2, 3}, {4, 5, 6, 7}, {0, 1, 5, 4}, {3, 2, 6, 7}, {0, 3, 7, 4}, {1, 2, 6, 5}};
