@@ -14,6 +14,7 @@
 /* argv[0] of each entry point is the subcommand's name; options follow. */
 int app_info_main(int argc, char **argv);          /* info.c: inkray info VOLUME */
 int app_compact_bench_main(int argc, char **argv); /* compact_bench.c: inkray compact-bench */
+int app_extract_main(int argc, char **argv);       /* extract.c: inkray extract VOLUME -o MESH */
 int app_headless_main(int argc, char **argv);      /* headless.c: inkray --headless ... */
 int app_window_main(int argc, char **argv);        /* window.c: inkray [VOLUME] with a window */
 bool app_window_available(void);                   /* built with SDL2 + GLEW */

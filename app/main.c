@@ -14,6 +14,7 @@ static void print_help(FILE *to) {
           "  inkray [OPTIONS] [VOLUME]             window (with a display), else a headless run\n"
           "  inkray --headless [OPTIONS] [VOLUME]  render frames without a window, print timings\n"
           "  inkray info [VOLUME OPTIONS] VOLUME   dims, type, value range, histogram, isovalues\n"
+          "  inkray extract VOLUME --iso V -o MESH  the isosurface as a mesh (.ply, .stl, .obj)\n"
           "  inkray compact-bench [OPTIONS]        time the compaction methods on plain streams\n"
           "  inkray --help | --version\n"
           "\n"
@@ -40,6 +41,7 @@ static bool display_present(void) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "info") == 0) return app_info_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "extract") == 0) return app_extract_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "compact-bench") == 0) return app_compact_bench_main(argc - 1, argv + 1);
   if (argc == 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)) {
     printf("inkray %s\n", INKRAY_VERSION);

@@ -1,0 +1,155 @@
+/* inkray extract through the built program (label cpu): bad input exits 2 with one line before any
+ * work, a good run writes the same bytes as the library, an empty surface writes a valid empty file,
+ * the look options reach the mesh. Runs on the CPU (--device cpu). */
+#include "tests/check.h"
+#include "tests/extract/extract_test_util.h"
+#include "tests/headless/run_inkray.h"
+
+#include "data/volume.h"
+
+static char work[256];
+
+static int count_lines(const char *text) {
+  int n = 0;
+  for (; *text; text++) n += *text == '\n';
+  return n;
+}
+
+static void expect_refused(const char *const *args, const char *says) {
+  run_result r;
+  run_inkray(work, args, &r);
+  CHECK_EQ_INT(r.status, 2);
+  CHECK_STR_CONTAINS(r.output, says);
+  CHECK_MSG(count_lines(r.output) == 1, "one line expected, got: %s", r.output);
+}
+
+static void test_bad_input_exits_2_with_one_line(void) {
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", NULL}, "no mesh file given");
+  expect_refused((const char *const[]){"extract", "-o", "a.ply", NULL}, "no volume given");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--bogus", NULL}, "unknown option");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--iso", "x", NULL}, "not a number");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--iso", "1,2,3,4,5", NULL}, "at most 4");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--iso", "1", "--surface", "2", NULL},
+                 "--surface and --iso both given");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--method", "fastest", NULL},
+                 "unknown method 'fastest'");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--refine", "exact", NULL},
+                 "rendering option");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--clip-box", "0,1,0,1", NULL},
+                 "--clip-box");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.vtk", NULL}, "unknown format");
+  /* The output is checked before the volume: a missing folder is reported, not the missing file. */
+  expect_refused((const char *const[]){"extract", "no-such-volume.raw", "-o", "no/such/folder/a.ply", NULL},
+                 "does not exist");
+  run_result r;
+  run_inkray(work, (const char *const[]){"extract", "no-such-volume.nrrd", "-o", "a.ply", "--device", "cpu", NULL}, &r);
+  CHECK_EQ_INT(r.status, 2);
+  CHECK_STR_CONTAINS(r.output, "no-such-volume.nrrd");
+  run_inkray(work, (const char *const[]){"extract", "--help", NULL}, &r);
+  CHECK_EQ_INT(r.status, 0);
+  CHECK_STR_CONTAINS(r.output, "Usage: inkray extract");
+  CHECK_STR_CONTAINS(r.output, "redzone");
+}
+
+static bool same_file_bytes(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  bool same = fa && fb;
+  for (int ca = 0, cb = 0; same && ca != EOF;) {
+    ca = fgetc(fa), cb = fgetc(fb);
+    same = ca == cb;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+static void test_a_run_writes_the_library_mesh(void) {
+  run_result r;
+  run_inkray(work, (const char *const[]){"extract", "builtin:sphere:40", "--iso", "1.5", "--device", "cpu", "-o", "cli.ply", NULL},
+             &r);
+  CHECK_MSG(r.status == 0, "%s", r.output);
+  CHECK_STR_CONTAINS(r.output, "vertices");
+  /* The same through the library. */
+  ir_volume v;
+  char err[IR_ERR_LEN], path[300], lib[300];
+  ir_volume_desc vd = {.source = "builtin:sphere:40"};
+  CHECK(ir_volume_load(&vd, &v, err) == IR_OK);
+  ir_extractor *ex = NULL;
+  ir_extractor_desc xd = {.device = IR_EXTRACT_CPU};
+  ir_mesh m;
+  CHECK(ir_extractor_create(&xd, &ex, err) == IR_OK);
+  CHECK(ir_extractor_set_volume(ex, &v, err) == IR_OK);
+  ir_extract_desc d = {.surface_count = 1, .isovalues = {1.5f}};
+  CHECK(ir_extract(ex, &d, &m, NULL, err) == IR_OK);
+  snprintf(lib, sizeof lib, "%s/lib.ply", work);
+  snprintf(path, sizeof path, "%s/cli.ply", work);
+  CHECK(ir_mesh_write(&m, lib, err) == IR_OK);
+  CHECK(same_file_bytes(path, lib));
+  ir_mesh_free(&m);
+  ir_extractor_destroy(ex);
+  ir_volume_free(&v);
+  unlink(lib);
+  unlink(path);
+}
+
+static void test_empty_surface_writes_a_valid_empty_file(void) {
+  run_result r;
+  run_inkray(work, (const char *const[]){"extract", "builtin:sphere:24", "--iso", "1000", "--device", "cpu", "-o", "empty.stl", NULL},
+             &r);
+  CHECK_EQ_INT(r.status, 0);
+  CHECK_STR_CONTAINS(r.output, "outside");
+  CHECK_STR_CONTAINS(r.output, "empty");
+  char path[300];
+  snprintf(path, sizeof path, "%s/empty.stl", work);
+  struct stat st;
+  CHECK(stat(path, &st) == 0 && st.st_size == 84);
+  unlink(path);
+}
+
+static void test_look_options_reach_the_mesh(void) {
+  const char *data = getenv("INKRAY_TEST_DATA");
+  char volume[512], path[300];
+  snprintf(volume, sizeof volume, "%s/neghip_66x66x66_uint8.raw", data ? data : "tests/data/real");
+  run_result r;
+  run_inkray(work, (const char *const[]){"extract", volume, "--surface", "40", "--surface", "120:red", "--clip-box",
+                                         "0,1,0,0.5,0,1", "--device", "cpu", "-o", "neghip.ply", "--method", "all", NULL},
+             &r);
+  CHECK_MSG(r.status == 0, "%s", r.output);
+  snprintf(path, sizeof path, "%s/neghip.ply", work);
+  FILE *f = fopen(path, "rb");
+  char header[2048] = {0};
+  if (f) {
+    CHECK(fread(header, 1, sizeof header - 1, f) > 0);
+    fclose(f);
+  }
+  CHECK_STR_CONTAINS(header, "property uchar red"); /* a surface with a colour: per-vertex colours */
+  unlink(path);
+  run_inkray(work, (const char *const[]){"extract", volume, "--iso", "40", "--color-by", "gradient", "--colormap", "magma",
+                                         "--device", "cpu", "-o", "neghip.obj", NULL},
+             &r);
+  CHECK_MSG(r.status == 0, "%s", r.output);
+  snprintf(path, sizeof path, "%s/neghip.obj", work);
+  f = fopen(path, "r");
+  char line[256] = {0};
+  float x, y, z, cr, cg, cb;
+  bool coloured = false;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "v %f %f %f %f %f %f", &x, &y, &z, &cr, &cg, &cb) == 6) coloured = true;
+  if (f) fclose(f);
+  CHECK(coloured);
+  unlink(path);
+}
+
+int main(void) {
+  snprintf(work, sizeof work, "%s/inkray-extract-cli-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(work)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  RUN(test_bad_input_exits_2_with_one_line);
+  RUN(test_a_run_writes_the_library_mesh);
+  RUN(test_empty_surface_writes_a_valid_empty_file);
+  RUN(test_look_options_reach_the_mesh);
+  rmdir(work);
+  return check_summary();
+}
