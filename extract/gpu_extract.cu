@@ -135,6 +135,7 @@ static ir_status place_voxels(struct ir_gpu_extract *x, const ir_extract_grid *g
     return IR_OK;
   }
   if (bytes > *cap) {
+    *cap = 0; /* the old buffer goes first: a failure below leaves nothing stale behind */
     IR_GX_GROW(*owned, bytes, what);
     *cap = bytes;
   }
@@ -156,6 +157,7 @@ ir_status ir_gpu_extract_set_grid(ir_extractor *ex, const ir_extract_grid *grid,
   if (status != IR_OK) return status;
   size_t n = ex->brick_count;
   if (n > x->brick_cap) {
+    x->brick_cap = 0; /* until every buffer below has grown */
     IR_GX_GROW(x->d_ranges, n * sizeof(ir_mc_range), "the brick ranges");
     IR_GX_GROW(x->d_brick_ids, n * sizeof(uint32_t), "the brick list");
     IR_GX_GROW(x->d_brick_flags, n, "the brick flags");
@@ -210,6 +212,7 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
   struct ir_gpu_extract *x = ex->gpu;
   size_t candidates = active * IR_MC_BRICK_POINTS;
   if (active > x->slot_cap) {
+    x->slot_cap = 0; /* until every buffer below has grown */
     IR_GX_GROW(x->d_edge_table, active * IR_MC_EDGE_WORDS * sizeof(uint2), "the edge tables");
     IR_GX_GROW(x->d_cell_nibbles, active * IR_MC_CELL_GROUPS * sizeof(uint4), "the cell tables");
     IR_GX_GROW(x->d_cell_prefix, active * IR_MC_CELL_GROUPS * sizeof(uint32_t), "the cell tables");
@@ -227,13 +230,13 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
     x->slot_cap = active;
   }
   size_t slots = x->slot_cap * IR_MC_BRICK_POINTS;
-  if (mode == IR_GX_FLAGS && !x->d_identity) {
+  if (mode == IR_GX_FLAGS && !x->d_identity) { /* the last one made: all three exist */
     IR_GX_GROW(x->d_point_flags, slots, "the candidate flags");
     IR_GX_GROW(x->d_cell_flags, slots, "the candidate flags");
     IR_GX_GROW(x->d_identity, slots * sizeof(uint32_t), "the candidate stream");
     IR_GX_CUDA(fill_iota(x->d_identity, slots, x->stream));
   }
-  if (mode == IR_GX_REMOVE && !x->d_point_remove) {
+  if (mode == IR_GX_REMOVE && !x->d_cell_remove) { /* the last one made: both exist */
     IR_GX_GROW(x->d_point_remove, slots * sizeof(uint32_t), "the removal lists");
     IR_GX_GROW(x->d_cell_remove, slots * sizeof(uint32_t), "the removal lists");
   }
@@ -276,6 +279,7 @@ static ir_status reserve_mesh(struct ir_gpu_extract *x, size_t vertices, size_t 
   }
   ir_status st = IR_OK;
   if (grow_v) {
+    x->vertex_cap = 0, x->mesh_colors = false; /* until every buffer below has grown */
     if ((st = grow_keep((void **)&x->d_positions, vertices * 12, kept_vertices * 12, x->stream, err)) != IR_OK ||
         (st = grow_keep((void **)&x->d_normals, vertices * 12, kept_vertices * 12, x->stream, err)) != IR_OK ||
         (st = grow_keep((void **)&x->d_values, vertices * 4, kept_vertices * 4, x->stream, err)) != IR_OK ||
@@ -286,6 +290,7 @@ static ir_status reserve_mesh(struct ir_gpu_extract *x, size_t vertices, size_t 
     x->mesh_colors = colors;
   }
   if (grow_t) {
+    x->triangle_cap = 0;
     if ((st = grow_keep((void **)&x->d_triangles, triangles * 12, kept_triangles * 12, x->stream, err)) != IR_OK) return st;
     x->triangle_cap = triangles;
   }
@@ -490,6 +495,7 @@ ir_status ir_gpu_extract(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, 
   if (job->colors == IR_EXTRACT_COLORS_MAP) {
     size_t floats = (size_t)job->colormap_size * 3;
     if (floats > x->colormap_cap) {
+      x->colormap_cap = 0;
       IR_GX_GROW(x->d_colormap, floats * sizeof(float), "the colour map");
       x->colormap_cap = floats;
     }

@@ -1,0 +1,264 @@
+/* The GPU extraction against the CPU reference (label gpu; exit 77 without a CUDA device): every
+ * compaction method, run twice, must give the CPU's mesh byte for byte (positions, normals, values,
+ * colours, triangles) on closed shapes, the fractal, random volumes full of ties and ambiguous
+ * faces, real CT data, non-finite voxels, clipping, several surfaces with colours, grids not a
+ * multiple of the brick size, device grids and device output. Also: repeated calls allocate
+ * nothing, an empty surface, and a GPU too full for the mesh refused with a message, after which the
+ * extractor works again. On a mismatch it prints the first differing vertex or triangle and the
+ * counts of each stage.
+ *
+ * test_extract_gpu --small runs a reduced set (small volumes) for compute-sanitizer. */
+#include <cuda_runtime_api.h>
+
+#include "tests/check.h"
+#include "tests/extract/extract_test_util.h"
+
+#include "data/volume.h"
+
+static bool small_mode;
+
+static void print_stats(const char *what, const ir_mesh *m, const ir_extract_stats *s) {
+  printf("    %-28s %9zu vertices %9zu triangles | %zu of %zu bricks active, %zu cells with triangles | "
+         "count %.3f ms generate %.3f ms device %.3f ms\n",
+         what, m->vertex_count, m->triangle_count, s->active_bricks, s->bricks, s->cells_with_triangles, s->count_ms,
+         s->generate_ms, s->device_ms);
+}
+
+/* Extracts `d` from grid g on the CPU, then on the GPU with every method, twice, and compares. */
+static void compare_all_methods(const char *name, const ir_extract_grid *g, const ir_extract_grid *color,
+                                ir_extract_desc d) {
+  char err[IR_ERR_LEN] = {0};
+  ir_extractor *cpu = NULL, *gpu = NULL;
+  ir_extractor_desc cd = {.device = IR_EXTRACT_CPU}, gd = {.device = IR_EXTRACT_GPU};
+  CHECK(ir_extractor_create(&cd, &cpu, err) == IR_OK);
+  CHECK_MSG(ir_extractor_create(&gd, &gpu, err) == IR_OK, "%s", err);
+  CHECK_MSG(ir_extractor_set_grid(cpu, g, err) == IR_OK, "%s", err);
+  CHECK_MSG(ir_extractor_set_grid(gpu, g, err) == IR_OK, "%s", err);
+  if (color) {
+    CHECK(ir_extractor_set_color_grid(cpu, color, err) == IR_OK);
+    CHECK_MSG(ir_extractor_set_color_grid(gpu, color, err) == IR_OK, "%s", err);
+  }
+  ir_mesh ref, m;
+  ir_extract_stats s;
+  printf("  %s\n", name);
+  CHECK_MSG(ir_extract(cpu, &d, &ref, &s, err) == IR_OK, "%s", err);
+  print_stats("cpu", &ref, &s);
+  for (int method = 0; method < IR_COMPACT_METHOD_COUNT; method++) {
+    d.method = (ir_compact_method)method;
+    for (int run = 0; run < 2; run++) {
+      ir_status st = ir_extract(gpu, &d, &m, &s, err);
+      char what[128];
+      snprintf(what, sizeof what, "%s, run %d", ir_compact_methods()[method].name, run + 1);
+      CHECK_MSG(st == IR_OK, "%s: %s", what, err);
+      if (st != IR_OK) continue;
+      print_stats(what, &m, &s);
+      char label[256];
+      snprintf(label, sizeof label, "%s: %s against the CPU", name, what);
+      CHECK(mesh_equal(&ref, &m, label));
+      ir_mesh_free(&m);
+    }
+  }
+  ir_mesh_free(&ref);
+  ir_extractor_destroy(cpu);
+  ir_extractor_destroy(gpu);
+}
+
+static ir_extract_desc one_surface(float iso) {
+  ir_extract_desc d;
+  memset(&d, 0, sizeof d);
+  d.surface_count = 1;
+  d.isovalues[0] = iso;
+  return d;
+}
+
+static void test_closed_shapes(void) {
+  int n = small_mode ? 24 : 72;
+  shape_fn shapes[3] = {shape_sphere, shape_torus, shape_two_spheres};
+  const char *names[3] = {"sphere", "torus", "two spheres"};
+  for (int k = 0; k < 3; k++) {
+    float *v = make_shape(shapes[k], n);
+    ir_extract_grid g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n);
+    g.spacing[0] = 0.7f, g.spacing[1] = 1.0f, g.spacing[2] = 1.3f, g.origin[2] = -12.5f;
+    compare_all_methods(names[k], &g, NULL, one_surface(0.25f));
+    free(v);
+  }
+}
+
+static void test_fractal_and_real_data(void) {
+  char err[IR_ERR_LEN];
+  const char *sources[2] = {small_mode ? "builtin:fractal:40" : "builtin:fractal:160", NULL};
+  char headsq[512];
+  const char *data = getenv("INKRAY_TEST_DATA");
+  snprintf(headsq, sizeof headsq, "%s/headsq_64x64x93_int16.raw", data ? data : "tests/data/real");
+  sources[1] = headsq;
+  float isos[2] = {127.5f, 582.77f};
+  for (int k = 0; k < 2; k++) {
+    ir_volume v;
+    ir_volume_desc vd = {.source = sources[k]};
+    CHECK_MSG(ir_volume_load(&vd, &v, err) == IR_OK, "%s", err);
+    ir_extract_grid g = {.voxels = v.voxels, .type = v.type, .dims = {v.dims[0], v.dims[1], v.dims[2]},
+                         .spacing = {v.spacing[0], v.spacing[1], v.spacing[2]}};
+    compare_all_methods(sources[k], &g, NULL, one_surface(isos[k]));
+    ir_volume_free(&v);
+  }
+}
+
+static void test_ties_and_odd_sizes(void) {
+  size_t dims[2][3] = {{37, 21, 50}, {5, 40, 17}};
+  for (int k = 0; k < (small_mode ? 1 : 2); k++) {
+    uint8_t *v = make_random_u8(dims[k], 3, k == 0);
+    ir_extract_grid g = {.voxels = v, .type = IR_VOXEL_UINT8, .dims = {dims[k][0], dims[k][1], dims[k][2]}};
+    compare_all_methods(k == 0 ? "random 0..2, iso 1 (ties), closed" : "random 5x40x17, open", &g, NULL, one_surface(1.0f));
+    free(v);
+  }
+  /* uint16 with values in the thousands, two isovalues. */
+  size_t d16[3] = {34, 33, 35}, n = d16[0] * d16[1] * d16[2];
+  uint16_t *w = malloc(n * 2);
+  for (size_t i = 0; i < n; i++) w[i] = (uint16_t)(test_rand() % 4000);
+  ir_extract_grid g = {.voxels = w, .type = IR_VOXEL_UINT16, .dims = {d16[0], d16[1], d16[2]}};
+  ir_extract_desc d = one_surface(1000.0f);
+  d.surface_count = 2, d.isovalues[1] = 3000.0f;
+  compare_all_methods("uint16 random, two surfaces", &g, NULL, d);
+  free(w);
+}
+
+static void test_exact_path(void) {
+  int n = small_mode ? 28 : 64;
+  float *v = make_shape(shape_sphere, n);
+  for (int y = 0; y < n; y++)
+    for (int x = 0; x < n; x++) v[x + n * (y + n * (n / 2))] = NAN;
+  v[n / 2 + n * (n / 2 + n * 5)] = INFINITY;
+  ir_extract_grid g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n);
+  compare_all_methods("sphere with a NaN slab", &g, NULL, one_surface(0.0f));
+  free(v);
+  v = make_shape(shape_torus, n);
+  g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n);
+  ir_extract_desc d = one_surface(0.0f);
+  d.clip_box_on = true;
+  for (int k = 0; k < 3; k++) d.clip_lo[k] = 0.2f * n, d.clip_hi[k] = 0.9f * n;
+  d.clip_plane_on = true;
+  d.clip_plane[0] = 1.0f, d.clip_plane[1] = 0.5f, d.clip_plane[3] = -0.6f * n;
+  compare_all_methods("torus, clip box and plane", &g, NULL, d);
+  free(v);
+}
+
+static void test_values_and_colours(void) {
+  int n = small_mode ? 24 : 56;
+  float *v = make_shape(shape_torus, n), *c = make_shape(shape_sphere, n);
+  ir_extract_grid g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n), cg = grid_f32(c, (size_t)n, (size_t)n, (size_t)n);
+  float map[9] = {0, 0, 1, 0, 1, 0, 1, 0, 0};
+  ir_extract_desc d = one_surface(0.0f);
+  d.surface_count = 2, d.isovalues[1] = 1.5f;
+  d.values = IR_EXTRACT_VALUES_GRADIENT;
+  d.colors = IR_EXTRACT_COLORS_MAP, d.colormap = map, d.colormap_size = 3, d.color_range[0] = 0.5f, d.color_range[1] = 1.5f;
+  compare_all_methods("torus, gradient colours, two surfaces", &g, NULL, d);
+  d.values = IR_EXTRACT_VALUES_COLOR_GRID;
+  d.colors = IR_EXTRACT_COLORS_SURFACE;
+  for (int s = 0; s < 2; s++) d.surface_rgba[s][0] = 0.3f * s, d.surface_rgba[s][1] = 0.9f, d.surface_rgba[s][3] = 1.0f;
+  compare_all_methods("torus, colour grid values, surface colours", &g, &cg, d);
+  free(v);
+  free(c);
+}
+
+/* A device grid, device output, repeated calls without allocation, an empty surface. */
+static void test_device_grid_and_output(void) {
+  int n = small_mode ? 24 : 64;
+  float *v = make_shape(shape_two_spheres, n);
+  size_t bytes = sizeof(float) * (size_t)n * n * n;
+  void *dv = NULL;
+  CHECK(cudaMalloc(&dv, bytes) == cudaSuccess);
+  CHECK(cudaMemcpy(dv, v, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+  char err[IR_ERR_LEN];
+  ir_extract_grid g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n);
+  ir_extract_desc d = one_surface(0.0f);
+  ir_mesh ref, m;
+  CHECK(ir_marching_cubes(&g, 0.0f, IR_EXTRACT_CPU, &ref, err) == IR_OK);
+  ir_extractor *gpu = NULL;
+  ir_extractor_desc gd = {.device = IR_EXTRACT_GPU};
+  CHECK(ir_extractor_create(&gd, &gpu, err) == IR_OK);
+  g.voxels = dv, g.device_pointer = true;
+  CHECK_MSG(ir_extractor_set_grid(gpu, &g, err) == IR_OK, "%s", err);
+  d.output = IR_MESH_DEVICE;
+  ir_extract_stats s;
+  for (int run = 0; run < 3; run++) {
+    CHECK_MSG(ir_extract(gpu, &d, &m, &s, err) == IR_OK, "%s", err);
+    CHECK(m.on_device);
+    if (run > 0) CHECK_MSG(!s.grew, "run %d allocated device memory", run + 1);
+    ir_mesh h = m;
+    h.on_device = false;
+    h.positions = malloc(12 * m.vertex_count + 1), h.normals = malloc(12 * m.vertex_count + 1);
+    h.values = malloc(4 * m.vertex_count + 1), h.triangles = malloc(12 * m.triangle_count + 1), h.colors = NULL;
+    CHECK(cudaMemcpy(h.positions, m.positions, 12 * m.vertex_count, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(cudaMemcpy(h.normals, m.normals, 12 * m.vertex_count, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(cudaMemcpy(h.values, m.values, 4 * m.vertex_count, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(cudaMemcpy(h.triangles, m.triangles, 12 * m.triangle_count, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(mesh_equal(&ref, &h, "device grid, device output, against the CPU"));
+    ir_mesh_free(&h);
+    ir_mesh_free(&m); /* clears the struct only */
+  }
+  d.isovalues[0] = 1e6f;
+  CHECK(ir_extract(gpu, &d, &m, &s, err) == IR_OK);
+  CHECK_EQ_INT(m.vertex_count, 0);
+  CHECK_EQ_INT(m.triangle_count, 0);
+  CHECK_EQ_INT(s.active_bricks, 0);
+  ir_extractor_destroy(gpu);
+  ir_mesh_free(&ref);
+  cudaFree(dv);
+  free(v);
+}
+
+/* With the GPU nearly full, the extraction is refused with what it needs; once memory is back the
+ * same extractor works. */
+static void test_full_gpu_is_refused_with_a_message(void) {
+  char err[IR_ERR_LEN];
+  ir_volume v;
+  ir_volume_desc vd = {.source = "builtin:fractal:96"};
+  CHECK(ir_volume_load(&vd, &v, err) == IR_OK);
+  ir_extractor *gpu = NULL;
+  ir_extractor_desc gd = {.device = IR_EXTRACT_GPU};
+  CHECK(ir_extractor_create(&gd, &gpu, err) == IR_OK);
+  CHECK(ir_extractor_set_volume(gpu, &v, err) == IR_OK);
+  size_t free_bytes = 0, total = 0;
+  CHECK(cudaMemGetInfo(&free_bytes, &total) == cudaSuccess);
+  /* Leave 2 MiB: less than the candidate lists of 96^3 (216 bricks x 32 KiB) and the mesh need. */
+  void *hog = NULL;
+  size_t leave = (size_t)2 << 20;
+  if (free_bytes > leave && cudaMalloc(&hog, free_bytes - leave) == cudaSuccess) {
+    ir_extract_desc d = one_surface(127.5f);
+    ir_mesh m;
+    ir_status st = ir_extract(gpu, &d, &m, NULL, err);
+    CHECK_EQ_INT(st, IR_ERR_RUNTIME);
+    CHECK_STR_CONTAINS(err, "GPU memory");
+    printf("    refused as expected: %s\n", err);
+    cudaFree(hog);
+    st = ir_extract(gpu, &d, &m, NULL, err);
+    CHECK_MSG(st == IR_OK, "after the memory came back: %s", err);
+    CHECK(m.triangle_count > 0);
+    ir_mesh_free(&m);
+  } else {
+    (void)cudaGetLastError();
+    printf("    could not fill the GPU to test the refusal (%zu MiB free); left out\n", free_bytes >> 20);
+  }
+  ir_extractor_destroy(gpu);
+  ir_volume_free(&v);
+}
+
+int main(int argc, char **argv) {
+  small_mode = argc > 1 && strcmp(argv[1], "--small") == 0;
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    char reason[256];
+    snprintf(reason, sizeof reason, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    check_skip_all(reason);
+  }
+  if (argc > 1 && strcmp(argv[1], "--probe") == 0) return 0;
+  RUN(test_closed_shapes);
+  RUN(test_fractal_and_real_data);
+  RUN(test_ties_and_odd_sizes);
+  RUN(test_exact_path);
+  RUN(test_values_and_colours);
+  RUN(test_device_grid_and_output);
+  if (!small_mode) RUN(test_full_gpu_is_refused_with_a_message);
+  return check_summary();
+}
