@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "data/volume.h"
+#include "extract/extract.h"
 #include "render/render.h"
 
 /* argv[0] of each entry point is the subcommand's name; options follow. */
@@ -90,6 +91,24 @@ app_depth_format app_depth_format_of(const char *path);
  * Returns false with one line naming the file in `err` when it cannot be written
  * (depth_image.c). */
 bool app_write_depth(const char *path, int w, int h, const float *depth, char err[IR_ERR_LEN]);
+
+/* ---- Meshes of what a look draws (mesh_export.c) -------------------------------------------------
+ * The extraction of the surfaces `look` draws on volume v: the look's surfaces (those with opacity
+ * 0, hidden in a frame, left out) or else the `iso_count` isovalues; its clip box and plane with
+ * the renderer's meaning; colours from the colour map over `range` when it colours by the gradient
+ * or a second volume (the vertex values are then that quantity), else the surfaces' colours when
+ * `surface_colors`. Returns the number of surfaces in *d. */
+int app_mesh_desc(const app_look *look, const ir_volume *v, int iso_count, const double *isovalues, bool surface_colors,
+                  const float range[2], ir_extract_desc *d);
+/* The volume (and colour volume, or NULL) for an extractor. */
+ir_status app_mesh_set_volume(ir_extractor *ex, const ir_volume *v, const ir_volume *color_volume, char err[IR_ERR_LEN]);
+typedef struct app_mesh_saved {
+  size_t vertices, triangles;
+  double extract_ms, write_ms; /* host clock: extraction to host arrays, file writing */
+} app_mesh_saved;
+/* Extracts d to host arrays and writes them to `path` (ir_mesh_write: temporary name, rename). */
+ir_status app_mesh_save(ir_extractor *ex, const ir_extract_desc *d, const char *path, app_mesh_saved *out,
+                        char err[IR_ERR_LEN]);
 
 /* ---- Distributed headless runs (dist_headless.c) ------------------------------------------------ */
 /* What a distributed run takes from the headless options (headless.c parses them). */

@@ -16,7 +16,6 @@
 #include <cuda_runtime_api.h>
 
 #include "app/app.h"
-#include "extract/extract.h"
 
 typedef struct ex_options {
   ir_volume_desc volume;
@@ -208,36 +207,17 @@ static bool same_mesh(const ir_mesh *a, const ir_mesh *b) {
          (!a->colors || memcmp(a->colors, b->colors, v * 4) == 0);
 }
 
-/* The extraction description for the look options (colours, clipping) on volume v. */
+/* The extraction description for the look options (colours, clipping) on volume v: colours when
+ * --color-by asks for a map, or when a --surface names its colour. */
 static void fill_desc(const ex_options *o, const ir_volume *v, const ir_volume *color_volume, ir_extract_desc *d) {
-  memset(d, 0, sizeof *d);
-  d->surface_count = o->iso_count;
-  memcpy(d->isovalues, o->isovalues, sizeof d->isovalues);
-  ir_frame_desc f;
-  memset(&f, 0, sizeof f);
-  app_look_apply(&o->look, v, &f); /* the renderer's clip box in voxel coordinates, surface colours */
-  d->clip_box_on = o->look.clip_box_on;
-  memcpy(d->clip_lo, f.clip_lo, sizeof d->clip_lo);
-  memcpy(d->clip_hi, f.clip_hi, sizeof d->clip_hi);
-  d->clip_plane_on = f.clip_plane_on;
-  memcpy(d->clip_plane, f.clip_plane, sizeof d->clip_plane);
   bool surface_colors = false;
   for (int k = 0; k < o->look.surface_count; k++) surface_colors = surface_colors || o->look.surfaces[k].color[0] >= 0.0f;
-  if (o->look.color_by != IR_COLOR_SURFACE) {
-    d->values = o->look.color_by == IR_COLOR_GRADIENT ? IR_EXTRACT_VALUES_GRADIENT : IR_EXTRACT_VALUES_COLOR_GRID;
-    d->colors = IR_EXTRACT_COLORS_MAP;
-    d->colormap = ir_colormap_table(o->look.colormap);
-    d->colormap_size = IR_COLORMAP_SIZE;
-    float range[2] = {o->look.color_range[0], o->look.color_range[1]};
-    if (!o->look.color_range_given) ir_color_range_auto(v, color_volume, o->look.color_by, range);
-    d->color_range[0] = range[0], d->color_range[1] = range[1];
-  } else if (surface_colors) {
-    d->colors = IR_EXTRACT_COLORS_SURFACE;
-    for (int k = 0; k < f.surface_count; k++) {
-      memcpy(d->surface_rgba[k], f.surfaces[k].color, 3 * sizeof(float));
-      d->surface_rgba[k][3] = f.surfaces[k].opacity;
-    }
-  }
+  float range[2] = {o->look.color_range[0], o->look.color_range[1]};
+  if (o->look.color_by != IR_COLOR_SURFACE && !o->look.color_range_given)
+    ir_color_range_auto(v, color_volume, o->look.color_by, range);
+  double isovalues[IR_EXTRACT_MAX_SURFACES];
+  for (int k = 0; k < o->iso_count; k++) isovalues[k] = o->isovalues[k];
+  app_mesh_desc(&o->look, v, o->iso_count, isovalues, surface_colors, range, d);
 }
 
 typedef struct ex_state {
@@ -354,21 +334,17 @@ int app_extract_main(int argc, char **argv) {
     release(&st);
     return fail("cannot start the extractor", status, err);
   }
-  if ((status = ir_extractor_set_volume(st.ex, &st.volume, err)) != IR_OK) {
+  if ((status = app_mesh_set_volume(st.ex, &st.volume, st.color_volume.voxels ? &st.color_volume : NULL, err)) != IR_OK) {
     release(&st);
     return fail(st.volume.name, status, err);
-  }
-  if (st.color_volume.voxels) {
-    ir_extract_grid cg = {.voxels = st.color_volume.voxels, .type = st.color_volume.type,
-                          .dims = {st.color_volume.dims[0], st.color_volume.dims[1], st.color_volume.dims[2]}};
-    if ((status = ir_extractor_set_color_grid(st.ex, &cg, err)) != IR_OK) {
-      release(&st);
-      return fail("--color-by", status, err);
-    }
   }
   double t_uploaded = now_ms();
   ir_extract_desc d;
   fill_desc(&o, &st.volume, st.color_volume.voxels ? &st.color_volume : NULL, &d);
+  if (d.surface_count == 0) {
+    release(&st);
+    return bad("every --surface has opacity 0 (hidden): nothing to extract%s", "");
+  }
   if (!o.quiet) {
     printf("inkray extract: %s (%zux%zux%zu %s), %d surface%s, on the %s\n", st.volume.name, st.volume.dims[0],
            st.volume.dims[1], st.volume.dims[2], ir_voxel_type_name(st.volume.type), o.iso_count,

@@ -57,6 +57,7 @@ typedef struct hl_options {
   int suggested_wanted; /* --iso suggested[:N]: 0 = not asked, -1 = all, N = that many */
   const char *csv_path;
   const char *png_path;
+  const char *mesh_path; /* --mesh: the drawn surfaces as a mesh file after the frames */
   bool stage_pass;
   bool verify;
   bool quiet;
@@ -129,6 +130,8 @@ static void print_help(FILE *to) {
         "  --depth FILE          that frame's depth (distance from the eye along each pixel's ray,\n"
         "                        world units; +inf where nothing was hit) as a 32-bit float image:\n"
         "                        FILE.pfm (Portable FloatMap) or FILE.nrrd\n"
+        "  --mesh FILE           after the frames, the surfaces drawn (isovalues or --surface,\n"
+        "                        clipping, colours) as a mesh: .ply, .stl or .obj (inkray extract)\n"
         "  --tail-rays N|auto|off  multi-kernel pipelines on the GPU: once no more than N rays\n"
         "                        are left, finish them in one kernel (same image). Default auto:\n"
         "                        a threshold from the image size for multi, off for paper (the\n"
@@ -310,7 +313,7 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     static const char *const with_value[] = {"--device", "--frames", "--warmup", "--size",
                                              "--orbit", "--elevation", "--distance", "--iso",
                                              "--method", "--pipeline", "--csv", "--png",
-                                             "--threads", "--tail-rays", "--up", NULL};
+                                             "--threads", "--tail-rays", "--up", "--mesh", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known = known || strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'%s", opt, "");
@@ -355,6 +358,8 @@ static int parse_options(int argc, char **argv, hl_options *o) {
       rc = parse_pipelines(value, o);
     } else if (strcmp(opt, "--csv") == 0) {
       o->csv_path = value;
+    } else if (strcmp(opt, "--mesh") == 0) {
+      o->mesh_path = value;
     } else {
       o->png_path = value;
     }
@@ -387,6 +392,10 @@ static int check_outputs(const hl_options *o) {
       (o->csv_path && !cli_check_output_path("--csv", o->csv_path, err)) ||
       (o->look.depth_path && !cli_check_output_path("--depth", o->look.depth_path, err))) {
     fprintf(stderr, "inkray: %s\n", err);
+    return 2;
+  }
+  if (o->mesh_path && ir_mesh_check_output(o->mesh_path, err) != IR_OK) {
+    fprintf(stderr, "inkray: --mesh: %s\n", err);
     return 2;
   }
   return 0;
@@ -787,6 +796,35 @@ static void print_look(const hl_options *o, const ir_volume *volume, const ir_vo
   printf("%s\n", line);
 }
 
+/* --mesh: the surfaces the frames drew, extracted on the run's device and written. */
+static int write_mesh(const hl_options *o, const ir_volume *volume, const ir_volume *color_volume) {
+  char err[IR_ERR_LEN] = {0};
+  ir_extractor *ex = NULL;
+  ir_extractor_desc xd = {.device = o->device == IR_DEVICE_GPU ? IR_EXTRACT_GPU : IR_EXTRACT_CPU,
+                          .cpu_threads = o->cpu_threads};
+  ir_extract_desc d;
+  app_mesh_saved saved;
+  ir_status status = ir_extractor_create(&xd, &ex, err);
+  if (status == IR_OK) status = app_mesh_set_volume(ex, volume, color_volume->voxels ? color_volume : NULL, err);
+  if (status == IR_OK && app_mesh_desc(&o->look, volume, o->iso_count < IR_EXTRACT_MAX_SURFACES ? o->iso_count : IR_EXTRACT_MAX_SURFACES,
+                                       o->isovalues, o->look.surface_count > 0, o->look.color_range, &d) == 0) {
+    snprintf(err, IR_ERR_LEN, "every surface has opacity 0: nothing to extract");
+    status = IR_ERR_INPUT;
+  }
+  if (status == IR_OK) status = app_mesh_save(ex, &d, o->mesh_path, &saved, err);
+  ir_extractor_destroy(ex);
+  if (status != IR_OK) {
+    fprintf(stderr, "inkray: --mesh: %s\n", err);
+    return status == IR_ERR_INPUT ? 2 : 1;
+  }
+  if (saved.triangles == 0)
+    printf("mesh: %s: the surface is empty; wrote a valid empty mesh\n", o->mesh_path);
+  else
+    printf("mesh: %s: %zu vertices, %zu triangles (extract %.1f ms, write %.1f ms)\n", o->mesh_path, saved.vertices,
+           saved.triangles, saved.extract_ms, saved.write_ms);
+  return 0;
+}
+
 /* ---- Entry point ------------------------------------------------------------------------------ */
 
 typedef struct hl_state {
@@ -1085,6 +1123,7 @@ int app_headless_main(int argc, char **argv) {
     rc = 1;
   }
   if (rc == 0 && o.csv_path) printf("per-frame CSV: %s\n", o.csv_path);
+  if (rc == 0 && o.mesh_path) rc = write_mesh(&o, &st.volume, &st.color_volume);
   if (rc == 0 && o.verify) rc = verify_with_cpu(&o, &st, (o.frames - 1) % o.orbit);
   release(&st);
   return rc;

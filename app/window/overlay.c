@@ -132,6 +132,7 @@ static void main_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   }
   if (info->last.iterations > shown) strncat(rounds, " ..", sizeof rounds - strlen(rounds) - 1);
   add_line(lines, "%s", rounds);
+  if (info->mesh_note) add_line(lines, "%s", info->mesh_note);
 }
 
 static const char *const FACE_NAMES[6] = {"x0", "x1", "y0", "y1", "z0", "z1"};
@@ -171,7 +172,7 @@ static const char *const HELP[][2] = {
     {"K", "colour by surface/gradient/volume"}, {"M / Shift+M", "next / previous colour map"},
     {"R", "reset view"},
     {"U", "flip the view (up axis)"}, {"Shift+U", "next up axis"},
-    {"S or F12", "screenshot"},      {"F", "overlay on/off"},      {"H", "this help"},
+    {"S or F12", "screenshot"},      {"E", "surfaces as a mesh"},      {"F", "overlay on/off"},      {"H", "this help"},
     {"Esc or Q", "quit"},
 };
 #define HELP_COUNT ((int)(sizeof HELP / sizeof HELP[0]))

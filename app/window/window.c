@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <SDL.h>
 #include <cuda_runtime_api.h>
@@ -42,6 +43,7 @@ typedef struct win_options {
   int threads;
   ir_axis up; /* --up; IR_AXIS_NONE: the volume's header, else +z */
   app_look look; /* --surface, --clip-box, --clip-plane, --color-by, --colormap, ... */
+  const char *mesh_dir; /* --mesh-dir: where E writes meshes (default: beside the volume) */
 } win_options;
 
 static void print_help(FILE *to) {
@@ -66,6 +68,8 @@ static void print_help(FILE *to) {
         "  --threads N           CPU renderer threads (default: all cores)\n"
         "  --up x|y|z|-x|-y|-z   volume axis shown pointing up (default: the file's header, else z)\n"
         "  --script FILE         timed key/mouse/resize/screenshot/quit events (docs/window.md)\n"
+        "  --mesh-dir DIR        folder for the meshes E writes (default: the volume's folder; the\n"
+        "                        current one for builtin volumes)\n"
         "  --help                this text\n"
         "\n"
         "Controls: left-drag orbit, right/middle-drag pan, wheel zoom, 1..5 method, Tab next method,\n"
@@ -74,7 +78,8 @@ static void print_help(FILE *to) {
         "PageUp/PageDown opacity, B clip box (Shift+B next face, Shift+left-drag moves it),\n"
         "L clip plane (Shift+L facing the view, Shift+right-drag moves it), K colour by\n"
         "surface/gradient/volume, M colour map (Shift+M back), R reset view, U flip the view\n"
-        "(Shift+U: next up axis), S or F12 screenshot, F overlay, H key help, Esc or Q quit.\n"
+        "(Shift+U: next up axis), S or F12 screenshot, E the surfaces as a mesh (PLY), F overlay,\n"
+        "H key help, Esc or Q quit.\n"
         "\n",
         to);
   cli_print_look_options(to);
@@ -121,7 +126,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
       continue;
     }
     static const char *const with_value[] = {"--device", "--size", "--window", "--script", "--method",
-                                             "--pipeline", "--iso", "--threads", "--up", NULL};
+                                             "--pipeline", "--iso", "--threads", "--up", "--mesh-dir", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known |= strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'", opt);
@@ -151,6 +156,11 @@ static int parse_options(int argc, char **argv, win_options *o) {
       o->iso_given = true;
     } else if (strcmp(opt, "--up") == 0) {
       if (!ir_axis_parse(value, &o->up)) return bad_option("--up '%s': use x, y, z, -x, -y or -z", value);
+    } else if (strcmp(opt, "--mesh-dir") == 0) {
+      char probe[4096];
+      snprintf(probe, sizeof probe, "%s/mesh.ply", value);
+      if (ir_mesh_check_output(probe, err) != IR_OK) return bad_option("--mesh-dir '%s': %s", value, err);
+      o->mesh_dir = value;
     } else {
       if (!cli_parse_int(value, 1, 4096, &number)) return bad_option("--threads '%s': expected a whole number from 1 to 4096", value);
       o->threads = (int)number;
@@ -193,6 +203,9 @@ typedef struct win_state {
   bool screenshot_pending;
   char screenshot_path[512];
   int screenshot_count;
+  const win_options *options;
+  ir_extractor *extractor; /* E: made at the first mesh, on the renderer's device */
+  char mesh_note[96];      /* the last mesh, for the overlay */
 
   long frames;
   double smoothed_frame_ms, smoothed_render_ms;
@@ -337,6 +350,61 @@ static bool on_look_key(win_state *s, SDL_Keycode key, bool shift) {
   }
 }
 
+/* Where E writes: --mesh-dir, else the volume's folder (for a folder volume, the folder it is in;
+ * for a builtin one, the current folder), named after the volume, numbered past existing files. */
+static void mesh_path(const win_state *s, char *path, size_t cap) {
+  const char *source = s->options->volume.source ? s->options->volume.source : IR_DEFAULT_VOLUME;
+  char dir[4096] = ".", stem[256];
+  bool builtin = strncmp(source, "builtin:", 8) == 0;
+  char trimmed[4096];
+  snprintf(trimmed, sizeof trimmed, "%s", source);
+  for (size_t n = strlen(trimmed); n > 1 && trimmed[n - 1] == '/'; n--) trimmed[n - 1] = '\0';
+  const char *slash = strrchr(trimmed, '/');
+  if (s->options->mesh_dir) snprintf(dir, sizeof dir, "%s", s->options->mesh_dir);
+  else if (!builtin && slash) snprintf(dir, sizeof dir, "%.*s", slash == trimmed ? 1 : (int)(slash - trimmed), trimmed);
+  snprintf(stem, sizeof stem, "%s", builtin || !slash ? trimmed : slash + 1);
+  for (char *c = stem; *c; c++)
+    if (*c == ':') *c = '-';
+  char *dot = strchr(stem, '.');
+  if (dot && dot != stem) *dot = '\0'; /* head.nii.gz -> head */
+  for (int n = 1;; n++) {
+    snprintf(path, cap, "%s/%s-mesh-%d.ply", dir, stem, n);
+    if (access(path, F_OK) != 0 || n == 9999) break;
+  }
+}
+
+/* E: the surfaces as the frame draws them (clipping, colours), extracted on the renderer's device. */
+static void save_mesh(win_state *s) {
+  char err[IR_ERR_LEN] = {0}, path[4400];
+  if (!s->extractor) {
+    ir_extractor_desc xd = {.device = s->device == IR_DEVICE_GPU ? IR_EXTRACT_GPU : IR_EXTRACT_CPU,
+                            .cpu_threads = s->options->threads};
+    if (ir_extractor_create(&xd, &s->extractor, err) != IR_OK ||
+        app_mesh_set_volume(s->extractor, &s->volume, s->have_color_volume ? &s->color_volume : NULL, err) != IR_OK) {
+      fprintf(stderr, "inkray: mesh: %s\n", err);
+      ir_extractor_destroy(s->extractor);
+      s->extractor = NULL;
+      snprintf(s->mesh_note, sizeof s->mesh_note, "!mesh failed (see the terminal)");
+      return;
+    }
+  }
+  ir_extract_desc d;
+  if (app_mesh_desc(&s->look.look, &s->volume, 0, NULL, true, color_range(s), &d) == 0) {
+    printf("inkray: mesh: every surface is hidden (opacity 0): nothing to extract\n");
+    return;
+  }
+  mesh_path(s, path, sizeof path);
+  app_mesh_saved saved;
+  if (app_mesh_save(s->extractor, &d, path, &saved, err) != IR_OK) {
+    fprintf(stderr, "inkray: mesh: %s\n", err);
+    snprintf(s->mesh_note, sizeof s->mesh_note, "!mesh failed (see the terminal)");
+    return;
+  }
+  printf("inkray: mesh %s surfaces=%d vertices=%zu triangles=%zu extract_ms=%.3f write_ms=%.3f device=%s\n", path,
+         d.surface_count, saved.vertices, saved.triangles, saved.extract_ms, saved.write_ms, ir_device_name(s->device));
+  snprintf(s->mesh_note, sizeof s->mesh_note, "mesh %zu triangles in %.1f ms", saved.triangles, saved.extract_ms);
+}
+
 static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
   bool shift = (mod & KMOD_SHIFT) != 0;
   if (key >= SDLK_1 && key < SDLK_1 + IR_COMPACT_METHOD_COUNT) {
@@ -373,6 +441,7 @@ static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
     break;
   case SDLK_s:
   case SDLK_F12: request_screenshot(s, NULL); break;
+  case SDLK_e: save_mesh(s); break;
   case SDLK_f: s->overlay = !s->overlay; break;
   case SDLK_h: s->help = !s->help; break;
   default: break;
@@ -626,6 +695,7 @@ static void build_overlay(win_state *s, int width, int height) {
       .look = &s->look,
       .color_range = {s->desc.color_range[0], s->desc.color_range[1]},
       .show_help = s->help,
+      .mesh_note = s->mesh_note[0] ? s->mesh_note : NULL,
   };
   wnd_overlay_build(&info, &s->overlay_mesh, s->overlay_rect, s->colorbar_rect);
 }
@@ -926,7 +996,7 @@ int app_window_main(int argc, char **argv) {
       return rc;
     }
   }
-  win_state s = {.pipeline = o.pipeline, .overlay = true};
+  win_state s = {.pipeline = o.pipeline, .overlay = true, .options = &o};
   for (int k = 0; k < IR_COMPACT_METHOD_COUNT; k++)
     if (ir_compact_methods()[k].method == o.method) s.method_index = k;
   s.history = malloc(FRAME_HISTORY * sizeof *s.history);
@@ -958,6 +1028,7 @@ int app_window_main(int argc, char **argv) {
   }
   close_window(&s);
   wnd_mesh_free(&s.overlay_mesh);
+  ir_extractor_destroy(s.extractor);
   if (s.renderer) ir_renderer_destroy(s.renderer);
   ir_volume_free(&s.volume);
   ir_volume_free(&s.color_volume);

@@ -159,6 +159,7 @@ typedef struct wnd_overlay_info {
   const wnd_look *look;     /* surfaces, clipping, colour source; NULL: none listed */
   float color_range[2];     /* the range the colour map spans (given or automatic) */
   bool show_help;
+  const char *mesh_note;    /* the last mesh E wrote ("mesh N triangles in T ms"); NULL: none yet */
 } wnd_overlay_info;
 
 /* Lines of text (the overlay's, for drawing and for tests). */

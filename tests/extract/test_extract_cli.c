@@ -140,6 +140,41 @@ static void test_look_options_reach_the_mesh(void) {
   unlink(path);
 }
 
+/* Headless runs extract the surfaces they drew in the same invocation (--mesh). */
+static void test_headless_run_writes_its_surfaces_as_a_mesh(void) {
+  run_result r;
+  run_inkray(work, (const char *const[]){"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
+                                         "--size", "32x32", "--no-stages", "--surface", "2", "--surface", "-4:blue",
+                                         "--mesh", "drawn.ply", "builtin:sphere:36", NULL},
+             &r);
+  CHECK_MSG(r.status == 0, "%s", r.output);
+  const char *line = strstr(r.output, "mesh: drawn.ply: ");
+  size_t vertices = 0, triangles = 0;
+  CHECK(line && sscanf(line, "mesh: drawn.ply: %zu vertices, %zu triangles", &vertices, &triangles) == 2);
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  ir_volume_desc vd = {.source = "builtin:sphere:36"};
+  CHECK(ir_volume_load(&vd, &v, err) == IR_OK);
+  ir_extract_grid g = {.voxels = v.voxels, .type = v.type, .dims = {36, 36, 36}};
+  ir_mesh a, b;
+  CHECK(ir_marching_cubes(&g, 2.0f, IR_EXTRACT_CPU, &a, err) == IR_OK);
+  CHECK(ir_marching_cubes(&g, -4.0f, IR_EXTRACT_CPU, &b, err) == IR_OK);
+  CHECK_EQ_INT(vertices, a.vertex_count + b.vertex_count);
+  CHECK_EQ_INT(triangles, a.triangle_count + b.triangle_count);
+  ir_mesh_free(&a);
+  ir_mesh_free(&b);
+  ir_volume_free(&v);
+  char path[300];
+  snprintf(path, sizeof path, "%s/drawn.ply", work);
+  unlink(path);
+  /* A mesh path that cannot be written stops the run before anything is rendered. */
+  run_inkray(work, (const char *const[]){"--headless", "--device", "cpu", "--mesh", "no/such/dir/m.ply", "builtin:sphere:36", NULL},
+             &r);
+  CHECK_EQ_INT(r.status, 2);
+  CHECK_STR_CONTAINS(r.output, "--mesh");
+  CHECK(strstr(r.output, "frame time") == NULL);
+}
+
 int main(void) {
   snprintf(work, sizeof work, "%s/inkray-extract-cli-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(work)) {
@@ -150,6 +185,7 @@ int main(void) {
   RUN(test_a_run_writes_the_library_mesh);
   RUN(test_empty_surface_writes_a_valid_empty_file);
   RUN(test_look_options_reach_the_mesh);
+  RUN(test_headless_run_writes_its_surfaces_as_a_mesh);
   rmdir(work);
   return check_summary();
 }

@@ -32,6 +32,7 @@
 #endif
 
 #include "app/window/window_internal.h"
+#include "extract/extract.h"
 #include "render/render.h"
 #include "tests/check.h"
 
@@ -589,6 +590,60 @@ static void test_window_opens_dicom_tiff_and_vti(void) {
   }
 }
 
+/* E writes the surfaces as the frame draws them: a second surface and the clip box reach the mesh,
+ * which equals the library's extraction of the same look (the CPU extractor); the overlay says so. */
+static void test_e_writes_the_surfaces_as_a_mesh(void) {
+  write_file("mesh.txt", "0 key n\n0 key Up\n0 key b\n0 key e\n0 key e\n0 screenshot mesh.png\n0 quit\n");
+  static char output[1 << 15];
+  char args[512];
+  snprintf(args, sizeof args, "--device cpu --size 200x150 --mesh-dir '%s' --script mesh.txt " VOLUME, dir);
+  int rc = run_inkray(args, output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray exited with %d:\n%s", rc, output);
+  const char *line = strstr(output, "inkray: mesh ");
+  char path[512] = {0};
+  int surfaces = 0;
+  size_t vertices = 0, triangles = 0;
+  CHECK(line && sscanf(line, "inkray: mesh %511s surfaces=%d vertices=%zu triangles=%zu", path, &surfaces, &vertices,
+                       &triangles) == 4);
+  CHECK_EQ_INT(surfaces, 2);
+  CHECK_STR_CONTAINS(path, "builtin-fractal-48-mesh-1.ply");
+  CHECK(line && strstr(line + 1, "builtin-fractal-48-mesh-2.ply")); /* the second E: the next name */
+  /* The file holds the counts printed. */
+  FILE *f = fopen(path, "rb");
+  char header[1024] = {0};
+  if (f) {
+    CHECK(fread(header, 1, sizeof header - 1, f) > 0);
+    fclose(f);
+  }
+  size_t file_vertices = 0, file_faces = 0;
+  const char *v = strstr(header, "element vertex "), *t = strstr(header, "element face ");
+  CHECK(v && t && sscanf(v, "element vertex %zu", &file_vertices) == 1 && sscanf(t, "element face %zu", &file_faces) == 1);
+  CHECK_EQ_INT(file_vertices, vertices);
+  CHECK_EQ_INT(file_faces, triangles);
+  CHECK_STR_CONTAINS(header, "property uchar red"); /* the window's surface colours */
+  /* The same surfaces and box through the library. */
+  shot sh;
+  CHECK_EQ_INT(collect_shots(output, &sh, 1), 1);
+  char err[IR_ERR_LEN];
+  ir_volume vol;
+  ir_volume_desc vd = {.source = VOLUME};
+  CHECK(ir_volume_load(&vd, &vol, err) == IR_OK);
+  ir_extract_desc d = {.surface_count = sh.look.surface_count, .clip_box_on = true};
+  for (int k = 0; k < sh.look.surface_count; k++) d.isovalues[k] = sh.look.surfaces[k].isovalue;
+  for (int k = 0; k < 3; k++) d.clip_lo[k] = sh.look.clip_lo[k], d.clip_hi[k] = sh.look.clip_hi[k];
+  ir_extractor *ex = NULL;
+  ir_extractor_desc xd = {.device = IR_EXTRACT_CPU};
+  ir_mesh m;
+  CHECK(ir_extractor_create(&xd, &ex, err) == IR_OK && ir_extractor_set_volume(ex, &vol, err) == IR_OK);
+  CHECK(ir_extract(ex, &d, &m, NULL, err) == IR_OK);
+  CHECK_EQ_INT(m.vertex_count, vertices);
+  CHECK_EQ_INT(m.triangle_count, triangles);
+  CHECK(triangles > 0);
+  ir_mesh_free(&m);
+  ir_extractor_destroy(ex);
+  ir_volume_free(&vol);
+}
+
 static void test_bad_input_exits_2_with_a_message(void) {
   static const struct {
     const char *args, *expect;
@@ -610,6 +665,7 @@ static void test_bad_input_exits_2_with_a_message(void) {
       {"--device cpu --script quit.txt --color-by builtin:sphere:32 " VOLUME, "--color-by builtin:sphere:32 is 32x32x32"},
       {"--surface", "--surface needs a value"},
       {"--depth d.raw", "--depth"},
+      {"--mesh-dir /nonexistent/folder", "--mesh-dir '/nonexistent/folder'"},
   };
   write_file("badline.txt", "0 key Tab\n0 hop\n");
   write_file("badkey.txt", "0 key Nokey\n");
@@ -644,6 +700,7 @@ int main(void) {
   RUN(test_look_options_set_the_start);
   RUN(test_fixed_size_keeps_the_render_resolution);
   RUN(test_gpu_request_without_a_device_falls_back);
+  RUN(test_e_writes_the_surfaces_as_a_mesh);
   RUN(test_bad_input_exits_2_with_a_message);
   RUN(test_window_opens_dicom_tiff_and_vti);
   int rc = check_summary();
