@@ -399,8 +399,8 @@ int app_extract_main(int argc, char **argv) {
       printf("the surface is empty (no cell crosses the isovalue%s): wrote a valid empty mesh to %s\n",
              o.iso_count > 1 ? "s" : "", o.output);
     else
-      printf("mesh: %zu vertices, %zu triangles (%zu active bricks of %zu); wrote %s\n", m->vertex_count,
-             m->triangle_count, stats.active_bricks, stats.bricks, o.output);
+      printf("mesh: %zu vertices, %zu triangles; wrote %s (%zu bricks of 16^3 points, %zu active summed over the "
+             "surfaces)\n", m->vertex_count, m->triangle_count, o.output, stats.bricks, stats.active_bricks);
     printf("times in ms: load %.1f, upload %.1f, extract %.2f (device %.3f, download %.1f), write %.1f; total %.1f\n",
            t_loaded - t_start, t_uploaded - t_loaded, t_extract, stats.device_ms, stats.download_ms, t_written - t_write,
            t_written - t_start);
