@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: build everything, run the GPU test suite (and the CPU tests), run a
-# short benchmark (compaction, headless frames of every pipeline, the render scenes' quick set),
+# short benchmark (compaction, extraction, headless frames of every pipeline, the render scenes' quick set),
 # and print a short summary last. Results go to $OUT (or ./out): at most six
 # files (summary.txt, logs.tar.gz with every log, compact-bench.csv, frames.csv, last.png), since a
 # GPU machine hands back only a few. The tests use the datasets in tests/data/real.
@@ -45,6 +45,10 @@ if [[ ${1:-} != --no-bench ]]; then
   "$build/inkray" compact-bench --quick --csv "$out/compact-bench.csv" >"$logs/compact-bench.txt" 2>&1
   note "compact-bench: rc $? ($(wc -l <"$out/compact-bench.csv" 2>/dev/null || echo 0) csv rows)"
   tail -30 "$logs/compact-bench.txt"
+  "$build/tests/extract/extract_bench" --sizes 256,512 --runs 10 --csv "$logs/extract-bench.csv" \
+    >"$logs/extract-bench.txt" 2>&1
+  note "extract-bench: rc $?"
+  tail -28 "$logs/extract-bench.txt"
   "$build/inkray" --headless --frames 50 --size 1024x1024 --method all --pipeline multi,paper,single,plain \
     --orbit 8 --csv "$out/frames.csv" --png "$out/last.png" builtin:fractal:256 >"$logs/headless.txt" 2>&1
   note "headless: rc $?"
