@@ -58,6 +58,28 @@ static void test_case_table_uses_every_crossed_edge_once_per_loop(void) {
   }
 }
 
+/* The ranks the GPU's generation kernels compute from the tables classification packs (nibbles
+ * for triangle counts, masks and prefixes for vertices), against running counts. */
+static void test_rank_helpers_match_running_counts(void) {
+  for (int trial = 0; trial < 200; trial++) {
+    uint32_t counts[32], words[4] = {0, 0, 0, 0};
+    for (int i = 0; i < 32; i++) {
+      counts[i] = test_rand() % 6; /* 0..5 triangles a cell */
+      words[i / 8] |= counts[i] << (4 * (i % 8)); /* the layout of classify.cu's pack_nibbles */
+    }
+    uint32_t running = 0;
+    for (uint32_t i = 0; i < 32; i++) {
+      CHECK_EQ_INT(ir_mc_nibbles_below(words, i), running);
+      running += counts[i];
+    }
+    uint32_t mask = test_rand(), prefix = test_rand() % 1000, seen = 0;
+    for (uint32_t bit = 0; bit < 32; bit++) {
+      if ((mask >> bit) & 1u) CHECK_EQ_INT(ir_mc_edge_rank(mask, prefix, bit), prefix + seen);
+      seen += (mask >> bit) & 1u;
+    }
+  }
+}
+
 /* ---- Closed surfaces ------------------------------------------------------------------------------- */
 static void check_closed(shape_fn f, int n, long long euler) {
   float *v = make_shape(f, n);
@@ -461,6 +483,7 @@ static void test_bad_arguments_are_refused_with_a_reason(void) {
 
 int main(void) {
   RUN(test_case_table_uses_every_crossed_edge_once_per_loop);
+  RUN(test_rank_helpers_match_running_counts);
   RUN(test_sphere_is_closed_with_euler_2);
   RUN(test_torus_is_closed_with_euler_0);
   RUN(test_two_spheres_are_closed_with_euler_4);
