@@ -1,7 +1,7 @@
 /* extract_bench: inkray's GPU extraction against a classic GPU marching cubes, in the same run.
  *
  *   extract_bench [--sizes 256,512] [--runs N] [--iso V] [--method NAME[,NAME...]|all] [--csv FILE]
- *                 [--e2e-dir DIR | --no-e2e]
+ *                 [--e2e-dir DIR | --no-e2e] [--inkray PATH]
  *
  * For each size N: builtin:fractal:N (uint8) at the isovalue (default 127.5), uploaded once; the
  * classic baseline (classic_mc.h: soup, welded, welded with normals) and inkray's welded mesh with
@@ -16,7 +16,9 @@
  * e2e folder (default $TMPDIR or /tmp), then the median of 3 runs of (a) reading that file and
  * writing as many bytes as the PLY takes, and (b) what `inkray extract FILE -o mesh.ply` does:
  * load, upload, extract with InK-Compact to host arrays, write the PLY; and (b) / (a). Neither
- * side syncs the disk (the page cache takes the writes, the file reads come from it).
+ * side syncs the disk (the page cache takes the writes, the file reads come from it). With
+ * --inkray PATH it also times the program itself (`PATH extract FILE --iso V -o mesh.ply
+ * --quiet`), whose figure adds the process start and the CUDA context's creation.
  *
  * A benchmark, not a test: it exits 0 unless something fails (2 bad options, 1 runtime failure
  * or a mismatch), and 77 without a CUDA device.
@@ -47,6 +49,7 @@ typedef struct bench_opts {
   const char *csv_path;
   const char *e2e_dir;
   bool e2e;
+  const char *inkray; /* the program, for the end-to-end run as a process; NULL: not timed */
 } bench_opts;
 
 static double now_ms(void) {
@@ -67,7 +70,7 @@ static double median(double *v, int n) {
 
 static int usage(const char *why) {
   fprintf(stderr, "extract_bench: %s\nusage: extract_bench [--sizes 256,512] [--runs N] [--iso V] "
-                  "[--method NAME[,NAME...]|all] [--csv FILE] [--e2e-dir DIR | --no-e2e]\n", why);
+                  "[--method NAME[,NAME...]|all] [--csv FILE] [--e2e-dir DIR | --no-e2e] [--inkray PATH]\n", why);
   return 2;
 }
 
@@ -119,6 +122,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
       o->csv_path = v;
     } else if (!strcmp(a, "--e2e-dir")) {
       o->e2e_dir = v;
+    } else if (!strcmp(a, "--inkray")) {
+      o->inkray = v;
     } else {
       return usage("unknown option");
     }
@@ -319,7 +324,7 @@ static int end_to_end(const bench_opts *o, int n) {
     return 1;
   }
   ir_volume_free(&v);
-  double a[3], b[3], load[3], extract[3], write[3];
+  double a[3], b[3], load[3], extract[3], write[3], process[3] = {0, 0, 0};
   size_t file_bytes = 0;
   int rc = 0;
   for (int r = 0; r < 3 && rc == 0; r++) {
@@ -360,6 +365,17 @@ static int end_to_end(const bench_opts *o, int n) {
       fprintf(stderr, "extract_bench: end to end: reading %s or writing %s failed\n", raw, copy);
       rc = 1;
     }
+    /* (c) the program, when given: a process that starts, creates its CUDA context, and runs (b). */
+    if (rc == 0 && o->inkray) {
+      char command[2048];
+      snprintf(command, sizeof command, "'%s' extract '%s' --iso %.9g -o '%s' --quiet", o->inkray, raw, (double)o->iso, ply);
+      double p0 = now_ms();
+      if (system(command) != 0) {
+        fprintf(stderr, "extract_bench: end to end: '%s' failed\n", command);
+        rc = 1;
+      }
+      process[r] = now_ms() - p0;
+    }
   }
   unlink(copy);
   unlink(ply);
@@ -371,6 +387,10 @@ static int end_to_end(const bench_opts *o, int n) {
   printf("  read the volume + write the file's bytes: %9.1f ms\n", ma);
   printf("  inkray extract (load %.1f, upload + extract to host %.1f, write %.1f): %9.1f ms = %.2fx (target <= 1.5x)\n",
          median(load, 3), median(extract, 3), median(write, 3), mb, mb / ma);
+  if (o->inkray) {
+    double mp = median(process, 3);
+    printf("  %s extract as a process (start and CUDA context included): %9.1f ms = %.2fx\n", o->inkray, mp, mp / ma);
+  }
   return 0;
 }
 
