@@ -45,7 +45,7 @@ if [[ ${1:-} != --no-bench ]]; then
   "$build/inkray" compact-bench --quick --csv "$out/compact-bench.csv" >"$logs/compact-bench.txt" 2>&1
   note "compact-bench: rc $? ($(wc -l <"$out/compact-bench.csv" 2>/dev/null || echo 0) csv rows)"
   tail -30 "$logs/compact-bench.txt"
-  "$build/tests/extract/extract_bench" --sizes 256,512 --runs 10 --csv "$logs/extract-bench.csv" \
+  "$build/tests/extract/extract_bench" --sizes 256,512 --runs 10 --csv "$logs/extract-bench.csv" --inkray "$build/inkray" \
     >"$logs/extract-bench.txt" 2>&1
   note "extract-bench: rc $?"
   tail -28 "$logs/extract-bench.txt"
