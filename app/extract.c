@@ -378,7 +378,8 @@ int app_extract_main(int argc, char **argv) {
     }
     if (methods == 0) stats = s, t_extract = now_ms() - t;
     if (o.repeat == 1 && !o.quiet)
-      printf("%-13s %10.3f ms%s\n", name, s.device_ms, o.device == IR_EXTRACT_GPU ? " on the GPU (CUDA events)" : "");
+      printf("%-13s %10.3f ms%s%s\n", name, s.device_ms, o.device == IR_EXTRACT_GPU ? " on the GPU (CUDA events)" : "",
+             s.grew ? ", buffers allocated in this call (--repeat N times warm runs)" : "");
     if (methods > 0) {
       if (!same_mesh(&st.mesh, &st.other)) {
         fprintf(stderr, "inkray extract: %s gave a different mesh from %s\n", name, ir_compact_methods()[m].name);

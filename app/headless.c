@@ -943,6 +943,9 @@ static int check_distributed(const hl_options *o) {
   int methods = 0, pipelines = 0;
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) methods += o->use_method[m];
   for (int p = 0; p < IR_PIPELINE_COUNT; p++) pipelines += o->use_pipeline[p];
+  if (o->mesh_path)
+    return bad_option("--mesh extracts on one process: run inkray extract (or inkray --headless without mpirun)%s%s",
+                      "", "");
   if (pipelines != 1 || methods != 1 || o->verify || o->suggested_wanted)
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
