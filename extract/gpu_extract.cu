@@ -419,8 +419,9 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   if (st != IR_OK) return st;
 
   /* First vertex and triangle of every brick, in brick order. */
-  size_t temp = x->cub_temp_bytes;
+  size_t temp = x->cub_temp_bytes; /* CUB takes the size by reference: a fresh copy for each call */
   IR_GX_CUDA(cub::DeviceScan::ExclusiveSum(x->d_cub_temp, temp, vcount, vbase, n, x->stream));
+  temp = x->cub_temp_bytes;
   IR_GX_CUDA(cub::DeviceScan::ExclusiveSum(x->d_cub_temp, temp, tcount, tbase, n, x->stream));
   totals_kernel<<<1, 1, 0, x->stream>>>(vcount, vbase, tcount, tbase, n, c);
   IR_GX_CUDA(cudaGetLastError());

@@ -260,14 +260,17 @@ static cudaError_t run_typed(classic_mc *c, float iso, classic_mode mode, classi
   thrust::counting_iterator<uint32_t> ids(0);
   TRY(c, cub::DeviceSelect::Flagged(c->d_temp, temp, ids, c->d_tcount, c->d_cells, c->d_counts, c->points, c->stream));
   if (welded) {
+    temp = c->temp_bytes; /* CUB takes the size by reference: a fresh copy for each call */
     TRY(c, cub::DeviceSelect::Flagged(c->d_temp, temp, ids, c->d_vcount, c->d_points, c->d_counts + 1, c->points, c->stream));
     auto widened = thrust::make_transform_iterator(c->d_vcount, popc_u8());
+    temp = c->temp_bytes;
     TRY(c, cub::DeviceScan::ExclusiveSum(c->d_temp, temp, widened, c->d_voffset, c->points, c->stream));
   }
   TRY(c, cudaMemcpyAsync(c->h_counts, c->d_counts, 2 * sizeof(uint32_t), cudaMemcpyDeviceToHost, c->stream));
   TRY(c, cudaStreamSynchronize(c->stream));
   uint32_t cells = c->h_counts[0], points = c->h_counts[1];
   auto cell_counts = thrust::make_transform_iterator(thrust::make_permutation_iterator(c->d_tcount, c->d_cells), widen_u8());
+  temp = c->temp_bytes;
   if (cells) TRY(c, cub::DeviceScan::ExclusiveSum(c->d_temp, temp, cell_counts, c->d_toffset, cells, c->stream));
   totals_kernel<<<1, 1, 0, c->stream>>>(c->d_toffset, c->d_tcount, c->d_cells, welded ? c->d_voffset : NULL,
                                         c->d_vcount, c->points, c->d_counts);
