@@ -395,37 +395,51 @@ static void test_bad_frames_are_input_errors(void) {
   ir_volume_free(&v);
 }
 
-/* compute-sanitizer mode: a small frame of a dense surface through every variant whose name
- * contains `filter` (all when NULL). */
+/* compute-sanitizer mode: small frames through every variant whose name contains `filter` (all
+ * when NULL): a dense opaque surface, then a translucent surface over an opaque one, clipped by
+ * a box and a plane and coloured by the gradient (the compositing kernels and their records). */
 static int small_mode(const char *filter) {
   ir_volume v;
   if (!util_load("builtin:fractal:40", &v)) return 1;
-  ir_frame_desc f = frame_of(&v, 48, 40, 127.5f, 30, 20);
-  uint8_t *ref = NULL;
   int bad = 0;
-  int done = 0;
-  for (int k = 0; k < variant_count; k++) {
-    bool host_driven = variants[k].host_loop || variants[k].pipeline == IR_PIPELINE_SINGLE ||
-                       variants[k].pipeline == IR_PIPELINE_PERSISTENT;
-    if (filter && !strstr(variants[k].name, filter) && !(strcmp(filter, "host") == 0 && host_driven)) continue;
-    printf("  %s%s\n", variants[k].name, variants[k].host_loop ? " (host loop)" : "");
-    fflush(stdout);
-    uint8_t *img = render(IR_DEVICE_GPU, &v, f, &variants[k], NULL);
-    if (!img) return 1;
-    done++;
-    if (ref && memcmp(ref, img, 48 * 40 * 4) != 0) {
-      fprintf(stderr, "%s differs\n", variants[k].name);
-      bad = 1;
+  for (int look = 0; look < 2; look++) {
+    ir_frame_desc f = frame_of(&v, 48, 40, 127.5f, 30, 20);
+    if (look == 1) {
+      f.surface_count = 2;
+      f.surfaces[0] = (ir_surface){100.0f, {0.9f, 0.3f, 0.2f}, 0.4f};
+      f.surfaces[1] = (ir_surface){160.0f, {0.3f, 0.8f, 0.3f}, 1.0f};
+      f.clip_hi[0] = 40.0f, f.clip_hi[1] = 30.0f, f.clip_hi[2] = 40.0f;
+      f.clip_plane_on = true;
+      f.clip_plane[0] = 1.0f, f.clip_plane[3] = -6.0f;
+      f.color_by = IR_COLOR_GRADIENT;
+      f.color_range[1] = 40.0f;
     }
-    if (!ref)
-      ref = img;
-    else
-      free(img);
+    uint8_t *ref = NULL;
+    int done = 0;
+    for (int k = 0; k < variant_count; k++) {
+      bool host_driven = variants[k].host_loop || variants[k].pipeline == IR_PIPELINE_SINGLE ||
+                         variants[k].pipeline == IR_PIPELINE_PERSISTENT;
+      if (filter && !strstr(variants[k].name, filter) && !(strcmp(filter, "host") == 0 && host_driven)) continue;
+      printf("  %s%s%s\n", variants[k].name, variants[k].host_loop ? " (host loop)" : "",
+             look ? " (translucent, clipped, gradient colours)" : "");
+      fflush(stdout);
+      uint8_t *img = render(IR_DEVICE_GPU, &v, f, &variants[k], NULL);
+      if (!img) return 1;
+      done++;
+      if (ref && memcmp(ref, img, 48 * 40 * 4) != 0) {
+        fprintf(stderr, "%s differs\n", variants[k].name);
+        bad = 1;
+      }
+      if (!ref)
+        ref = img;
+      else
+        free(img);
+    }
+    if (!ref) return 1;
+    printf("small frame %d: %d variants, %zu pixels drawn, %s\n", look, done, util_coverage(ref, 48, 40),
+           bad ? "DIFFERENT" : "identical");
+    free(ref);
   }
-  if (!ref) return 1;
-  printf("small frame: %d variants, %zu pixels hit, %s\n", done, util_coverage(ref, 48, 40),
-         bad ? "DIFFERENT" : "identical");
-  free(ref);
   ir_volume_free(&v);
   return bad;
 }
