@@ -1,0 +1,128 @@
+"""Which array library an argument comes from, on which device, and its current CUDA stream.
+
+The extension module reads any array through the buffer protocol, DLPack or
+``__cuda_array_interface__``; this module only decides what to hand back (an array of the
+caller's library) and on which stream to work (the caller's current one), without importing
+CuPy or PyTorch unless the caller's array is one of theirs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+_KDL_CUDA = 2
+_KDL_CUDA_MANAGED = 13
+
+
+def library_of(obj: Any) -> str:
+    """'numpy', 'cupy', 'torch' or 'other', from the type's top-level module."""
+    if isinstance(obj, np.ndarray):
+        return "numpy"
+    module = type(obj).__module__.split(".", 1)[0]
+    return module if module in ("cupy", "torch") else "other"
+
+
+def on_device(obj: Any) -> bool:
+    """True for arrays in CUDA device memory (DLPack device CUDA or managed, or CAI)."""
+    if isinstance(obj, np.ndarray):
+        return False
+    dlpack_device = getattr(obj, "__dlpack_device__", None)
+    if dlpack_device is not None:
+        try:
+            kind, _ = dlpack_device()
+            return int(kind) in (_KDL_CUDA, _KDL_CUDA_MANAGED)
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    try:
+        return getattr(obj, "__cuda_array_interface__", None) is not None
+    except (AttributeError, RuntimeError, TypeError):
+        return False
+
+
+def current_stream(obj: Any) -> Optional[int]:
+    """The caller's current CUDA stream for obj's device (a cudaStream_t as int; 0 is the legacy
+    default stream), or None for host arrays and libraries without a notion of one."""
+    lib = library_of(obj)
+    if lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(obj.device.id):
+            return int(cupy.cuda.get_current_stream().ptr)
+    if lib == "torch" and getattr(obj, "is_cuda", False):
+        import torch
+
+        return int(torch.cuda.current_stream(obj.device).cuda_stream)
+    return None
+
+
+def empty_like(obj: Any, n: Optional[int] = None) -> Any:
+    """An uninitialised 1-D array of obj's library, dtype and device (n elements, default len(obj))."""
+    count = len(obj) if n is None else n
+    lib = library_of(obj)
+    if lib == "cupy":
+        import cupy
+
+        with cupy.cuda.Device(obj.device.id):
+            return cupy.empty(count, dtype=obj.dtype)
+    if lib == "torch":
+        import torch
+
+        return torch.empty(count, dtype=obj.dtype, device=obj.device)
+    raise TypeError(
+        f"cannot allocate an output like a {type(obj).__module__}.{type(obj).__name__}: "
+        "pass out= (a device array of the same length)"
+    )
+
+
+def as_library(device_array: Any, like: Any) -> Any:
+    """A device array of like's library viewing device_array's memory (no copy); device_array
+    itself when like's library is neither CuPy nor PyTorch."""
+    lib = library_of(like)
+    if lib == "cupy":
+        import cupy
+
+        return cupy.asarray(device_array)
+    if lib == "torch":
+        import torch
+
+        return torch.from_dlpack(device_array)
+    return device_array
+
+
+def to_uint32_indices(indices: Any) -> Any:
+    """indices as a 32-bit integer array of its own library (CuPy and PyTorch index with int64)."""
+    name = str(getattr(indices, "dtype", ""))
+    if name.endswith("int32"):
+        return indices
+    lib = library_of(indices)
+    if lib == "torch":
+        import torch
+
+        return indices.to(torch.int32)
+    return indices.astype("uint32")
+
+
+def check_indices(indices: Any, n: int) -> None:
+    """ValueError unless every index lies in 0..n-1 and none is listed twice (on the device, with
+    the caller's library: a few reductions and one read-back)."""
+    k = len(indices)
+    if k == 0:
+        return
+    lib = library_of(indices)
+    if lib == "torch":
+        import torch
+
+        lo, hi = int(indices.min().item()), int(indices.max().item())
+        distinct = int(torch.unique(indices).numel())
+    else:
+        xp = np
+        if lib == "cupy":
+            import cupy as xp  # type: ignore[no-redef]
+        lo, hi = int(indices.min()), int(indices.max())
+        distinct = int(xp.unique(indices).size)
+    if lo < 0 or hi >= n:
+        raise ValueError(f"indices: {lo if lo < 0 else hi} is outside 0..{n - 1} (the values' positions)")
+    if distinct != k:
+        raise ValueError(f"indices: {k - distinct} of the {k} indices are listed more than once; list each once")
