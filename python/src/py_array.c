@@ -53,7 +53,7 @@ static bool host_is_little_endian(void) {
 }
 
 static PyObject *big_endian_error(const char *what, const char *text) {
-  PyErr_Format(PyExc_ValueError,
+  irpy_error(PyExc_ValueError,
                "%s: dtype '%s' is big-endian; convert it to the machine's byte order first, e.g. "
                "array.astype(array.dtype.newbyteorder('='))",
                what, text);
@@ -108,7 +108,7 @@ static void set_c_strides(irpy_array *a) {
 }
 
 static int too_many_dims(const char *what, long ndim) {
-  PyErr_Format(PyExc_ValueError, "%s: %ld dimensions; inkray reads arrays of at most %d", what, ndim, IRPY_MAX_DIMS);
+  irpy_error(PyExc_ValueError, "%s: %ld dimensions; inkray reads arrays of at most %d", what, ndim, IRPY_MAX_DIMS);
   return -1;
 }
 
@@ -227,7 +227,7 @@ static int get_dlpack(PyObject *obj, const char *what, cudaStream_t stream, irpy
   if (dlpack_device(obj, &type, &id) != 0) return -1;
   bool cuda = device_type_is_cuda(type);
   if (!cuda && type != kDLCPU && type != kDLCUDAHost) {
-    PyErr_Format(PyExc_ValueError,
+    irpy_error(PyExc_ValueError,
                  "%s: DLPack device type %ld; inkray reads arrays in host memory or on CUDA devices", what, type);
     return -1;
   }
@@ -241,7 +241,7 @@ static int get_dlpack(PyObject *obj, const char *what, cudaStream_t stream, irpy
     out->managed = m;
     out->versioned = true;
     if (m->version.major != DLPACK_MAJOR_VERSION) {
-      PyErr_Format(PyExc_ValueError, "%s: DLPack version %u.%u; inkray reads version %d", what,
+      irpy_error(PyExc_ValueError, "%s: DLPack version %u.%u; inkray reads version %d", what,
                    (unsigned)m->version.major, (unsigned)m->version.minor, DLPACK_MAJOR_VERSION);
       return -1;
     }
@@ -253,7 +253,7 @@ static int get_dlpack(PyObject *obj, const char *what, cudaStream_t stream, irpy
     out->managed = m;
     t = &m->dl_tensor;
   } else {
-    PyErr_Format(PyExc_TypeError, "%s: __dlpack__ did not return a DLPack capsule", what);
+    irpy_error(PyExc_TypeError, "%s: __dlpack__ did not return a DLPack capsule", what);
     return -1;
   }
   if (t->ndim < 0 || t->ndim > IRPY_MAX_DIMS) return too_many_dims(what, t->ndim);
@@ -298,7 +298,7 @@ static int dtype_from_typestr(const char *s, const char *what, irpy_dtype *out) 
 
 static int int_tuple(PyObject *seq, const char *what, const char *field, Py_ssize_t *values, int *count) {
   if (!PyTuple_Check(seq)) {
-    PyErr_Format(PyExc_TypeError, "%s: __cuda_array_interface__['%s'] is not a tuple", what, field);
+    irpy_error(PyExc_TypeError, "%s: __cuda_array_interface__['%s'] is not a tuple", what, field);
     return -1;
   }
   Py_ssize_t n = PyTuple_GET_SIZE(seq);
@@ -340,7 +340,7 @@ static int get_cai(PyObject *obj, const char *what, cudaStream_t stream, irpy_ar
   if (!cai) return -1;
   out->owner = cai;
   if (!PyDict_Check(cai)) {
-    PyErr_Format(PyExc_TypeError, "%s: __cuda_array_interface__ is not a dict", what);
+    irpy_error(PyExc_TypeError, "%s: __cuda_array_interface__ is not a dict", what);
     return -1;
   }
   PyObject *shape = PyDict_GetItemString(cai, "shape");
@@ -351,11 +351,11 @@ static int get_cai(PyObject *obj, const char *what, cudaStream_t stream, irpy_ar
   PyObject *producer = PyDict_GetItemString(cai, "stream");
   if (!shape || !typestr || !PyUnicode_Check(typestr) || !data || !PyTuple_Check(data) ||
       PyTuple_GET_SIZE(data) != 2) {
-    PyErr_Format(PyExc_TypeError, "%s: __cuda_array_interface__ lacks shape, typestr or data", what);
+    irpy_error(PyExc_TypeError, "%s: __cuda_array_interface__ lacks shape, typestr or data", what);
     return -1;
   }
   if (mask && mask != Py_None) {
-    PyErr_Format(PyExc_ValueError, "%s: masked arrays are not supported; fill the masked values first", what);
+    irpy_error(PyExc_ValueError, "%s: masked arrays are not supported; fill the masked values first", what);
     return -1;
   }
   const char *ts = PyUnicode_AsUTF8(typestr);
@@ -369,7 +369,7 @@ static int get_cai(PyObject *obj, const char *what, cudaStream_t stream, irpy_ar
     int n = 0;
     if (int_tuple(strides, what, "strides", out->strides, &n) != 0) return -1;
     if (n != out->ndim) {
-      PyErr_Format(PyExc_ValueError, "%s: __cuda_array_interface__ has %d strides for %d dimensions", what, n,
+      irpy_error(PyExc_ValueError, "%s: __cuda_array_interface__ has %d strides for %d dimensions", what, n,
                    out->ndim);
       return -1;
     }
@@ -405,7 +405,7 @@ int irpy_array_get(PyObject *obj, const char *what, cudaStream_t stream, irpy_ar
   else if (PyObject_HasAttrString(obj, "__dlpack__")) rc = get_dlpack(obj, what, stream, out);
   else if (PyObject_HasAttrString(obj, "__cuda_array_interface__")) rc = get_cai(obj, what, stream, out);
   else {
-    PyErr_Format(PyExc_TypeError,
+    irpy_error(PyExc_TypeError,
                  "%s: expected an array (NumPy, CuPy, PyTorch, or anything with the buffer protocol, "
                  "__dlpack__ or __cuda_array_interface__), got %s",
                  what, Py_TYPE(obj)->tp_name);

@@ -109,7 +109,7 @@ PyObject *irpy_host_buffer_alloc(irpy_dtype dtype, int ndim, const Py_ssize_t *s
   for (int k = 0; k < ndim; k++) bytes *= (size_t)shape[k];
   *data = malloc(bytes ? bytes : 1);
   if (!*data) {
-    PyErr_Format(PyExc_MemoryError, "out of host memory for a %zu-byte array", bytes);
+    irpy_error(PyExc_MemoryError, "out of host memory for a %zu-byte array", bytes);
     return NULL;
   }
   PyObject *buffer = irpy_host_buffer_new(*data, free, NULL, dtype, ndim, shape);

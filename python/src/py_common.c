@@ -4,8 +4,19 @@
 #include "python/src/py_internal.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+PyObject *irpy_error(PyObject *type, const char *format, ...) {
+  char message[IR_ERR_LEN + 256];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(message, sizeof message, format, args);
+  va_end(args);
+  PyErr_SetString(type, message);
+  return NULL;
+}
 
 PyObject *irpy_raise(ir_status status, const char *message) {
   PyErr_SetString(status == IR_ERR_INPUT ? PyExc_ValueError : PyExc_RuntimeError,
@@ -14,8 +25,7 @@ PyObject *irpy_raise(ir_status status, const char *message) {
 }
 
 PyObject *irpy_raise_cuda(cudaError_t e, const char *what) {
-  PyErr_Format(PyExc_RuntimeError, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
-  return NULL;
+  return irpy_error(PyExc_RuntimeError, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 int irpy_cuda_device_count(void) {
@@ -46,7 +56,7 @@ int irpy_check_volume_array(const irpy_array *a, const char *what) {
   char shape[256];
   irpy_shape_text(a, shape, sizeof shape);
   if (a->ndim != 3) {
-    PyErr_Format(PyExc_ValueError,
+    irpy_error(PyExc_ValueError,
                  "%s must be a 3-D array, got %d-D with shape %s: a C-ordered volume is indexed "
                  "[z, y, x], a Fortran-ordered one [x, y, z]",
                  what, a->ndim, shape);
@@ -55,18 +65,18 @@ int irpy_check_volume_array(const irpy_array *a, const char *what) {
   bool ok_type = a->dtype == IRPY_UINT8 || a->dtype == IRPY_INT16 || a->dtype == IRPY_UINT16 ||
                  a->dtype == IRPY_FLOAT32;
   if (!ok_type) {
-    PyErr_Format(PyExc_ValueError,
+    irpy_error(PyExc_ValueError,
                  "%s has dtype %s; inkray renders uint8, int16, uint16 and float32 volumes: convert it, "
                  "e.g. volume.astype(numpy.float32)",
                  what, a->dtype == IRPY_DTYPE_OTHER ? a->dtype_text : irpy_dtype_name(a->dtype));
     return -1;
   }
   if (a->shape[0] == 0 || a->shape[1] == 0 || a->shape[2] == 0) {
-    PyErr_Format(PyExc_ValueError, "%s is empty (shape %s): every axis needs at least one voxel", what, shape);
+    irpy_error(PyExc_ValueError, "%s is empty (shape %s): every axis needs at least one voxel", what, shape);
     return -1;
   }
   if (!irpy_array_c_contiguous(a) && !irpy_array_f_contiguous(a)) {
-    PyErr_Format(PyExc_ValueError,
+    irpy_error(PyExc_ValueError,
                  "%s is not contiguous (shape %s, strides %zd, %zd, %zd bytes): inkray reads the voxels "
                  "in place, so pass a contiguous copy, e.g. numpy.ascontiguousarray(volume)",
                  what, shape, a->strides[0], a->strides[1], a->strides[2]);
@@ -100,7 +110,7 @@ static int parse_spacing(PyObject *obj, const char *what, float out[3]) {
   }
   Py_DECREF(seq);
   if (rc != 0)
-    PyErr_Format(PyExc_ValueError, "%s: spacing must be three positive finite numbers, one per array axis", what);
+    irpy_error(PyExc_ValueError, "%s: spacing must be three positive finite numbers, one per array axis", what);
   return rc;
 }
 
@@ -127,7 +137,7 @@ int irpy_volume_from_array(const irpy_array *a, PyObject *spacing, const char *w
 int irpy_copy_to_host(const irpy_array *a, size_t bytes, cudaStream_t stream, void **host) {
   *host = malloc(bytes ? bytes : 1);
   if (!*host) {
-    PyErr_Format(PyExc_MemoryError, "out of host memory for a %zu-byte copy of a device array", bytes);
+    irpy_error(PyExc_MemoryError, "out of host memory for a %zu-byte copy of a device array", bytes);
     return -1;
   }
   irpy_device_guard guard;

@@ -30,7 +30,7 @@ static device_ctx contexts[IRPY_MAX_DEVICES];
 static PyObject *raise_compaction(cudaError_t e, const device_ctx *dc, const char *what) {
   const char *detail = dc && dc->ctx ? ir_compact_last_error(dc->ctx) : "";
   /* Bad input a kernel found (Redzone: an index out of range or listed twice) is the caller's. */
-  PyErr_Format(e == cudaErrorInvalidValue ? PyExc_ValueError : PyExc_RuntimeError, "%s: %s%s%s", what,
+  irpy_error(e == cudaErrorInvalidValue ? PyExc_ValueError : PyExc_RuntimeError, "%s: %s%s%s", what,
                cudaGetErrorString(e), detail && *detail ? ": " : "", detail ? detail : "");
   return NULL;
 }
@@ -51,7 +51,7 @@ static cudaError_t ready_context(device_ctx *dc, size_t n) {
 
 static device_ctx *context_of(int device) {
   if (device < 0 || device >= IRPY_MAX_DEVICES) {
-    PyErr_Format(PyExc_ValueError, "CUDA device %d: inkray handles devices 0 to %d", device, IRPY_MAX_DEVICES - 1);
+    irpy_error(PyExc_ValueError, "CUDA device %d: inkray handles devices 0 to %d", device, IRPY_MAX_DEVICES - 1);
     return NULL;
   }
   device_ctx *dc = &contexts[device];
@@ -67,26 +67,26 @@ static int check_vector(const irpy_array *a, const char *what, int device, bool 
   char shape[128];
   irpy_shape_text(a, shape, sizeof shape);
   if (!a->device) {
-    PyErr_Format(PyExc_ValueError, "%s is in host memory but the other arrays are on a CUDA device: pass "
+    irpy_error(PyExc_ValueError, "%s is in host memory but the other arrays are on a CUDA device: pass "
                  "arrays of one kind (all NumPy, or all on the GPU)", what);
     return -1;
   }
   if (a->device_id != device) {
-    PyErr_Format(PyExc_ValueError, "%s is on CUDA device %d, the values on device %d: put them on one device", what,
+    irpy_error(PyExc_ValueError, "%s is on CUDA device %d, the values on device %d: put them on one device", what,
                  a->device_id, device);
     return -1;
   }
   if (a->ndim != 1) {
-    PyErr_Format(PyExc_ValueError, "%s must be 1-D, got shape %s", what, shape);
+    irpy_error(PyExc_ValueError, "%s must be 1-D, got shape %s", what, shape);
     return -1;
   }
   if (a->shape[0] > 1 && a->strides[0] != (Py_ssize_t)irpy_dtype_size(a->dtype)) {
-    PyErr_Format(PyExc_ValueError, "%s is not contiguous (stride %zd bytes): pass a contiguous copy", what,
+    irpy_error(PyExc_ValueError, "%s is not contiguous (stride %zd bytes): pass a contiguous copy", what,
                  a->strides[0]);
     return -1;
   }
   if (writable && a->readonly) {
-    PyErr_Format(PyExc_ValueError, "%s is read-only", what);
+    irpy_error(PyExc_ValueError, "%s is read-only", what);
     return -1;
   }
   return 0;
@@ -98,12 +98,12 @@ static bool is_32bit_int(irpy_dtype t) { return t == IRPY_UINT32 || t == IRPY_IN
 static int check_values(const irpy_array *a, const char *what, int device, bool writable) {
   if (check_vector(a, what, device, writable) != 0) return -1;
   if (!is_32bit(a->dtype)) {
-    PyErr_Format(PyExc_ValueError, "%s has dtype %s; the compaction methods move 32-bit elements "
+    irpy_error(PyExc_ValueError, "%s has dtype %s; the compaction methods move 32-bit elements "
                  "(uint32, int32 or float32)", what, a->dtype == IRPY_DTYPE_OTHER ? a->dtype_text : irpy_dtype_name(a->dtype));
     return -1;
   }
   if ((size_t)a->shape[0] > UINT32_MAX) {
-    PyErr_Format(PyExc_ValueError, "%s has %zd elements; the compaction methods take up to 2^32 - 1", what,
+    irpy_error(PyExc_ValueError, "%s has %zd elements; the compaction methods take up to 2^32 - 1", what,
                  a->shape[0]);
     return -1;
   }
@@ -126,7 +126,7 @@ static int parse_method(const char *name, ir_compact_method *m) {
     strncat(valid, k ? ", " : "", sizeof valid - strlen(valid) - 1);
     strncat(valid, ir_compact_methods()[k].name, sizeof valid - strlen(valid) - 1);
   }
-  PyErr_Format(PyExc_ValueError, "method '%s': use one of %s", name, valid);
+  irpy_error(PyExc_ValueError, "method '%s': use one of %s", name, valid);
   return -1;
 }
 
@@ -232,17 +232,17 @@ static PyObject *compact(PyObject *self, PyObject *args, PyObject *kwargs) {
       check_vector(&o.out, "out", device, true) != 0 || (o.have_count && check_count(&o.count, device) != 0))
     goto fail;
   if (irpy_dtype_size(o.second.dtype) != 1) {
-    PyErr_Format(PyExc_ValueError, "flags has dtype %s; use one byte per element (bool or uint8, non-zero = keep)",
+    irpy_error(PyExc_ValueError, "flags has dtype %s; use one byte per element (bool or uint8, non-zero = keep)",
                  irpy_dtype_name(o.second.dtype));
     goto fail;
   }
   if (o.second.shape[0] != o.values.shape[0]) {
-    PyErr_Format(PyExc_ValueError, "flags has %zd elements, values %zd: they must match", o.second.shape[0],
+    irpy_error(PyExc_ValueError, "flags has %zd elements, values %zd: they must match", o.second.shape[0],
                  o.values.shape[0]);
     goto fail;
   }
   if (irpy_dtype_size(o.out.dtype) != 4 || o.out.shape[0] < o.values.shape[0]) {
-    PyErr_Format(PyExc_ValueError, "out must hold %zd 32-bit elements", o.values.shape[0]);
+    irpy_error(PyExc_ValueError, "out must hold %zd 32-bit elements", o.values.shape[0]);
     goto fail;
   }
   if (o.out.data == o.values.data && o.values.shape[0] > 0) {
@@ -278,11 +278,11 @@ static PyObject *remove_indices(PyObject *self, PyObject *args, PyObject *kwargs
       (o.have_count && check_count(&o.count, device) != 0))
     goto fail;
   if (!is_32bit_int(o.second.dtype)) {
-    PyErr_Format(PyExc_ValueError, "indices has dtype %s; use uint32 or int32", irpy_dtype_name(o.second.dtype));
+    irpy_error(PyExc_ValueError, "indices has dtype %s; use uint32 or int32", irpy_dtype_name(o.second.dtype));
     goto fail;
   }
   if (o.second.shape[0] > o.values.shape[0]) {
-    PyErr_Format(PyExc_ValueError, "%zd indices to remove from %zd values: indices must be distinct and fewer",
+    irpy_error(PyExc_ValueError, "%zd indices to remove from %zd values: indices must be distinct and fewer",
                  o.second.shape[0], o.values.shape[0]);
     goto fail;
   }

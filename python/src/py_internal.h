@@ -25,6 +25,12 @@
 #include "data/volume.h"
 
 /* ---- Errors ------------------------------------------------------------------------------------ */
+/* Sets `type` with a printf-formatted message (C's formats, floats included, unlike
+ * PyErr_Format); returns NULL. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+PyObject *irpy_error(PyObject *type, const char *format, ...);
 /* Raises ValueError for IR_ERR_INPUT, RuntimeError otherwise, with `message`; returns NULL. */
 PyObject *irpy_raise(ir_status status, const char *message);
 /* Raises RuntimeError for a failed CUDA call: "WHAT: cudaGetErrorString (name)"; returns NULL. */

@@ -32,7 +32,7 @@ static int zyx_sizes(PyObject *obj, const char *name, bool allow_zero, size_t xy
   Py_XDECREF(seq);
   if (rc != 0) {
     PyErr_Clear();
-    PyErr_Format(PyExc_ValueError, "%s must be three whole numbers (z, y, x)%s", name,
+    irpy_error(PyExc_ValueError, "%s must be three whole numbers (z, y, x)%s", name,
                  allow_zero ? ", each 0 or more" : ", each 1 or more");
     return -1;
   }
@@ -90,14 +90,14 @@ static PyObject *load(PyObject *self, PyObject *args, PyObject *kwargs) {
     goto done;
   if (dtype) {
     if (!ir_voxel_type_parse(dtype, &desc.type)) {
-      PyErr_Format(PyExc_ValueError, "dtype '%s': raw volumes are uint8, uint16, int16 or float32", dtype);
+      irpy_error(PyExc_ValueError, "dtype '%s': raw volumes are uint8, uint16, int16 or float32", dtype);
       goto done;
     }
     desc.type_given = true;
   }
   if (endian) {
     if (!ir_endian_parse(endian, &desc.endian)) {
-      PyErr_Format(PyExc_ValueError, "endian '%s': use 'little' or 'big'", endian);
+      irpy_error(PyExc_ValueError, "endian '%s': use 'little' or 'big'", endian);
       goto done;
     }
     desc.endian_given = true;
@@ -153,7 +153,7 @@ static PyObject *builtin_isovalue(PyObject *self, PyObject *arg) {
   if (!source) return NULL;
   double iso = ir_builtin_isovalue(source);
   if (isnan(iso)) {
-    PyErr_Format(PyExc_ValueError, "'%s' is not a builtin volume (builtin:NAME[:N])", source);
+    irpy_error(PyExc_ValueError, "'%s' is not a builtin volume (builtin:NAME[:N])", source);
     return NULL;
   }
   return PyFloat_FromDouble(iso);

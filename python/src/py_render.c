@@ -88,7 +88,7 @@ static int parse_device(PyObject *obj, bool device_array, ir_device *out) {
   if (*out == IR_DEVICE_GPU && irpy_cuda_device_count() == 0) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    PyErr_Format(PyExc_RuntimeError, "device='gpu': no CUDA device available (%s); use device='cpu'",
+    irpy_error(PyExc_RuntimeError, "device='gpu': no CUDA device available (%s); use device='cpu'",
                  e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     cudaGetLastError();
     return -1;
@@ -107,7 +107,7 @@ static int take_voxels(irpy_array *a, ir_volume *v, bool copy_host, cudaStream_t
   } else if (copy_host) {
     void *host = malloc(v->bytes);
     if (!host) {
-      PyErr_Format(PyExc_MemoryError, "out of host memory for a %zu-byte copy of the volume", v->bytes);
+      irpy_error(PyExc_MemoryError, "out of host memory for a %zu-byte copy of the volume", v->bytes);
       return -1;
     }
     Py_BEGIN_ALLOW_THREADS
@@ -224,7 +224,7 @@ static int parse_camera(const renderer_obj *self, PyObject *obj, ir_camera *cam)
       return -1;
     }
     if (v[1] < -89.0f || v[1] > 89.0f || v[2] < 0.05f || v[2] > 100.0f) {
-      PyErr_Format(PyExc_ValueError, "camera: elevation %g must lie in -89..89 degrees and distance %g in 0.05..100",
+      irpy_error(PyExc_ValueError, "camera: elevation %g must lie in -89..89 degrees and distance %g in 0.05..100",
                    (double)v[1], (double)v[2]);
       return -1;
     }
@@ -246,7 +246,7 @@ static int parse_camera(const renderer_obj *self, PyObject *obj, ir_camera *cam)
     cam->fov_y_degrees = (float)fov;
     return 0;
   }
-  PyErr_Format(PyExc_ValueError, "camera: unknown kind '%s'; use inkray.Orbit(...) or inkray.Camera(...)", kind);
+  irpy_error(PyExc_ValueError, "camera: unknown kind '%s'; use inkray.Orbit(...) or inkray.Camera(...)", kind);
   return -1;
 }
 
@@ -257,7 +257,7 @@ static int parse_surfaces(PyObject *obj, ir_frame_desc *f) {
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   int rc = 0;
   if (n < 1 || n > IR_MAX_SURFACES) {
-    PyErr_Format(PyExc_ValueError, "%zd surfaces: a frame draws 1 to %d", n, IR_MAX_SURFACES);
+    irpy_error(PyExc_ValueError, "%zd surfaces: a frame draws 1 to %d", n, IR_MAX_SURFACES);
     rc = -1;
   }
   for (Py_ssize_t k = 0; k < n && rc == 0; k++) {
@@ -273,7 +273,7 @@ static int parse_surfaces(PyObject *obj, ir_frame_desc *f) {
     bool ok = s[4] >= 0.0f && s[4] <= 1.0f;
     for (int c = 1; c < 4; c++) ok = ok && s[c] >= 0.0f && s[c] <= 1.0f;
     if (!ok) {
-      PyErr_Format(PyExc_ValueError, "surface %zd: colour and opacity must lie between 0 and 1", k + 1);
+      irpy_error(PyExc_ValueError, "surface %zd: colour and opacity must lie between 0 and 1", k + 1);
       rc = -1;
     }
   }
@@ -291,7 +291,7 @@ static int parse_clip_box(const renderer_obj *self, PyObject *obj, ir_frame_desc
   for (int k = 0; k < 3; k++) {
     float lo = b[2 * k], hi = b[2 * k + 1];
     if (lo < 0.0f || hi > 1.0f || lo >= hi) {
-      PyErr_Format(PyExc_ValueError, "clip_box: %c range %g..%g must lie in 0..1 with the first below the second",
+      irpy_error(PyExc_ValueError, "clip_box: %c range %g..%g must lie in 0..1 with the first below the second",
                    axis[k], (double)lo, (double)hi);
       return -1;
     }
@@ -304,7 +304,7 @@ static int parse_clip_box(const renderer_obj *self, PyObject *obj, ir_frame_desc
 static int parse_name(const char *word, const char *what, bool (*parse)(const char *, void *), void *out,
                       const char *valid) {
   if (parse(word, out)) return 0;
-  PyErr_Format(PyExc_ValueError, "%s '%s': use one of %s", what, word, valid);
+  irpy_error(PyExc_ValueError, "%s '%s': use one of %s", what, word, valid);
   return -1;
 }
 
@@ -378,7 +378,7 @@ static int parse_coloring(renderer_obj *self, const char *color_by, const char *
   else if (strcmp(color_by, "gradient") == 0) f->color_by = IR_COLOR_GRADIENT;
   else if (strcmp(color_by, "volume") == 0) f->color_by = IR_COLOR_VOLUME;
   else {
-    PyErr_Format(PyExc_ValueError, "color_by '%s': use surface, gradient or an array of the volume's shape",
+    irpy_error(PyExc_ValueError, "color_by '%s': use surface, gradient or an array of the volume's shape",
                  color_by);
     return -1;
   }
@@ -480,7 +480,7 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
     f.clip_plane_on = true;
   }
   if (strcmp(refine, "exact") != 0 && strcmp(refine, "texture") != 0) {
-    PyErr_Format(PyExc_ValueError, "refine '%s': use exact (float trilinear) or texture", refine);
+    irpy_error(PyExc_ValueError, "refine '%s': use exact (float trilinear) or texture", refine);
     return NULL;
   }
   f.texture_refine = strcmp(refine, "texture") == 0;
@@ -495,7 +495,7 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
   }
   bool device_out = strcmp(output, "device") == 0;
   if (!device_out && strcmp(output, "numpy") != 0) {
-    PyErr_Format(PyExc_ValueError, "output '%s': use numpy or device", output);
+    irpy_error(PyExc_ValueError, "output '%s': use numpy or device", output);
     return NULL;
   }
   if (device_out && self->device != IR_DEVICE_GPU) {
@@ -503,7 +503,7 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
     return NULL;
   }
   if (width < 1 || height < 1) {
-    PyErr_Format(PyExc_ValueError, "size %dx%d: width and height must be 1 or more", width, height);
+    irpy_error(PyExc_ValueError, "size %dx%d: width and height must be 1 or more", width, height);
     return NULL;
   }
   lock_renderer(self);
@@ -629,7 +629,7 @@ static PyObject *parse_color(PyObject *self, PyObject *arg) {
   if (!word) return NULL;
   float rgb[3];
   if (!ir_color_parse(word, rgb)) {
-    PyErr_Format(PyExc_ValueError, "colour '%s': use #rrggbb, #rgb, an (r, g, b) tuple of 0..1 or a name "
+    irpy_error(PyExc_ValueError, "colour '%s': use #rrggbb, #rgb, an (r, g, b) tuple of 0..1 or a name "
                  "(inkray.color_names())", word);
     return NULL;
   }
