@@ -126,3 +126,148 @@ def check_indices(indices: Any, n: int) -> None:
         raise ValueError(f"indices: {lo if lo < 0 else hi} is outside 0..{n - 1} (the values' positions)")
     if distinct != k:
         raise ValueError(f"indices: {k - distinct} of the {k} indices are listed more than once; list each once")
+
+
+def device_copy(device_array: Any, like: Any) -> Any:
+    """A new array of like's library (CuPy when like is a host array and CuPy is installed, else
+    PyTorch) holding a copy of an inkray DeviceArray, on the current stream."""
+    lib = library_of(like)
+    if lib not in ("cupy", "torch"):
+        try:
+            import cupy  # noqa: F401
+
+            lib = "cupy"
+        except ImportError:
+            try:
+                import torch  # noqa: F401
+
+                lib = "torch"
+            except ImportError:
+                raise ValueError("output='device' needs CuPy or PyTorch to hold the arrays") from None
+    if lib == "cupy":
+        import cupy
+
+        return cupy.asarray(device_array).copy()
+    import torch
+
+    return torch.from_dlpack(device_array).clone()
+
+
+def to_numpy(array: Any) -> np.ndarray:
+    """A host NumPy array of a NumPy, CuPy or PyTorch array (a copy from the device)."""
+    lib = library_of(array)
+    if lib == "cupy":
+        return array.get()
+    if lib == "torch":
+        return array.detach().cpu().numpy()
+    return np.asarray(array)
+
+
+def reverse_columns(array: Any) -> Any:
+    """array[:, ::-1] (a view where the library has negative strides; PyTorch copies)."""
+    if library_of(array) == "torch":
+        return array.flip(1)
+    return array[:, ::-1]
+
+
+def value_range(volume: Any) -> tuple:
+    """(min, max) of a NumPy, CuPy or PyTorch array, NaN ignored."""
+    lib = library_of(volume)
+    if lib == "torch":
+        import torch
+
+        finite = volume[~torch.isnan(volume)] if volume.is_floating_point() else volume
+        return float(finite.min().item()), float(finite.max().item())
+    if lib == "cupy":
+        import cupy
+
+        return float(cupy.nanmin(volume)), float(cupy.nanmax(volume))
+    a = np.asarray(volume)
+    return float(np.nanmin(a)), float(np.nanmax(a))
+
+
+def as_float32(volume: Any) -> Any:
+    """volume converted to float32 with its own library (a copy)."""
+    if library_of(volume) == "torch":
+        import torch
+
+        return volume.to(torch.float32)
+    if library_of(volume) == "cupy":
+        return volume.astype("float32")
+    return np.asarray(volume, dtype=np.float32)
+
+
+class _Ops:
+    """The few array operations local_values_on_device needs, for CuPy, PyTorch or NumPy."""
+
+    def __init__(self, like: Any):
+        self.torch = library_of(like) == "torch"
+        if self.torch:
+            import torch
+
+            self.xp, self.device = torch, like.device
+        elif library_of(like) == "cupy":
+            import cupy
+
+            self.xp, self.device = cupy, None
+        else:
+            self.xp, self.device = np, None
+
+    def asarray(self, a: Any, dtype: str) -> Any:
+        if self.torch:
+            tensor = a if library_of(a) == "torch" else self.xp.from_dlpack(np.ascontiguousarray(a))
+            return tensor.to(device=self.device, dtype=getattr(self.xp, dtype))
+        return self.xp.asarray(a, dtype=dtype)
+
+    def arange3(self) -> Any:
+        return self.xp.arange(3, device=self.device) if self.torch else self.xp.arange(3)
+
+    def round(self, a: Any) -> Any:
+        return self.xp.round(a) if self.torch else self.xp.rint(a)
+
+    def argmax(self, a: Any) -> Any:
+        return self.xp.argmax(a, dim=1) if self.torch else self.xp.argmax(a, axis=1)
+
+    def all(self, a: Any) -> Any:
+        return a.all(dim=1) if self.torch else a.all(axis=1)
+
+    def int64(self, a: Any) -> Any:
+        return a.to(self.xp.int64) if self.torch else a.astype(self.xp.int64)
+
+
+def local_values_on_device(volume: Any, positions: Any, level: float, spacing_xyz: tuple, c_order: bool) -> Any:
+    """scikit-image's vertex values on the device (see local_values in python/src/py_extract.c):
+    the largest value range, max(level, corner max) - min(level, corner min), of the up to four
+    cells around each vertex's grid edge. positions (V, 3) are x, y, z in world units, origin 0;
+    the volume is read in memory order (x fastest), whichever its array order."""
+    ops = _Ops(positions)
+    xp = ops.xp
+    vol = ops.asarray(volume, "float64")
+    flat = (vol if c_order else vol.permute(2, 1, 0) if ops.torch else vol.transpose(2, 1, 0)).reshape(-1)
+    shape = tuple(vol.shape)
+    dims = shape[::-1] if c_order else shape  # x, y, z
+    t = ops.asarray(positions, "float64") / ops.asarray(np.asarray(spacing_xyz), "float64")
+    frac = t - xp.floor(t)
+    axis = ops.argmax(xp.minimum(frac, 1.0 - frac))
+    columns = ops.arange3()[None, :]
+    along = columns == axis[:, None]
+    at = ops.int64(xp.where(along, xp.floor(t), ops.round(t)))
+    side_b = columns == ((axis + 1) % 3)[:, None]
+    side_c = columns == ((axis + 2) % 3)[:, None]
+    top = ops.asarray(np.asarray(dims) - 2, "int64")
+    largest = xp.zeros_like(t[:, 0])
+    for ob in (-1, 0):
+        for oc in (-1, 0):
+            cell = at + ob * ops.int64(side_b) + oc * ops.int64(side_c)
+            inside = ops.all((cell >= 0) & (cell <= top))
+            cell = xp.minimum(xp.maximum(cell, xp.zeros_like(cell)), xp.maximum(top, xp.zeros_like(top)))
+            lo = xp.full_like(largest, level)
+            hi = xp.full_like(largest, level)
+            for corner in range(8):
+                x = cell[:, 0] + (corner & 1)
+                y = cell[:, 1] + ((corner >> 1) & 1)
+                z = cell[:, 2] + ((corner >> 2) & 1)
+                value = flat[x + dims[0] * (y + dims[1] * z)]
+                lo, hi = xp.minimum(lo, value), xp.maximum(hi, value)
+            largest = xp.where(inside, xp.maximum(largest, hi - lo), largest)
+    return largest.to(xp.float32) if ops.torch else largest.astype(xp.float32)

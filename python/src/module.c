@@ -7,7 +7,7 @@
 static PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "inkray._inkray",
-    .m_doc = "inkray's C libraries (data, render, compaction) for the inkray Python package.",
+    .m_doc = "inkray's C libraries (data, render, compaction, extract) for the inkray Python package.",
     .m_size = -1,
 };
 
@@ -22,5 +22,11 @@ PyMODINIT_FUNC PyInit__inkray(void) {
     Py_DECREF(m);
     return NULL;
   }
+#ifdef INKRAY_PY_EXTRACT
+  if (PyModule_AddFunctions(m, irpy_extract_methods) < 0 || irpy_extract_init(m) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+#endif
   return m;
 }

@@ -66,7 +66,7 @@ int irpy_check_volume_array(const irpy_array *a, const char *what) {
                  a->dtype == IRPY_FLOAT32;
   if (!ok_type) {
     irpy_error(PyExc_ValueError,
-                 "%s has dtype %s; inkray renders uint8, int16, uint16 and float32 volumes: convert it, "
+                 "%s has dtype %s; inkray reads uint8, int16, uint16 and float32 volumes: convert it, "
                  "e.g. volume.astype(numpy.float32)",
                  what, a->dtype == IRPY_DTYPE_OTHER ? a->dtype_text : irpy_dtype_name(a->dtype));
     return -1;

@@ -124,6 +124,9 @@ int irpy_copy_to_host(const irpy_array *a, size_t bytes, cudaStream_t stream, vo
 
 /* ---- Module parts: their functions, and the types they add to the module ------------------------------ */
 int irpy_render_init(PyObject *module);
+/* Built when the extract module is (python/CMakeLists.txt: INKRAY_PY_EXTRACT). */
+int irpy_extract_init(PyObject *module);
+extern PyMethodDef irpy_extract_methods[];
 extern PyMethodDef irpy_load_methods[];
 extern PyMethodDef irpy_compact_methods[];
 extern PyMethodDef irpy_render_methods[];

@@ -17,7 +17,7 @@ GOOD = sphere(16)
     [
         (np.zeros((4, 4, 4, 2), np.float32), r"must be a 3-D array, got 4-D with shape \(4, 4, 4, 2\)"),
         (np.zeros((4, 4), np.float32), r"must be a 3-D array, got 2-D"),
-        (np.zeros((4, 4, 4), np.int32), r"has dtype int32; inkray renders uint8, int16, uint16 and float32"),
+        (np.zeros((4, 4, 4), np.int32), r"has dtype int32; inkray reads uint8, int16, uint16 and float32"),
         (np.zeros((4, 4, 4), np.float64), r"has dtype float64"),
         (np.zeros((4, 4, 4), np.bool_), r"has dtype bool"),
         (np.zeros((0, 4, 4), np.float32), r"is empty \(shape \(0, 4, 4\)\)"),
