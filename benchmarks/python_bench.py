@@ -66,8 +66,8 @@ def gpu_ready() -> bool:
 
 def bench_marching_cubes(sizes, quick: bool) -> None:
     print("\n== marching cubes: inkray.marching_cubes against scikit-image (builtin fractal, iso 127.5) ==")
-    if not hasattr(inkray, "marching_cubes"):
-        print("  skipped: this build has no inkray.marching_cubes")
+    if not hasattr(inkray._inkray, "Extractor"):
+        print("  skipped: this build has no extraction module (extract/)")
         return
     try:
         from skimage import measure
@@ -84,22 +84,30 @@ def bench_marching_cubes(sizes, quick: bool) -> None:
             row("marching_cubes", f"{n}^3 scikit-image {method}", sk[method], "ms")
         verts, faces, _, _ = measure.marching_cubes(volume, 127.5, method="lorensen")
         print(f"     scikit-image lorensen: {len(verts)} vertices, {len(faces)} triangles")
-        cases = [("cpu", "numpy", 3)]
+        # (label, device, volume, output, values, repeats)
+        cases = [("cpu, NumPy in and out", "cpu", volume, "numpy", "local", 3)]
         if gpu_ready():
-            cases += [("gpu", "numpy", 10), ("gpu", "device", 20)]
-        for device, output, repeats in cases:
+            cases.append(("gpu, NumPy in and out", "gpu", volume, "numpy", "local", 10))
+            try:
+                import cupy
+
+                on_gpu = cupy.asarray(volume)
+                cases.append(("gpu, CuPy in and out", "gpu", on_gpu, "device", "local", 20))
+                cases.append(("gpu, CuPy in and out, values='isovalue'", "gpu", on_gpu, "device", "isovalue", 20))
+            except ImportError:
+                print("     (CuPy is not installed: no device-array case)")
+        for label, device, data, output, values, repeats in cases:
             def run():
-                result = inkray.marching_cubes(volume, 127.5, device=device, output=output)
+                result = inkray.marching_cubes(data, 127.5, device=device, output=output, values=values)
                 if output == "device":
                     _sync_device(result[0])
                 return result
 
             ms = median_time(run, repeats)
             ours = run()
-            label = f"{n}^3 inkray {device}, {output} arrays returned"
-            row("marching_cubes", label, ms, "ms", "vs scikit-image lewiner", sk["lewiner"] / ms)
-            row("marching_cubes", label, ms, "ms", "vs scikit-image lorensen", sk["lorensen"] / ms)
-            print(f"     inkray {device}: {len(ours[0])} vertices, {len(ours[1])} triangles")
+            row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "vs scikit-image lewiner", sk["lewiner"] / ms)
+            row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "vs scikit-image lorensen", sk["lorensen"] / ms)
+            print(f"     inkray {label}: {len(ours[0])} vertices, {len(ours[1])} triangles")
 
 
 def _sync_device(array) -> None:
