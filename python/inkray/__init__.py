@@ -358,14 +358,12 @@ def render(
 # ---- Compaction ----------------------------------------------------------------------------------------
 
 
-def _method_names() -> List[str]:
-    return [m["name"] for m in _inkray.compaction_methods()]
+_METHOD_NAMES = tuple(m["name"] for m in _inkray.compaction_methods())
 
 
 def _check_method(method: str) -> None:
-    names = _method_names()
-    if method not in names:
-        raise ValueError(f"method '{method}': use one of {', '.join(names)}")
+    if method not in _METHOD_NAMES:
+        raise ValueError(f"method '{method}': use one of {', '.join(_METHOD_NAMES)}")
 
 
 def _host_vector(a: Any, what: str) -> np.ndarray:
@@ -545,6 +543,7 @@ def marching_cubes(
             values="isovalue" if values == "local" else values)
         if to_device:  # the extractor's buffers serve its next call: copy them out now
             pos, nrm, val, tri = (_arrays.device_copy(a, volume) for a in (pos, nrm, val, tri))
+        extractor.release_grid()  # a cached extractor keeps no volume alive
     if not to_device:
         pos, nrm, val, tri = (np.asarray(a) for a in (pos, nrm, val, tri))
     if len(tri) == 0:

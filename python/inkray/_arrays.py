@@ -48,8 +48,7 @@ def current_stream(obj: Any) -> Optional[int]:
     if lib == "cupy":
         import cupy
 
-        with cupy.cuda.Device(obj.device.id):
-            return int(cupy.cuda.get_current_stream().ptr)
+        return int(cupy.cuda.get_current_stream(obj.device.id).ptr)
     if lib == "torch" and getattr(obj, "is_cuda", False):
         import torch
 

@@ -268,6 +268,16 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   return result;
 }
 
+/* Lets go of the array the extractor reads in place (it is not read again before the next
+ * set_grid: extract refuses until then), so that a cached extractor keeps no volume alive. */
+static PyObject *extractor_release_grid(PyObject *obj, PyObject *unused) {
+  extractor_obj *self = (extractor_obj *)obj;
+  lock_extractor(self);
+  drop_grid(self);
+  PyThread_release_lock(self->lock);
+  Py_RETURN_NONE;
+}
+
 static PyObject *extractor_device(PyObject *obj, void *closure) {
   return PyUnicode_FromString(((extractor_obj *)obj)->device == IR_EXTRACT_GPU ? "gpu" : "cpu");
 }
@@ -283,6 +293,8 @@ static PyMethodDef extractor_methods[] = {
      "set_grid(volume, spacing=None, *, stream=None): the array to extract from (spacing in its axis order)."},
     {"extract", (PyCFunction)(void (*)(void))extractor_extract, METH_VARARGS | METH_KEYWORDS,
      "extract(isovalue, *, method, output, values) -> (positions, normals, values, triangles, stats, c_order)"},
+    {"release_grid", extractor_release_grid, METH_NOARGS,
+     "release_grid(): drop the volume (the next extract needs set_grid first)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -66,9 +66,12 @@ def test_torch_volume_in_and_device_image_out(torch_cuda):
     np.testing.assert_array_equal(frame.image.cpu().numpy(), host)
 
 
-def test_device_image_is_the_renderers_buffer_without_a_copy(cupy):
+def test_device_image_is_the_renderers_buffer_without_a_copy():
     renderer = inkray.Renderer(sphere(N), device="gpu")
     first = renderer.render(0.0, size=SIZE, output="device").image
+    host = np.asarray(first.copy_to_host())
+    np.testing.assert_array_equal(host, renderer.render(0.0, size=SIZE).image)
     second = renderer.render(0.0, size=SIZE, output="device", camera=inkray.Orbit(azimuth=90)).image
-    assert first.data.ptr == second.data.ptr, "both views are the renderer's one image buffer"
+    assert first.ptr == second.ptr, "both views are the renderer's one image buffer"
+    assert first.__cuda_array_interface__["shape"] == (SIZE[1], SIZE[0], 4)
 
