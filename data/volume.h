@@ -14,28 +14,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- Status codes shared by every inkray module ---------------------------------------- */
-typedef enum ir_status {
-  IR_OK = 0,
-  IR_ERR_RUNTIME = 1, /* something failed while running (GPU error, out of memory) */
-  IR_ERR_INPUT = 2,   /* bad input from the user: wrong file, sizes, flags */
-} ir_status;
-
-/* Room for one error message; every function that can fail takes a buffer of this size. */
-#define IR_ERR_LEN 512
-
-/* ---- Voxel types --------------------------------------------------------------------- */
-typedef enum ir_voxel_type {
-  IR_VOXEL_UINT8 = 0,
-  IR_VOXEL_UINT16,
-  IR_VOXEL_INT16,
-  IR_VOXEL_FLOAT32,
-  IR_VOXEL_TYPE_COUNT
-} ir_voxel_type;
+/* ---- Voxel types (ir_status, IR_ERR_LEN and the ir_voxel_type enum: data/types.h) ------- */
 
 const char *ir_voxel_type_name(ir_voxel_type t);            /* "uint8", ... */
 bool ir_voxel_type_parse(const char *word, ir_voxel_type *out); /* accepts the names above */
