@@ -64,11 +64,11 @@ for sc in scenes:
     if not os.path.exists(path): continue
     for line in open(path):
         if line.startswith("# ") and "," in line and not line.startswith("# refinement"): gpu = line[2:].split(",")[0]
-        parts = line.split()
-        if len(parts) > 8 and parts[0] != "variant" and not line.startswith("#") and "|" in line:
+        parts = line.split("|")[0].split()  # variant mean median p95 FPS x_plain x_single [x_indep]
+        if len(parts) >= 7 and parts[0] != "variant" and not line.startswith("#") and "|" in line:
             name = parts[0]
             if name not in rows: rows[name] = {}; order.append(name)
-            rows[name][sc] = (num(parts[1]), num(parts[6]), num(parts[7]))
+            rows[name][sc] = (num(parts[1]), num(parts[6]), num(parts[7]) if len(parts) > 7 else 0.0)
 print(f"\n== render scenes on {gpu}: mean frame ms (x single kernel / x faster independent caster; above 1 = faster) ==")
 print(f"{'renderer':34s}" + "".join(f"{s:>22s}" for s in scenes))
 for name in order:

@@ -239,12 +239,11 @@ static void request_screenshot(win_state *s, const char *path) {
  * that the key always shows what the method costs. */
 static void select_method(win_state *s, int index) {
   s->method_index = (index % IR_COMPACT_METHOD_COUNT + IR_COMPACT_METHOD_COUNT) % IR_COMPACT_METHOD_COUNT;
+  printf("inkray: method %s\n", method_name(s));
   if (!ir_pipeline_compacts(s->pipeline)) {
     s->pipeline = IR_PIPELINE_INK;
-    printf("inkray: method %s, pipeline %s\n", method_name(s), ir_pipeline_name(s->pipeline));
-    return;
+    printf("inkray: pipeline %s\n", ir_pipeline_name(s->pipeline));
   }
-  printf("inkray: method %s\n", method_name(s));
 }
 
 static double selected_iso(const win_state *s) { return s->look.look.surfaces[s->look.selected].isovalue; }
