@@ -10,9 +10,11 @@
 #   pip download --only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 \
 #     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 #     --platform manylinux2014_x86_64 --platform any -d .whl scikit-build-core pytest scikit-image
+#   rm .whl/numpy-* .whl/pillow-* .whl/networkx-* .whl/imageio-* .whl/tifffile-*
 #
 # (scikit-build-core, pathspec, packaging; pytest, iniconfig, pluggy, pygments; scikit-image,
-# scipy, networkx, pillow, imageio, tifffile, lazy-loader, numpy: about 75 MB.) CMake (3.25+)
+# scipy, lazy-loader: about 49 MB, under the 64 MiB a call can carry with the repository;
+# skimage.measure needs none of the wheels removed, and NumPy is the machine's.) CMake (3.25+)
 # and nvcc come from the machine. The package goes into a virtual environment that sees the
 # machine's own NumPy, CuPy and PyTorch (--system-site-packages).
 # Usage: scripts/python-gpu-check.sh [--no-bench]
@@ -48,7 +50,8 @@ done
 
 pip=("$py" -m pip --disable-pip-version-check --no-index --find-links "$root/.whl")
 t0=$(date +%s)
-if "${pip[@]}" install scikit-build-core pytest scikit-image >"$logs/pip-requirements.log" 2>&1 &&
+if "${pip[@]}" install scikit-build-core pytest >"$logs/pip-requirements.log" 2>&1 &&
+   "${pip[@]}" install --no-deps scipy scikit-image lazy-loader >>"$logs/pip-requirements.log" 2>&1 &&
    "${pip[@]}" install -v --no-build-isolation -C "build-dir=$build/build" \
      -C "cmake.define.CMAKE_CUDA_ARCHITECTURES=${INKRAY_CUDA_ARCH:-90}" -C cmake.define.INKRAY_WINDOW=OFF \
      "$root" >"$logs/pip-install.log" 2>&1; then
