@@ -32,7 +32,7 @@ static int compare_double(const void *a, const void *b) {
 
 /* The compaction method's name, or "none" for the pipelines that compact nothing. */
 static const char *method_label(const app_dist_options *o) {
-  bool compacts = o->pipeline == IR_PIPELINE_MULTI || o->pipeline == IR_PIPELINE_PAPER;
+  bool compacts = ir_pipeline_compacts((ir_pipeline)o->pipeline);
   return compacts ? ir_compact_method_get((ir_compact_method)o->method)->name : "none";
 }
 

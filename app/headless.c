@@ -109,18 +109,21 @@ static void print_help(FILE *to) {
         "  --iso V[,V...]        isovalues in data units\n"
         "  --iso suggested[:N]   the isovalues the volume's histogram suggests (all, or the N best);\n"
         "                        default: the first suggested isovalue\n"
-        "  --method NAME[,NAME...]|all   compaction method(s) of the multi-kernel pipeline\n"
+        "  --method NAME[,NAME...]|all   compaction method(s) of the InK pipelines (persistent,\n"
+        "                        multi, paper); without --pipeline, runs the persistent one\n"
         "                        (default ink-compact); NAME is one of:\n",
         to);
   const ir_compact_method_info *methods = ir_compact_methods();
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
     fprintf(to, "                          %-13s %s\n", methods[m].name, methods[m].description);
-  fputs("  --pipeline NAME[,NAME...]|all  renderer(s) (default multi); `all` is multi,paper,single;\n"
+  fprintf(to, "  --pipeline NAME[,NAME...]|all  renderer(s) (default %s); `all` is persistent,multi,paper,single;\n",
+          ir_pipeline_name(IR_PIPELINE_DEFAULT));
+  fputs(
         "                        the single kernel and plain run once per isovalue, whatever\n"
         "                        --method says; NAME is one of:\n",
         to);
   for (int p = 0; p < IR_PIPELINE_COUNT; p++)
-    fprintf(to, "                          %-8s %s\n", ir_pipeline_name((ir_pipeline)p),
+    fprintf(to, "                          %-10s %s\n", ir_pipeline_name((ir_pipeline)p),
             ir_pipeline_description((ir_pipeline)p));
   fputs(
         "  --csv FILE            one row per frame: timed frames (pass=timed) and the per-stage\n"
@@ -199,6 +202,7 @@ static int parse_pipelines(const char *text, hl_options *o) {
   memset(o->use_pipeline, 0, sizeof o->use_pipeline);
   if (strcmp(text, "all") == 0) {
     o->use_pipeline[IR_PIPELINE_MULTI] = o->use_pipeline[IR_PIPELINE_PAPER] = o->use_pipeline[IR_PIPELINE_SINGLE] = true;
+    o->use_pipeline[IR_PIPELINE_PERSISTENT] = true;
     return 0;
   }
   if (strcmp(text, "both") == 0) { /* the two of earlier versions */
@@ -212,7 +216,8 @@ static int parse_pipelines(const char *text, hl_options *o) {
     ir_pipeline pl;
     snprintf(word, sizeof word, "%.*s", (int)(len < sizeof word ? len : sizeof word - 1), p);
     if (len >= sizeof word || !ir_pipeline_parse(word, &pl))
-      return bad_option("--pipeline '%s': use multi, paper, single, plain (comma-separated) or all%s", text, "");
+      return bad_option("--pipeline '%s': use persistent, multi, paper, single, plain (comma-separated) or all%s",
+                        text, "");
     o->use_pipeline[pl] = true;
     p = end ? end + 1 : p + len;
   }
@@ -274,12 +279,13 @@ static int parse_options(int argc, char **argv, hl_options *o) {
   memset(o, 0, sizeof *o);
   o->device = IR_DEVICE_GPU;
   o->use_method[IR_COMPACT_INK_COMPACT] = true;
-  o->use_pipeline[IR_PIPELINE_MULTI] = true;
+  o->use_pipeline[IR_PIPELINE_DEFAULT] = true;
   o->elevation = 20.0f;
   o->distance = 1.0f;
   o->stage_pass = true;
   app_look_init(&o->look);
   int given = 0;
+  bool method_given = false, pipeline_given = false;
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i];
     if (strcmp(opt, "--headless") == 0) continue;
@@ -353,8 +359,10 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     } else if (strcmp(opt, "--up") == 0) {
       if (!ir_axis_parse(value, &o->up)) rc = bad_option("--up '%s': use x, y, z, -x, -y or -z%s", value, "");
     } else if (strcmp(opt, "--method") == 0) {
+      method_given = true;
       rc = parse_methods(value, o);
     } else if (strcmp(opt, "--pipeline") == 0) {
+      pipeline_given = true;
       rc = parse_pipelines(value, o);
     } else if (strcmp(opt, "--csv") == 0) {
       o->csv_path = value;
@@ -366,6 +374,10 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     if (rc) return rc;
   }
   if (given == 0) o->png_path = "inkray.png";
+  if (method_given && !pipeline_given) { /* a method asks for a pipeline that compacts */
+    memset(o->use_pipeline, 0, sizeof o->use_pipeline);
+    o->use_pipeline[IR_PIPELINE_INK] = true;
+  }
   if (o->iso_given && o->look.surface_count > 0)
     return bad_option("--surface and --iso both given: the surfaces replace the isovalues; give one or the "
                       "other%s%s", "", "");
@@ -446,9 +458,8 @@ static void csv_text(FILE *f, const char *s) {
 }
 
 static const char *method_label(const hl_config *c) {
-  /* The single-kernel pipeline uses no stream compaction between stages. */
-  return c->pipeline == IR_PIPELINE_SINGLE || c->pipeline == IR_PIPELINE_PLAIN ? "none"
-                                                                                : ir_compact_method_get(c->method)->name;
+  /* The single kernel and the plain caster use no stream compaction. */
+  return ir_pipeline_compacts(c->pipeline) ? ir_compact_method_get(c->method)->name : "none";
 }
 
 /* Per-round lists go in one field each, joined with ';', so that every row has the same columns. */
@@ -679,7 +690,7 @@ static int build_configs(const hl_options *o, hl_config *configs) {
       if (o->use_method[m]) first = (ir_compact_method)m;
     for (int p = 0; p < IR_PIPELINE_COUNT; p++) {
       if (!o->use_pipeline[p]) continue;
-      if (p == IR_PIPELINE_MULTI || p == IR_PIPELINE_PAPER) {
+      if (ir_pipeline_compacts((ir_pipeline)p)) {
         for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
           if (o->use_method[m]) configs[n++] = (hl_config){o->isovalues[k], (ir_pipeline)p, (ir_compact_method)m};
       } else {
@@ -972,7 +983,7 @@ static int run_distributed(int argc, char **argv, const hl_options *given) {
   hl_options defaults = *given;
   apply_device_defaults(&defaults);
   const hl_options *o = &defaults;
-  int method = IR_COMPACT_INK_COMPACT, pipeline = IR_PIPELINE_MULTI;
+  int method = IR_COMPACT_INK_COMPACT, pipeline = IR_PIPELINE_DEFAULT;
   for (int m = IR_COMPACT_METHOD_COUNT - 1; m >= 0; m--)
     if (o->use_method[m]) method = m;
   for (int p = IR_PIPELINE_COUNT - 1; p >= 0; p--)

@@ -24,6 +24,13 @@
 #include "render/ray_math.cuh"
 
 #define IR_BRICK_CELLS 16
+/* The brick walk's finer cells in frames without a BVH update (ir_trace_params.cells): the
+ * octants of the bricks, so a brick's range is the union of its cells' ranges. */
+#define IR_WALK_CELLS 8
+/* Most cells of such a walk's run (ir_trace_params.run_cells). */
+#ifndef IR_WALK_RUN_CELLS
+#define IR_WALK_RUN_CELLS 4
+#endif
 /* Bricks per axis are at most 2^16 (dims <= 2^20), so 3 * 16 + 1 levels suffice; the
  * traversal stack never holds more entries than there are levels. */
 #define IR_BVH_MAX_LEVELS 50

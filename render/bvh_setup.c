@@ -1,9 +1,10 @@
 /* BVH setup (InK §3.1.1): min/max of every 16^3 brick, with the one-voxel shared border, and
- * the implicit balanced BVH layout over the brick grid; plus the host version of the per-frame
- * update (§3.1.2), which the CPU renderer runs and the GPU tests compare against.
+ * the implicit balanced BVH layout over the brick grid; the min/max of the brick walk's finer
+ * cells (IR_WALK_CELLS); plus the host version of the per-frame update (§3.1.2), which the CPU
+ * renderer runs and the GPU tests compare against.
  *
- * Brick ranges are computed once per volume on all cores. Only finite values count, so a brick
- * of NaN/Inf voxels has min > max and is never valid.
+ * Ranges are computed once per volume on all cores. Only finite values count, so a brick or
+ * cell of NaN/Inf voxels has min > max and is never valid.
  */
 #include <math.h>
 #include <pthread.h>
@@ -58,12 +59,22 @@ static void layout_build(const ir_volume *v, ir_bvh_layout *L) {
   L->node_count = total;
 }
 
-/* ---- Brick ranges ---------------------------------------------------------------------------- */
+/* ---- Ranges ----------------------------------------------------------------------------------
+ * Cells of IR_WALK_CELLS voxels (the walk's finer grid) from the voxels, then each brick as the
+ * union of its cells: cell c along an axis holds voxels W c .. W c + W (its shared border), so
+ * cells 2b and 2b + 1 hold exactly brick b's voxels 16 b .. 16 b + 16. One pass over the volume. */
+_Static_assert(IR_BRICK_CELLS == 2 * IR_WALK_CELLS, "a brick is 2x2x2 walk cells");
+
+static uint32_t cells_along(size_t dim, uint32_t size) {
+  size_t cells = dim > 1 ? dim - 1 : 1;
+  return (uint32_t)((cells + size - 1) / size);
+}
+
 typedef struct range_job {
   const ir_volume *v;
-  const ir_bvh_layout *L;
-  ir_brick_range *ranges;
-  atomic_uint next_row; /* rows of bricks (y, z) handed out to threads */
+  const uint32_t *cells; /* the walk's grid */
+  ir_brick_range *cell_ranges;
+  atomic_uint next_row; /* rows of cells (y, z) handed out to threads */
   atomic_size_t infinities;
 } range_job;
 
@@ -79,12 +90,12 @@ static double voxel_at(const void *voxels, ir_voxel_type t, size_t i) {
   }
 }
 
-static void brick_range(range_job *job, uint32_t bx, uint32_t by, uint32_t bz) {
+static void cell_range(range_job *job, uint32_t cx, uint32_t cy, uint32_t cz) {
   const ir_volume *v = job->v;
-  size_t lo[3], hi[3], b[3] = {bx, by, bz};
+  size_t lo[3], hi[3], c[3] = {cx, cy, cz};
   for (int k = 0; k < 3; k++) {
-    lo[k] = b[k] * IR_BRICK_CELLS;
-    hi[k] = lo[k] + IR_BRICK_CELLS;
+    lo[k] = c[k] * IR_WALK_CELLS;
+    hi[k] = lo[k] + IR_WALK_CELLS;
     if (hi[k] > v->dims[k] - 1) hi[k] = v->dims[k] - 1;
   }
   double mn = INFINITY, mx = -INFINITY;
@@ -102,21 +113,43 @@ static void brick_range(range_job *job, uint32_t bx, uint32_t by, uint32_t bz) {
         mx = s > mx ? s : mx;
       }
     }
-  ir_brick_range *r = &job->ranges[ir_bvh_index(job->L, 0, bx, by, bz)];
+  ir_brick_range *r = &job->cell_ranges[cx + job->cells[0] * ((size_t)cy + job->cells[1] * (size_t)cz)];
   r->min = (float)mn;
   r->max = (float)mx;
+  /* A voxel on a shared border is counted by each cell holding it; only zero or not matters. */
   if (infinities) atomic_fetch_add(&job->infinities, infinities);
 }
 
 static void *range_worker(void *arg) {
   range_job *job = arg;
-  const uint32_t *d = job->L->dims[0];
+  const uint32_t *d = job->cells;
   for (;;) {
     unsigned row = atomic_fetch_add(&job->next_row, 1u);
     if (row >= d[1] * d[2]) break;
-    for (uint32_t bx = 0; bx < d[0]; bx++) brick_range(job, bx, row % d[1], row / d[1]);
+    for (uint32_t cx = 0; cx < d[0]; cx++) cell_range(job, cx, row % d[1], row / d[1]);
   }
   return NULL;
+}
+
+/* Brick ranges: the union of each brick's (up to) eight cells. */
+static void bricks_from_cells(const ir_bvh_layout *L, const uint32_t *cells, const ir_brick_range *cell_ranges,
+                              ir_brick_range *ranges) {
+  const uint32_t *bd = L->dims[0];
+  for (uint32_t bz = 0; bz < bd[2]; bz++)
+    for (uint32_t by = 0; by < bd[1]; by++)
+      for (uint32_t bx = 0; bx < bd[0]; bx++) {
+        float mn = INFINITY, mx = -INFINITY;
+        for (uint32_t z = 2 * bz; z < 2 * bz + 2 && z < cells[2]; z++)
+          for (uint32_t y = 2 * by; y < 2 * by + 2 && y < cells[1]; y++)
+            for (uint32_t x = 2 * bx; x < 2 * bx + 2 && x < cells[0]; x++) {
+              const ir_brick_range *c = &cell_ranges[x + cells[0] * ((size_t)y + cells[1] * (size_t)z)];
+              mn = c->min < mn ? c->min : mn;
+              mx = c->max > mx ? c->max : mx;
+            }
+        ir_brick_range *r = &ranges[ir_bvh_index(L, 0, bx, by, bz)];
+        r->min = mn;
+        r->max = mx;
+      }
 }
 
 static bool run_workers(int threads, void *(*fn)(void *), void *arg) {
@@ -139,15 +172,19 @@ ir_status ir_bvh_setup(ir_renderer *r, char err[IR_ERR_LEN]) {
   }
   const uint32_t *bd = r->layout.dims[0];
   size_t bricks = (size_t)bd[0] * bd[1] * bd[2];
+  for (int k = 0; k < 3; k++) r->cells[k] = cells_along(v->dims[k], IR_WALK_CELLS);
+  size_t cells = (size_t)r->cells[0] * r->cells[1] * r->cells[2];
   r->ranges = malloc(bricks * sizeof *r->ranges);
-  if (!r->ranges) {
-    snprintf(err, IR_ERR_LEN, "%s: out of host memory for %zu brick ranges", v->name, bricks);
+  r->cell_ranges = malloc(cells * sizeof *r->cell_ranges);
+  if (!r->ranges || !r->cell_ranges) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory for %zu brick and %zu cell ranges", v->name, bricks, cells);
     return IR_ERR_RUNTIME;
   }
-  range_job job = {.v = v, .L = &r->layout, .ranges = r->ranges};
+  range_job job = {.v = v, .cells = r->cells, .cell_ranges = r->cell_ranges};
   atomic_init(&job.next_row, 0u);
   atomic_init(&job.infinities, (size_t)0);
   run_workers(ir_cpu_thread_count(r->threads), range_worker, &job);
+  bricks_from_cells(&r->layout, r->cells, r->cell_ranges, r->ranges);
 
   r->view = ir_volume_view_of(v); /* the GPU sets its texture objects at upload */
   if (atomic_load(&job.infinities) > 0) {

@@ -164,6 +164,20 @@ void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace
   p->cmap_lo = lo;
   p->cmap_scale = 1.0f / (hi - lo);
   p->root = IR_BVH_NONE;
-  for (int k = 0; k < 3; k++) p->bricks[k] = r->layout.dims[0][k];
+  for (int k = 0; k < 3; k++) p->bricks[k] = p->cells[k] = r->layout.dims[0][k];
+  p->cell = (float)IR_BRICK_CELLS;
+  p->inv_cell = 1.0f / (float)IR_BRICK_CELLS;
   p->ranges = NULL;
+  p->run_cells = 0;
+}
+
+void ir_trace_params_walk(const ir_renderer *r, const ir_frame_desc *f, const ir_brick_range *brick_ranges,
+                          const ir_brick_range *cell_ranges, ir_trace_params *p) {
+  int size = r->walk_cells ? r->walk_cells : ir_walk_cells_auto(r->volume->dims, (size_t)f->width * (size_t)f->height);
+  bool fine = size == IR_WALK_CELLS;
+  for (int k = 0; k < 3; k++) p->cells[k] = fine ? r->cells[k] : r->layout.dims[0][k];
+  p->cell = (float)size;
+  p->inv_cell = 1.0f / (float)size;
+  p->ranges = fine ? cell_ranges : brick_ranges;
+  p->run_cells = f->run_bricks ? (int)f->run_bricks : IR_WALK_RUN_CELLS;
 }

@@ -1,7 +1,8 @@
 /* The CPU reference renderer: the per-frame BVH update on the host, then every pixel through the
  * same per-ray code the GPU runs (trace.cuh) on all cores: ir_trace_pixel (BVH traversal) for
- * the paper's pipeline, ir_trace_pixel_runs (brick walk) for the others. Both draw the same
- * image; the round counts follow the pipeline asked for.
+ * the paper's pipeline, ir_trace_pixel_steps_as (the brick walk in steps) for the persistent
+ * one, ir_trace_pixel_runs (brick walk) for the others. All draw the same image; the round
+ * counts follow the pipeline asked for.
  *
  * It exists to check the GPU images and to let inkray run without a GPU; it is not tuned.
  * Threads take bands of rows from a shared counter; each counts rays per round locally and
@@ -21,7 +22,8 @@ enum { ROWS_PER_TASK = 4 };
 
 typedef struct frame_job {
   const ir_trace_params *p;
-  bool bvh; /* the paper's pipeline: BVH traversal */
+  bool bvh;         /* the paper's pipeline: BVH traversal */
+  int step_batches; /* the persistent pipeline: its rays' work in steps of this many batches; 0: in one */
   uint32_t *pixels;
   float *depth;
   int width, height;
@@ -52,8 +54,12 @@ static void *frame_worker(void *arg) {
     for (int y = row0; y < row1; y++)
       for (int x = 0; x < job->width; x++) {
         uint32_t pixel = (uint32_t)y * (uint32_t)job->width + (uint32_t)x;
-        job->pixels[pixel] = job->bvh ? ir_trace_pixel(job->p, pixel, stack, &counts, &job->depth[pixel])
-                                      : ir_trace_pixel_runs(job->p, pixel, &counts, &job->depth[pixel]);
+        float *depth = &job->depth[pixel];
+        job->pixels[pixel] = job->bvh ? ir_trace_pixel(job->p, pixel, stack, &counts, depth)
+                             : job->step_batches
+                                 ? ir_trace_pixel_steps_as(job->p, pixel, job->step_batches, &counts, depth,
+                                                           ir_trace_mode(job->p))
+                                 : ir_trace_pixel_runs(job->p, pixel, &counts, depth);
       }
   }
   pthread_mutex_lock(&job->lock);
@@ -98,8 +104,13 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
 
   p.nodes = r->nodes;
   p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
+  /* The brick walk tests its cells' ranges, as the single and persistent kernels do; the paper's
+   * pipeline walks the tree. */
+  if (f->pipeline != IR_PIPELINE_PAPER) ir_trace_params_walk(r, f, r->ranges, r->cell_ranges, &p);
 
-  frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER, .pixels = (uint32_t *)(void *)r->image, .depth = r->depth, .width = f->width, .height = f->height};
+  frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER,
+                   .step_batches = f->pipeline == IR_PIPELINE_PERSISTENT ? ir_frame_step_batches(f) : 0,
+                   .pixels = (uint32_t *)(void *)r->image, .depth = r->depth, .width = f->width, .height = f->height};
   atomic_init(&job.next_row, 0);
   pthread_mutex_init(&job.lock, NULL);
   int threads = ir_cpu_thread_count(r->threads);

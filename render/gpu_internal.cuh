@@ -97,6 +97,14 @@ typedef struct ir_gpu_counters {
   uint32_t isect_hist[IR_MAX_ITERATIONS];
 } ir_gpu_counters;
 
+/* The persistent pipeline's counters (persistent.cu), two per renderer by frame parity. */
+typedef struct ir_persist_counters {
+  unsigned next_tile; /* the tile queue: tiles handed out */
+  unsigned generated; /* rays that met the volume */
+  unsigned hits;      /* rays that ended at a hit */
+  unsigned rounds;    /* most steps a block took */
+} ir_persist_counters;
+
 /* ---- Stage outputs ----------------------------------------------------------------------------
  * How a kernel hands on the rays it keeps, by compaction method (docs/render.md has the table):
  *   INK_COMPACT / INK_COLLATE  emit into `list`, `count` inside the kernel
@@ -173,6 +181,7 @@ struct ir_gpu_state {
   float4 *d_paint;               /* per ray slot: translucent frames' paint so far (ir_paint) */
   uint8_t *d_hit_surf;           /* per ray slot: the paper pipeline's hit surface */
   ir_brick_range *d_ranges;
+  ir_brick_range *d_cell_ranges; /* the brick walk's finer cells (IR_WALK_CELLS) */
   ir_bvh_node *d_nodes;
   ir_gpu_frame *d_frame;
   ir_gpu_counters *d_counters;
@@ -213,6 +222,11 @@ struct ir_gpu_state {
 
   int width, height; /* of the last frame */
   int trace_mode;    /* of the frame being rendered (trace.cuh), set by its parameters' upload */
+  ir_persist_counters *d_persist; /* the persistent pipeline's, two (by frame parity) */
+  ir_persist_counters *h_persist; /* pinned: read-backs */
+  unsigned persist_epoch;         /* persistent frames rendered */
+  unsigned persist_blocks[4];     /* per trace mode: resident blocks (0: not asked yet) */
+  unsigned long long *d_phase_cycles; /* the persistent diagnostic pass's (IR_PERSIST_PHASES) */
 };
 
 /* ---- Launchers (each in the stage's own file) ---------------------------------------------- */
@@ -283,8 +297,9 @@ cudaError_t ir_shade_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const
 /* tail_finish.cu: the rest of the loop for the rays in[0..counters->trav_in), in one kernel. */
 cudaError_t ir_tail_finish_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                   ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream);
-/* single_kernel.cu: brick walk and march per pixel, in one kernel over tiled ray ids. */
-cudaError_t ir_single_kernel_launch(const ir_gpu_frame *d_frame, uint32_t *image, float *depth, int width,
+/* single_kernel.cu: brick walk and march per pixel, in one kernel over tiled ray ids (the frame
+ * by value, read from the kernel's parameters). */
+cudaError_t ir_single_kernel_launch(const ir_gpu_frame &frame, uint32_t *image, float *depth, int width,
                                     int height, int mode, cudaStream_t stream);
 /* plain_caster.cu: the plain macrocell DDA caster (benchmark baseline), 16x8 thread blocks. */
 cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, uint32_t *image,
@@ -310,6 +325,28 @@ cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers
 /* walk_intersect.cu: the rest of the walk for rays in[0..counters->trav_in), in one kernel. */
 cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                 ir_gpu_counters *counters, uint32_t max_rays, int mode, cudaStream_t stream);
+
+/* persistent.cu: the persistent pipeline, one launch per frame (the frame by value). */
+typedef struct ir_persist_args {
+  uint32_t *image;
+  float *depth;
+  ir_persist_counters *counters; /* two, by frame parity: a frame zeroes the next one's */
+  unsigned epoch;                /* the frame's number */
+  unsigned tiles;                /* 8x8 pixel tiles of the image (ir_persist_tiles) */
+  int step_batches;              /* batches a ray marches per step */
+  ir_compact_method method;      /* how the blocks compact their pools */
+  unsigned blocks;               /* resident blocks to launch (ir_persistent_blocks) */
+  unsigned long long *phase_cycles; /* diagnostic pass: clock cycles of each phase summed over the
+                                       blocks (IR_PERSIST_PHASES), with a barrier after every phase;
+                                       NULL otherwise */
+} ir_persist_args;
+/* The phases the diagnostic pass times: the step, the step's two compactions and the refill
+ * claim, the shading, the generation and its compaction. */
+enum { IR_PHASE_STEP = 0, IR_PHASE_COMPACT, IR_PHASE_SHADE, IR_PHASE_GENERATE, IR_PERSIST_PHASES };
+uint32_t ir_persist_tiles(int width, int height);
+/* The blocks of the kernel of trace mode `mode` that fit on the device at once. */
+cudaError_t ir_persistent_blocks(int mode, unsigned *blocks);
+cudaError_t ir_persistent_launch(const ir_gpu_frame &frame, const ir_persist_args &a, int mode, cudaStream_t stream);
 
 /* gpu_pipeline.cu: one multi-kernel frame (graph or host-driven loop); fills the stage times
  * when `timed` (host loop with events between stages). */

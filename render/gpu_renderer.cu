@@ -1,6 +1,7 @@
 /* The GPU device: the volume as a 3D texture of its native type, the brick ranges and the
  * tree, per-pixel buffers that grow with the image and never shrink, and the frame: the
- * multi-kernel pipeline (gpu_pipeline.cu) or the single kernel (single_kernel.cu).
+ * multi-kernel pipelines (gpu_pipeline.cu), the persistent kernel (persistent.cu) or the single
+ * kernel (single_kernel.cu).
  *
  * Frame times come from CUDA events recorded on the renderer's stream at the start of
  * ir_render_frame (before any host work of the frame) and after its last GPU work, so host
@@ -145,6 +146,9 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   size_t bricks = (size_t)L->dims[0][0] * L->dims[0][1] * L->dims[0][2];
   IR_CUDA(cudaMalloc(&g->d_ranges, bricks * sizeof(ir_brick_range)));
   IR_CUDA(cudaMemcpy(g->d_ranges, r->ranges, bricks * sizeof(ir_brick_range), cudaMemcpyHostToDevice));
+  size_t cells = (size_t)r->cells[0] * r->cells[1] * r->cells[2];
+  IR_CUDA(cudaMalloc(&g->d_cell_ranges, cells * sizeof(ir_brick_range)));
+  IR_CUDA(cudaMemcpy(g->d_cell_ranges, r->cell_ranges, cells * sizeof(ir_brick_range), cudaMemcpyHostToDevice));
   IR_CUDA(cudaMalloc(&g->d_nodes, (size_t)L->node_count * sizeof(ir_bvh_node)));
   size_t map_floats = (size_t)IR_COLORMAP_SIZE * 3;
   IR_CUDA(cudaMalloc(&g->d_colormaps, IR_COLORMAP_COUNT * map_floats * sizeof(float)));
@@ -154,6 +158,10 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   IR_CUDA(cudaMalloc(&g->d_frame, sizeof(ir_gpu_frame)));
   IR_CUDA(cudaMalloc(&g->d_counters, sizeof(ir_gpu_counters)));
   IR_CUDA(cudaMallocHost(&g->h_counters, sizeof(ir_gpu_counters)));
+  IR_CUDA(cudaMalloc(&g->d_persist, 2 * sizeof(ir_persist_counters)));
+  IR_CUDA(cudaMemset(g->d_persist, 0, 2 * sizeof(ir_persist_counters)));
+  IR_CUDA(cudaMallocHost(&g->h_persist, sizeof(ir_persist_counters)));
+  IR_CUDA(cudaMalloc(&g->d_phase_cycles, IR_PERSIST_PHASES * sizeof(unsigned long long)));
   IR_CUDA(cudaMalloc(&g->d_resize, IR_GRAPH_SLOTS * IR_RESIZE_SLOT));
   IR_CUDA(cudaMemset(g->d_resize, 0, IR_GRAPH_SLOTS * IR_RESIZE_SLOT));
   e = ir_compact_ctx_create(&g->cctx, 1024);
@@ -190,11 +198,15 @@ void ir_gpu_destroy(ir_renderer *r) {
   free_color_texture(g);
   cudaFree(g->d_colormaps);
   cudaFree(g->d_ranges);
+  cudaFree(g->d_cell_ranges);
   cudaFree(g->d_nodes);
   cudaFree(g->d_frame);
   cudaFree(g->d_counters);
   cudaFree(g->d_resize);
+  cudaFree(g->d_persist);
+  cudaFree(g->d_phase_cycles);
   if (g->h_counters) cudaFreeHost(g->h_counters);
+  if (g->h_persist) cudaFreeHost(g->h_persist);
   if (g->cctx) ir_compact_ctx_destroy(g->cctx);
   for (int i = 0; i < g->timeline_created; i++) cudaEventDestroy(g->timeline[i]);
   if (g->ev_start) cudaEventDestroy(g->ev_start);
@@ -245,34 +257,39 @@ static ir_status ensure_capacity(ir_renderer *r, size_t pixels, char err[IR_ERR_
 }
 
 /* ---- Frames ------------------------------------------------------------------------------------ */
-static ir_status upload_frame(ir_renderer *r, const ir_frame_desc *f, char err[IR_ERR_LEN]) {
+/* The frame's parameters. The multi-kernel pipelines (CUDA graphs) and the plain caster read them
+ * from the device copy; the single kernel and the persistent one take them by value. */
+static ir_status prepare_frame(ir_renderer *r, const ir_frame_desc *f, ir_gpu_frame *hf, char err[IR_ERR_LEN]) {
   struct ir_gpu_state *g = r->gpu;
-  ir_gpu_frame hf;
-  memset(&hf, 0, sizeof hf);
-  ir_trace_params_fill(r, f, &hf.p);
-  hf.p.nodes = g->d_nodes;
-  hf.p.root = ir_bvh_root(&r->layout);
-  hf.p.cmap = g->d_colormaps + (size_t)f->colormap * IR_COLORMAP_SIZE * 3;
-  g->trace_mode = ir_trace_mode(&hf.p);
-  hf.pixels = (uint32_t)f->width * (uint32_t)f->height;
-  hf.rays = ir_tiled_ray_count(f->width, f->height);
-  hf.run_bricks = f->run_bricks;
-  /* The single kernel and the plain caster test bricks against the isovalue themselves
-   * (no BVH update in their frames); the multi-kernel pipelines read this frame's tree. */
-  if (f->pipeline == IR_PIPELINE_SINGLE || f->pipeline == IR_PIPELINE_PLAIN) hf.p.ranges = g->d_ranges;
+  memset(hf, 0, sizeof *hf);
+  ir_trace_params_fill(r, f, &hf->p);
+  hf->p.nodes = g->d_nodes;
+  hf->p.root = ir_bvh_root(&r->layout);
+  hf->p.cmap = g->d_colormaps + (size_t)f->colormap * IR_COLORMAP_SIZE * 3;
+  g->trace_mode = ir_trace_mode(&hf->p);
+  hf->pixels = (uint32_t)f->width * (uint32_t)f->height;
+  hf->rays = ir_tiled_ray_count(f->width, f->height);
+  hf->run_bricks = f->run_bricks;
+  /* The single and persistent kernels walk the fine cells and test them against the isovalues
+   * themselves, the plain caster the bricks (no BVH update in their frames); the multi-kernel
+   * pipelines read this frame's tree. */
+  if (f->pipeline == IR_PIPELINE_SINGLE || f->pipeline == IR_PIPELINE_PERSISTENT) {
+    ir_trace_params_walk(r, f, g->d_ranges, g->d_cell_ranges, &hf->p);
+    return IR_OK;
+  }
+  if (f->pipeline == IR_PIPELINE_PLAIN) hf->p.ranges = g->d_ranges;
   /* From pageable memory: the copy is staged before the call returns, so `hf` may go. */
-  IR_CUDA(cudaMemcpyAsync(g->d_frame, &hf, sizeof hf, cudaMemcpyHostToDevice, g->stream));
+  IR_CUDA(cudaMemcpyAsync(g->d_frame, hf, sizeof *hf, cudaMemcpyHostToDevice, g->stream));
   return IR_OK;
 }
 
-static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, bool timed, ir_frame_stats *stats,
-                              char err[IR_ERR_LEN]) {
+static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, const ir_gpu_frame *hf, bool timed,
+                              ir_frame_stats *stats, char err[IR_ERR_LEN]) {
   struct ir_gpu_state *g = r->gpu;
   if (timed) IR_CUDA(cudaEventRecord(g->timeline[0], g->stream));
   IR_CUDA(f->pipeline == IR_PIPELINE_PLAIN
               ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, g->d_depth, f->width, f->height, g->stream)
-              : ir_single_kernel_launch(g->d_frame, g->d_image, g->d_depth, f->width, f->height,
-                                        g->trace_mode, g->stream));
+              : ir_single_kernel_launch(*hf, g->d_image, g->d_depth, f->width, f->height, g->trace_mode, g->stream));
   if (!timed) return IR_OK;
   IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
   IR_CUDA(cudaEventSynchronize(g->timeline[1]));
@@ -280,6 +297,60 @@ static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, bool timed
   IR_CUDA(cudaEventElapsedTime(&b, g->timeline[0], g->timeline[1]));
   stats->kernel_ms = b;
   return IR_OK;
+}
+
+/* One launch of the persistent kernel; its counters are those of frame parity `epoch`. */
+static ir_status persistent_frame(ir_renderer *r, const ir_frame_desc *f, const ir_gpu_frame *hf, bool timed,
+                                  ir_frame_stats *stats, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  int mode = g->trace_mode;
+  if (!g->persist_blocks[mode]) IR_CUDA(ir_persistent_blocks(mode, &g->persist_blocks[mode]));
+  ir_persist_args a;
+  a.image = g->d_image;
+  a.depth = g->d_depth;
+  a.counters = g->d_persist;
+  a.epoch = ++g->persist_epoch;
+  a.tiles = ir_persist_tiles(f->width, f->height);
+  a.step_batches = ir_frame_step_batches(f);
+  a.method = f->method;
+  a.blocks = g->persist_blocks[mode];
+  a.phase_cycles = NULL;
+  if (timed) {
+    a.phase_cycles = g->d_phase_cycles;
+    IR_CUDA(cudaMemsetAsync(g->d_phase_cycles, 0, IR_PERSIST_PHASES * sizeof(unsigned long long), g->stream));
+    IR_CUDA(cudaEventRecord(g->timeline[0], g->stream));
+  }
+  IR_CUDA(ir_persistent_launch(*hf, a, mode, g->stream));
+  if (!timed) return IR_OK;
+  IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
+  IR_CUDA(cudaEventSynchronize(g->timeline[1]));
+  float b = 0;
+  IR_CUDA(cudaEventElapsedTime(&b, g->timeline[0], g->timeline[1]));
+  stats->kernel_ms = b;
+  /* The kernel's time split by the blocks' cycles in each phase (the pass's barriers included). */
+  unsigned long long cycles[IR_PERSIST_PHASES], total = 0;
+  IR_CUDA(cudaMemcpy(cycles, g->d_phase_cycles, sizeof cycles, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < IR_PERSIST_PHASES; i++) total += cycles[i];
+  if (total) {
+    stats->intersect_ms = b * (double)cycles[IR_PHASE_STEP] / (double)total;
+    stats->compact_ms = b * (double)cycles[IR_PHASE_COMPACT] / (double)total;
+    stats->shade_ms = b * (double)cycles[IR_PHASE_SHADE] / (double)total;
+    stats->raygen_ms = b * (double)cycles[IR_PHASE_GENERATE] / (double)total;
+  }
+  return IR_OK;
+}
+
+static ir_status run_frame(ir_renderer *r, const ir_frame_desc *f, bool host_loop, bool timed, ir_frame_stats *stats,
+                           char err[IR_ERR_LEN]) {
+  ir_gpu_frame hf;
+  ir_status st = prepare_frame(r, f, &hf, err);
+  if (st != IR_OK) return st;
+  switch (f->pipeline) {
+  case IR_PIPELINE_MULTI:
+  case IR_PIPELINE_PAPER: return ir_gpu_multi_frame(r, f, host_loop, timed, stats, err);
+  case IR_PIPELINE_PERSISTENT: return persistent_frame(r, f, &hf, timed, stats, err);
+  default: return single_frame(r, f, &hf, timed, stats, err);
+  }
 }
 
 ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]) {
@@ -292,9 +363,7 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   bool host_loop = f->host_loop || !ir_compact_supports_device_n(f->method);
 
   IR_CUDA(cudaEventRecord(g->ev_start, g->stream));
-  if ((st = upload_frame(r, f, err)) != IR_OK) return st;
-  st = multi ? ir_gpu_multi_frame(r, f, host_loop, false, NULL, err) : single_frame(r, f, false, NULL, err);
-  if (st != IR_OK) return st;
+  if ((st = run_frame(r, f, host_loop, false, NULL, err)) != IR_OK) return st;
   IR_CUDA(cudaEventRecord(g->ev_stop, g->stream));
   r->width = f->width;
   r->height = f->height;
@@ -315,12 +384,18 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
     memcpy(stats->traverse_rays, c->trav_hist, sizeof stats->traverse_rays);
     memcpy(stats->intersect_rays, c->isect_hist, sizeof stats->intersect_rays);
     stats->graph = g->last_graph;
-    stats->graph_resized = g->last_graph && g->graph_sized[f->method] && c->resize_errors == 0;
+    stats->graph_resized =
+        g->last_graph && g->graph_sized[ir_graph_slot(f->pipeline == IR_PIPELINE_PAPER, f->method)] && c->resize_errors == 0;
+  } else if (f->pipeline == IR_PIPELINE_PERSISTENT) {
+    IR_CUDA(cudaMemcpy(g->h_persist, g->d_persist + (g->persist_epoch & 1u), sizeof(ir_persist_counters),
+                       cudaMemcpyDeviceToHost));
+    stats->rays_generated = g->h_persist->generated;
+    stats->rays_hit = g->h_persist->hits;
+    stats->iterations = (int)g->h_persist->rounds;
   }
   if (!f->stage_timing) return IR_OK;
   /* The diagnostic pass: the same frame again, host-driven, with events between stages. */
-  if ((st = upload_frame(r, f, err)) != IR_OK) return st;
-  return multi ? ir_gpu_multi_frame(r, f, true, true, stats, err) : single_frame(r, f, true, stats, err);
+  return run_frame(r, f, true, true, stats, err);
 }
 
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]) {

@@ -12,6 +12,8 @@ static const struct {
     [IR_PIPELINE_PAPER] = {"paper", "the InK paper's pipeline: BVH traversal with per-ray stacks, leaf "
                                     "intersection, shading, four compaction stages"},
     [IR_PIPELINE_PLAIN] = {"plain", "benchmark baseline: a plain macrocell 3D-DDA caster (GPU)"},
+    [IR_PIPELINE_PERSISTENT] = {"persistent", "one persistent kernel: the InK stages as phases over block-resident "
+                                              "ray pools, compacted in shared memory by the chosen method"},
 };
 
 const char *ir_pipeline_name(ir_pipeline p) {
@@ -26,6 +28,10 @@ bool ir_pipeline_parse(const char *word, ir_pipeline *out) {
   for (int p = 0; word && p < IR_PIPELINE_COUNT; p++)
     if (strcmp(word, pipelines[p].name) == 0) return (*out = (ir_pipeline)p), true;
   return false;
+}
+
+bool ir_pipeline_compacts(ir_pipeline p) {
+  return p == IR_PIPELINE_MULTI || p == IR_PIPELINE_PAPER || p == IR_PIPELINE_PERSISTENT;
 }
 
 const char *ir_device_name(ir_device d) { return d == IR_DEVICE_CPU ? "cpu" : "gpu"; }

@@ -13,7 +13,7 @@
 #define IR_PLAIN_BLOCK_Y 8
 
 static __device__ bool plain_cell_valid(const ir_brick_range *ranges, const ir_trace_params &p, const ir_brick_cursor &q) {
-  ir_brick_range r = ranges[q.cx + p.bricks[0] * (q.cy + p.bricks[1] * q.cz)];
+  ir_brick_range r = ranges[q.cx + p.cells[0] * (q.cy + p.cells[1] * q.cz)];
   return r.min <= p.iso.v[0] && p.iso.v[0] <= r.max;
 }
 

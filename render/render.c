@@ -55,6 +55,11 @@ ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, ch
     snprintf(err, IR_ERR_LEN, "cpu_threads %d: use 0 for all cores or a positive count", desc->cpu_threads);
     return IR_ERR_INPUT;
   }
+  if (desc->walk_cells != 0 && desc->walk_cells != IR_WALK_CELLS && desc->walk_cells != IR_BRICK_CELLS) {
+    snprintf(err, IR_ERR_LEN, "walk_cells %d: use %d, %d or 0 (automatic)", desc->walk_cells, IR_WALK_CELLS,
+             IR_BRICK_CELLS);
+    return IR_ERR_INPUT;
+  }
   ir_status st = check_volume(desc->volume, err);
   if (st != IR_OK) return st;
   ir_renderer *r = calloc(1, sizeof *r);
@@ -65,6 +70,7 @@ ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, ch
   r->device = desc->device;
   r->volume = desc->volume;
   r->threads = desc->cpu_threads;
+  r->walk_cells = desc->walk_cells;
   st = ir_bvh_setup(r, err);
   if (st == IR_OK && r->device == IR_DEVICE_GPU) st = ir_gpu_create(r, err);
   if (st != IR_OK) {
@@ -79,6 +85,7 @@ void ir_renderer_destroy(ir_renderer *r) {
   if (!r) return;
   if (r->gpu) ir_gpu_destroy(r);
   free(r->ranges);
+  free(r->cell_ranges);
   free(r->nodes);
   free(r->image);
   free(r->depth);
@@ -162,7 +169,12 @@ static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char 
     return IR_ERR_INPUT;
   }
   if ((unsigned)f->pipeline >= IR_PIPELINE_COUNT) {
-    snprintf(err, IR_ERR_LEN, "unknown pipeline %d; use multi, single, paper or plain", (int)f->pipeline);
+    snprintf(err, IR_ERR_LEN, "unknown pipeline %d; use multi, single, paper, plain or persistent", (int)f->pipeline);
+    return IR_ERR_INPUT;
+  }
+  if (f->step_batches > IR_STEP_BATCHES_MAX) {
+    snprintf(err, IR_ERR_LEN, "step batches %u: at most %d (0 for the default, %d)", f->step_batches,
+             IR_STEP_BATCHES_MAX, IR_STEP_BATCHES_AUTO);
     return IR_ERR_INPUT;
   }
   return IR_OK;
@@ -218,6 +230,16 @@ const void *ir_render_device_image(const ir_renderer *r) {
 uint32_t ir_tail_auto(uint32_t rays) {
   uint32_t t = rays / 4;
   return t < 1024 ? 1024 : t;
+}
+
+int ir_walk_cells_auto(const size_t dims[3], size_t pixels) {
+  size_t m = dims[0];
+  for (int k = 1; k < 3; k++) m = dims[k] > m ? dims[k] : m;
+  return (double)pixels >= 24.0 * (double)m * (double)m ? IR_WALK_CELLS : IR_BRICK_CELLS;
+}
+
+int ir_frame_step_batches(const ir_frame_desc *f) {
+  return f->step_batches ? (int)f->step_batches : IR_STEP_BATCHES_AUTO;
 }
 
 uint32_t ir_frame_tail_rays(const ir_frame_desc *f) {

@@ -32,12 +32,24 @@ typedef enum ir_pipeline {
   IR_PIPELINE_PLAIN,     /* benchmark baseline (GPU): a plain macrocell 3D-DDA caster; its image
                             is close to the others', not identical (it steps from each cell's
                             entry); the CPU draws the default image for it */
+  IR_PIPELINE_PERSISTENT, /* the InK stages as phases of one persistent kernel: each block keeps a
+                            pool of rays in shared memory, moves the rays' state (not indices)
+                            when it compacts the pool by the chosen method between phases, and
+                            refills it from a queue of 8x8 pixel tiles */
   IR_PIPELINE_COUNT
 } ir_pipeline;
 
-const char *ir_pipeline_name(ir_pipeline p);               /* "multi" | "single" | "paper" | "plain" */
+/* The pipeline frames run when none is chosen (the command line, the window): the fastest on
+ * the GPUs measured (docs/render.md). A compaction method chosen without a pipeline runs in the
+ * fastest of the InK pipelines that compact, IR_PIPELINE_INK. */
+#define IR_PIPELINE_DEFAULT IR_PIPELINE_SINGLE
+#define IR_PIPELINE_INK IR_PIPELINE_PERSISTENT
+
+const char *ir_pipeline_name(ir_pipeline p);               /* "multi" | "single" | "paper" | "plain" | "persistent" */
 const char *ir_pipeline_description(ir_pipeline p);        /* one line for help texts */
 bool ir_pipeline_parse(const char *word, ir_pipeline *out);
+/* Whether the pipeline compacts rays with the frame's method (multi, paper, persistent). */
+bool ir_pipeline_compacts(ir_pipeline p);
 const char *ir_device_name(ir_device d);                   /* "gpu" | "cpu" */
 bool ir_device_parse(const char *word, ir_device *out);
 
@@ -117,7 +129,16 @@ typedef struct ir_renderer_desc {
   ir_device device;          /* GPU by default */
   const ir_volume *volume;   /* uploaded (GPU) or referenced (CPU) at create; must outlive a CPU renderer */
   int cpu_threads;           /* CPU device: 0 = all cores */
+  int walk_cells;            /* voxels per cell of the brick walk in frames without a BVH update
+                                (single, persistent, the CPU): 8 or 16; 0: chosen per frame
+                                (ir_walk_cells_auto) */
 } ir_renderer_desc;
+
+/* The walk's cells for a frame of `pixels` pixels of a volume of these dims: cells of 8 voxels
+ * where rays are dense (at least 24 pixels per voxel of the largest face), else 16. Finer cells
+ * skip more empty space per range read, which pays while many rays share each read; with fewer
+ * rays per voxel their extra steps across empty space cost more (docs/render.md). */
+int ir_walk_cells_auto(const size_t dims[3], size_t pixels);
 
 ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, char err[IR_ERR_LEN]);
 void ir_renderer_destroy(ir_renderer *r);
@@ -149,7 +170,9 @@ typedef struct ir_frame_desc {
                                    multi pipeline (ir_tail_auto), off for the paper's (its loop
                                    runs to the last ray); IR_TAIL_OFF: never */
   uint32_t run_bricks;          /* multi pipeline: most valid bricks traversal hands intersection
-                                   in one run; 0: no limit (the default) */
+                                   in one run; 0: no limit (the default). Single and persistent
+                                   kernels (and the CPU's walk): most valid cells of the walk's
+                                   runs; 0: IR_WALK_RUN_CELLS */
   float clip_lo[3], clip_hi[3]; /* clip box in the volume's voxel coordinates (the volume spans
                                    [0, dims]): only surfaces inside it are drawn; all zero, the
                                    default: the whole volume. Distributed runs give each brick
@@ -163,7 +186,13 @@ typedef struct ir_frame_desc {
   bool texture_refine;          /* refine crossings with the texture unit's samples (8-bit
                                    interpolation weights: terraced surfaces) instead of the
                                    exact float trilinear field; for comparison */
+  uint32_t step_batches;        /* persistent pipeline: batches of samples a ray marches between
+                                   two compactions of its block's pool (0: IR_STEP_BATCHES_AUTO) */
 } ir_frame_desc;
+
+/* The persistent pipeline's default step (ir_frame_desc.step_batches), and the largest. */
+#define IR_STEP_BATCHES_AUTO 64
+#define IR_STEP_BATCHES_MAX 1024
 
 /* Pixels whose composited alpha reaches this are final: a ray stops there. */
 #define IR_OPAQUE_ALPHA 0.995f
@@ -217,6 +246,8 @@ ir_status ir_render_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN
 
 /* The tail threshold a frame runs with (resolving 0 and IR_TAIL_OFF); 0 = no tail kernel. */
 uint32_t ir_frame_tail_rays(const ir_frame_desc *f);
+/* The step a persistent frame runs with (resolving 0). */
+int ir_frame_step_batches(const ir_frame_desc *f);
 
 /* GPU device only: device pointer to the last frame's RGBA8 pixels (for CUDA-GL interop);
  * NULL on the CPU device. Valid until the next frame or a size change. */

@@ -18,6 +18,10 @@ struct ir_renderer {
   float *voxels_clean;       /* float volumes with +-Inf: a copy with NaN in their place */
   ir_bvh_layout layout;
   ir_brick_range *ranges;    /* per brick, host */
+  ir_brick_range *cell_ranges; /* per cell of IR_WALK_CELLS voxels (the walk's finer grid), host */
+  uint32_t cells[3];         /* that grid */
+  int walk_cells;            /* the cells of frames without a BVH update: IR_WALK_CELLS or
+                                IR_BRICK_CELLS, 0: per frame (ir_renderer_desc.walk_cells) */
   ir_bvh_node *nodes;        /* CPU device: this frame's tree */
   int threads;               /* CPU device */
   uint8_t *image;            /* CPU device: last frame, RGBA8 */
@@ -43,8 +47,15 @@ int ir_cpu_thread_count(int requested);
 
 /* Per-frame camera basis (camera.c). */
 void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int height, ir_cam_basis *out);
-/* The parts of ir_trace_params that do not depend on the device. */
+/* The parts of ir_trace_params that do not depend on the device. The walk's grid is the bricks,
+ * valid by the BVH's leaves (p->nodes). */
 void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p);
+/* For frames without a BVH update: the walk's grid becomes the renderer's walk cells (the
+ * bricks, or the cells of IR_WALK_CELLS voxels), valid where their ranges hold an isovalue
+ * (brick_ranges or cell_ranges: the host's arrays or device copies), in runs of at most
+ * f->run_bricks cells (0: IR_WALK_RUN_CELLS). */
+void ir_trace_params_walk(const ir_renderer *r, const ir_frame_desc *f, const ir_brick_range *brick_ranges,
+                          const ir_brick_range *cell_ranges, ir_trace_params *p);
 
 /* ---- Devices ------------------------------------------------------------------------------------ */
 ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]);

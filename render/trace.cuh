@@ -8,11 +8,15 @@
  *                     while the next item is a leaf
  *   ir_next_run       brick walk: 3D-DDA over the brick grid to the next run of valid bricks
  *   ir_march_run      march a run of samples: every surface crossed, in order; translucent hits
- *                     composited on the way (ir_segment_hits), the hit that ends the ray returned
+ *                     composited on the way (ir_segment_hits), the hit that ends the ray returned;
+ *                     ir_march_part_as marches it in parts that can pause between batches
+ *   ir_step_as        a ray's walk and march cut into steps of a budget of batches (the
+ *                     persistent pipeline moves rays between threads in between)
  *   ir_refine, ir_hit_resolve  refine a crossing (texture unit, or exact trilinear field)
  *   ir_end_at_hit     shade the hit that ends a ray and composite it: the pixel
  *   ir_trace_pixel    the BVH pipeline in one loop (the paper's pipeline on the CPU)
  *   ir_trace_pixel_runs  brick walk + march in one loop (the single kernel, the CPU reference)
+ *   ir_trace_pixel_steps_as  the same in steps (the persistent pipeline's CPU reference)
  *
  * One sample grid per ray. A ray's samples sit at t_k = t_entry + k * dt (k = 0 .. K, the last
  * one clamped to the exit), dt = half a voxel, wherever the ray is in the volume. Every way of
@@ -55,8 +59,16 @@ typedef struct ir_trace_params {
   float cmap_lo, cmap_scale;  /* a value v reads the map at (v - cmap_lo) * cmap_scale */
   uint32_t root;              /* root node index, IR_BVH_NONE when no brick is valid */
   uint32_t bricks[3];         /* brick grid = the BVH's level 0, nodes[x + bx * (y + by * z)] */
-  const ir_brick_range *ranges; /* brick walk: when set, a brick is valid where its range holds
-                                   iso (frames without a BVH update); else its leaf's validity */
+  /* The brick walk's grid: cells of `cell` voxels along each axis (a power of two), cells[] of
+   * them. Without ranges its cells are the bricks (16) and a cell is valid where its leaf is
+   * after this frame's BVH update; with ranges (frames without a BVH update) a cell is valid
+   * where its range holds an isovalue, and the cells may be finer than the bricks. */
+  uint32_t cells[3];
+  float cell, inv_cell;
+  const ir_brick_range *ranges;
+  int run_cells;              /* most valid cells the walk hands the march in one run (0: no
+                                 limit): short runs let a ray start marching before it has read
+                                 the ranges of a long row of valid cells */
 } ir_trace_params;
 
 /* Half-voxel steps: the step in t that moves half a voxel in voxel space. */
@@ -209,7 +221,8 @@ typedef struct ir_paint {
 /* What a frame's per-ray code does at a hit, as flags: kernels compiled for one mode (a constant)
  * carry only its code; the others read it from the frame (ir_trace_mode). */
 enum { IR_TRACE_COMPOSITE = 1, /* go on past translucent hits, compositing them */
-       IR_TRACE_EXACT = 2 };   /* refine and take normals on the exact trilinear field */
+       IR_TRACE_EXACT = 2,     /* refine and take normals on the exact trilinear field */
+       IR_TRACE_BOUNDED = 4 }; /* a march fetches at most a budget of batches (ir_march_part_as) */
 static inline IR_HD int ir_trace_mode(const ir_trace_params *p) {
   return (p->translucent ? IR_TRACE_COMPOSITE : 0) | (p->exact ? IR_TRACE_EXACT : 0);
 }
@@ -369,18 +382,33 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
   return false;
 }
 
-/* Marches the segments between samples ka .. kb in order. Translucent hits are composited on
- * the way (ir_segment_hits); returns true at the hit that ends the ray (in *hit). A batch of
- * samples is tested against the band of values between isovalues its start lies in; only a
- * sample leaving the band (rare: a crossing, or NaN) takes the slow path, once per batch, with
- * the samples after it read again from there, so that the slow path's code appears once in the
- * loop rather than once per sample of the unrolled batch. */
-static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
-                                         int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit, int mode) {
-  if (kb <= ka) return false;
-  float ta = ir_span_t(s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta)), lo, hi;
+/* A march that can pause between batches of samples (the persistent pipeline hands its rays
+ * round between phases): the next sample to fetch, the run's last sample, and the value of the
+ * sample before k (its t is ir_span_t(s, k - 1)). That is all a march carries from batch to
+ * batch: the band is the one sa lies in. The march is over once k > kb. */
+typedef struct ir_march_state {
+  int32_t k, kb;
+  float sa;
+} ir_march_state;
+
+/* Marches from m->k to m->kb in order. Translucent hits are composited on the way
+ * (ir_segment_hits); returns true at the hit that ends the ray (in *hit). A batch of samples is
+ * tested against the band of values between isovalues its start lies in; only a sample leaving
+ * the band (rare: a crossing, or NaN) takes the slow path, once per batch, with the samples after
+ * it read again from there, so that the slow path's code appears once in the loop rather than
+ * once per sample of the unrolled batch. With IR_TRACE_BOUNDED in `mode`, at most *budget
+ * batches are fetched (each one counted off): the march then stops between two batches, and *m
+ * says where it goes on. The samples and the order of the tests do not depend on where it
+ * pauses, so a paused and resumed march finds what one march finds, bit for bit. */
+static inline IR_HD bool ir_march_part_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
+                                          ir_march_state *m, int *budget, ir_paint *pt, float *first_t, ir_hit *hit,
+                                          int mode) {
+  int32_t k = m->k;
+  const int32_t kb = m->kb;
+  float ta = ir_span_t(s, k - 1), sa = m->sa, lo, hi;
   ir_iso_band(&p->iso, sa, &lo, &hi);
-  for (int32_t k = ka + 1; k <= kb;) {
+  while (k <= kb) {
+    if ((mode & IR_TRACE_BOUNDED) && (*budget)-- <= 0) break;
     float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
     IR_UNROLL
     for (int j = 0; j < IR_MARCH_BATCH; j++) {
@@ -411,7 +439,27 @@ static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray 
     sa = sl;
     k += leave + 1;
   }
+  m->k = k;
+  m->sa = sa;
   return false;
+}
+
+/* The march state at the start of the run [ka, kb]: sample ka read. */
+static inline IR_HD ir_march_state ir_march_begin(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
+                                                  int32_t ka, int32_t kb) {
+  ir_march_state m;
+  m.k = ka + 1;
+  m.kb = kb;
+  m.sa = ir_sample(&p->vol, ir_ray_at(r, ir_span_t(s, ka)));
+  return m;
+}
+
+/* Marches the segments between samples ka .. kb in order (ir_march_part_as, unbounded). */
+static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
+                                         int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit, int mode) {
+  if (kb <= ka) return false;
+  ir_march_state m = ir_march_begin(p, r, s, ka, kb);
+  return ir_march_part_as(p, r, s, &m, NULL, pt, first_t, hit, mode & ~IR_TRACE_BOUNDED);
 }
 
 static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
@@ -518,12 +566,13 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
 }
 
 /* ---- Brick walk ------------------------------------------------------------------------------
- * 3D-DDA over the brick grid (the BVH's level 0, updated every frame), for the single kernel and
- * the traversal stage of the default multi-kernel pipeline. Brick b along an axis spans
- * [16b + 0.5, 16b + 16.5] in voxel coordinates (the first from 0, the last to the volume's
- * face; bvh.cuh), so the cell boundaries are 16b + 0.5. */
+ * 3D-DDA over the walk's grid (ir_trace_params.cells): the brick grid (the BVH's level 0,
+ * updated every frame) for the traversal stage of the multi-kernel pipeline; cells of 8 or 16
+ * voxels with their own ranges for the single and persistent kernels and the CPU. Cell c of size
+ * C along an axis spans [C c + 0.5, C c + C + 0.5] in voxel coordinates (the first from 0, the
+ * last to the volume's face; bvh.cuh), so the cell boundaries are C c + 0.5. */
 static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, int x, int y, int z) {
-  uint32_t i = (uint32_t)x + p->bricks[0] * ((uint32_t)y + p->bricks[1] * (uint32_t)z);
+  uint32_t i = (uint32_t)x + p->cells[0] * ((uint32_t)y + p->cells[1] * (uint32_t)z);
 #ifdef __CUDA_ARCH__
   if (p->ranges) {
     float2 m = __ldg((const float2 *)(p->ranges + i));
@@ -537,16 +586,16 @@ static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, int x, int y, 
 }
 
 /* t where the ray leaves cell c along an axis (origin o, inverse direction inv, step -1/0/1,
- * n cells); infinite where it leaves the grid there (the volume's exit, t1, ends the walk
- * instead) or runs parallel to the axis. */
-static inline IR_HD float ir_cell_exit(float o, float inv, int c, int step, uint32_t n) {
+ * n cells of `cell` voxels); infinite where it leaves the grid there (the volume's exit, t1,
+ * ends the walk instead) or runs parallel to the axis. */
+static inline IR_HD float ir_cell_exit(float o, float inv, int c, int step, uint32_t n, float cell) {
   if (step == 0 || (step > 0 && c + 1 >= (int)n) || (step < 0 && c == 0)) return INFINITY;
-  float boundary = (float)((step > 0 ? c + 1 : c) * IR_BRICK_CELLS) + 0.5f;
+  float boundary = (float)(step > 0 ? c + 1 : c) * cell + 0.5f;
   return (boundary - o) * inv;
 }
 
-static inline IR_HD int ir_cell_of(float x, uint32_t n) {
-  float b = floorf((x - 0.5f) * (1.0f / (float)IR_BRICK_CELLS));
+static inline IR_HD int ir_cell_of(float x, uint32_t n, float inv_cell) {
+  float b = floorf((x - 0.5f) * inv_cell);
   return b < 0.0f ? 0 : (b >= (float)n ? (int)n - 1 : (int)b);
 }
 
@@ -561,15 +610,15 @@ typedef struct ir_brick_cursor {
 static inline IR_HD ir_brick_cursor ir_cursor_at(const ir_trace_params *p, const ir_ray *r, float t) {
   ir_vec3 x = ir_ray_at(r, t);
   ir_brick_cursor q;
-  q.cx = ir_cell_of(x.x, p->bricks[0]);
-  q.cy = ir_cell_of(x.y, p->bricks[1]);
-  q.cz = ir_cell_of(x.z, p->bricks[2]);
+  q.cx = ir_cell_of(x.x, p->cells[0], p->inv_cell);
+  q.cy = ir_cell_of(x.y, p->cells[1], p->inv_cell);
+  q.cz = ir_cell_of(x.z, p->cells[2], p->inv_cell);
   q.sx = r->d.x > 0.0f ? 1 : (r->d.x < 0.0f ? -1 : 0);
   q.sy = r->d.y > 0.0f ? 1 : (r->d.y < 0.0f ? -1 : 0);
   q.sz = r->d.z > 0.0f ? 1 : (r->d.z < 0.0f ? -1 : 0);
-  q.ex = ir_cell_exit(r->o.x, r->inv_d.x, q.cx, q.sx, p->bricks[0]);
-  q.ey = ir_cell_exit(r->o.y, r->inv_d.y, q.cy, q.sy, p->bricks[1]);
-  q.ez = ir_cell_exit(r->o.z, r->inv_d.z, q.cz, q.sz, p->bricks[2]);
+  q.ex = ir_cell_exit(r->o.x, r->inv_d.x, q.cx, q.sx, p->cells[0], p->cell);
+  q.ey = ir_cell_exit(r->o.y, r->inv_d.y, q.cy, q.sy, p->cells[1], p->cell);
+  q.ez = ir_cell_exit(r->o.z, r->inv_d.z, q.cz, q.sz, p->cells[2], p->cell);
   return q;
 }
 
@@ -580,34 +629,34 @@ static inline IR_HD float ir_cursor_exit(const ir_brick_cursor *q) { return fmin
 static inline IR_HD void ir_cursor_step(const ir_trace_params *p, const ir_ray *r, ir_brick_cursor *q) {
   if (q->ex <= q->ey && q->ex <= q->ez) {
     q->cx += q->sx;
-    q->ex = ir_cell_exit(r->o.x, r->inv_d.x, q->cx, q->sx, p->bricks[0]);
+    q->ex = ir_cell_exit(r->o.x, r->inv_d.x, q->cx, q->sx, p->cells[0], p->cell);
   } else if (q->ey <= q->ez) {
     q->cy += q->sy;
-    q->ey = ir_cell_exit(r->o.y, r->inv_d.y, q->cy, q->sy, p->bricks[1]);
+    q->ey = ir_cell_exit(r->o.y, r->inv_d.y, q->cy, q->sy, p->cells[1], p->cell);
   } else {
     q->cz += q->sz;
-    q->ez = ir_cell_exit(r->o.z, r->inv_d.z, q->cz, q->sz, p->bricks[2]);
+    q->ez = ir_cell_exit(r->o.z, r->inv_d.z, q->cz, q->sz, p->cells[2], p->cell);
   }
 }
 
-/* From sample k on, walks the bricks the ray passes and returns the next run of consecutive
- * valid bricks (at most max_bricks of them, 0 = no limit) as the samples [*ka, *kb] to march;
+/* From sample k on, walks the cells the ray passes and returns the next run of consecutive
+ * valid cells (at most max_cells of them, 0 = no limit) as the samples [*ka, *kb] to march;
  * false when the ray leaves the volume first. */
 static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
-                                     int max_bricks, int32_t *ka, int32_t *kb) {
+                                     int max_cells, int32_t *ka, int32_t *kb) {
   float t = ir_span_t(s, k);
   ir_brick_cursor q = ir_cursor_at(p, r, t);
   float run_start = 0.0f, run_end = s->t1;
-  int bricks = 0;
+  int cells = 0;
   for (;;) {
     float t_out = fminf(ir_cursor_exit(&q), s->t1);
     if (ir_brick_valid(p, q.cx, q.cy, q.cz)) {
-      if (bricks++ == 0) run_start = t;
-      if (bricks == max_bricks) {
+      if (cells++ == 0) run_start = t;
+      if (cells == max_cells) {
         run_end = t_out;
         break;
       }
-    } else if (bricks > 0) {
+    } else if (cells > 0) {
       run_end = t;
       break;
     }
@@ -615,7 +664,7 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
     ir_cursor_step(p, r, &q);
     t = fmaxf(t, t_out);
   }
-  if (bricks == 0) return false;
+  if (cells == 0) return false;
   ir_span_range(s, run_start, run_end, ka, kb);
   /* Runs are widened by a segment: never march again what the ray has marched (a translucent
    * hit would be composited twice). */
@@ -636,7 +685,7 @@ static inline IR_HD bool ir_walk_and_march_as(const ir_trace_params *p, const ir
     if (counts && round < 64) counts->traverse[round]++;
     if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
     int32_t ka, kb;
-    if (!ir_next_run(p, r, s, k, 0, &ka, &kb)) return false;
+    if (!ir_next_run(p, r, s, k, p->run_cells, &ka, &kb)) return false;
     if (counts && round < 64) counts->intersect[round]++;
     if (ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, mode)) return true;
     if (kb >= s->k_end) return false;
@@ -647,6 +696,49 @@ static inline IR_HD bool ir_walk_and_march_as(const ir_trace_params *p, const ir
 static inline IR_HD bool ir_walk_and_march(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
                                            ir_round_counts *counts, ir_paint *pt, float *first_t, ir_hit *hit) {
   return ir_walk_and_march_as(p, r, s, k, counts, pt, first_t, hit, ir_trace_mode(p));
+}
+
+/* ---- A ray's work in steps (the persistent pipeline) -----------------------------------------
+ * ir_walk_and_march_as cut into steps of at most `budget` batches of samples: between steps a ray
+ * is its span, its march state and its paint, so that it can move to another thread. While
+ * m->kb < 0 the ray walks from sample m->k; otherwise it marches (ir_march_state). A step walks
+ * to the next run whenever a run ends with budget left, so the batches of a step are spent on
+ * marching wherever the ray goes. The walk's steps and the march's samples are those of
+ * ir_walk_and_march_as: the same hit, bit for bit, whatever the budget. */
+enum { IR_STEP_LIVE = 0, /* budget spent: the ray goes on in a later step */
+       IR_STEP_HIT,      /* the hit that ends the ray (in *hit) */
+       IR_STEP_DONE };   /* the ray left the volume (its translucent hits composited in *pt) */
+
+/* The state of a ray that has not started: walking from the span's first sample. */
+static inline IR_HD ir_march_state ir_step_start(void) {
+  ir_march_state m;
+  m.k = 0;
+  m.kb = -1;
+  m.sa = 0.0f;
+  return m;
+}
+
+static inline IR_HD int ir_step_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, ir_march_state *m,
+                                   int budget, ir_paint *pt, float *first_t, ir_hit *hit, int mode) {
+  for (;;) {
+    if (m->kb < 0) {
+      int32_t ka, kb;
+      if (!ir_next_run(p, r, s, m->k, p->run_cells, &ka, &kb)) return IR_STEP_DONE;
+      if (kb > ka) {
+        *m = ir_march_begin(p, r, s, ka, kb);
+      } else { /* an empty run: nothing to march (ir_march_run_as) */
+        if (kb >= s->k_end) return IR_STEP_DONE;
+        m->k = kb;
+        continue;
+      }
+    }
+    if (ir_march_part_as(p, r, s, m, &budget, pt, first_t, hit, mode | IR_TRACE_BOUNDED)) return IR_STEP_HIT;
+    if (m->k <= m->kb) return IR_STEP_LIVE; /* paused inside the run */
+    if (m->kb >= s->k_end) return IR_STEP_DONE;
+    m->k = m->kb; /* the walk resumes at the run's last sample */
+    m->kb = -1;
+    if (budget <= 0) return IR_STEP_LIVE;
+  }
 }
 
 /* Brick walk and march for one pixel: the single kernel and the CPU reference of the default
@@ -670,6 +762,32 @@ static inline IR_HD uint32_t ir_trace_pixel_runs_as(const ir_trace_params *p, ui
 static inline IR_HD uint32_t ir_trace_pixel_runs(const ir_trace_params *p, uint32_t pixel, ir_round_counts *counts,
                                                  float *depth) {
   return ir_trace_pixel_runs_as(p, pixel, counts, depth, ir_trace_mode(p));
+}
+
+/* The persistent pipeline's per-ray work in one loop, steps of `budget` batches until the ray
+ * hits or leaves the volume: what its kernel does for each ray, between other rays' steps (the
+ * CPU reference of that pipeline). Draws what ir_trace_pixel_runs draws, bit for bit. `counts`
+ * (may be NULL) gets one round per step. */
+static inline IR_HD uint32_t ir_trace_pixel_steps_as(const ir_trace_params *p, uint32_t pixel, int budget,
+                                                     ir_round_counts *counts, float *depth, int mode) {
+  ir_ray r = ir_camera_ray(&p->cam, pixel);
+  ir_span s;
+  *depth = INFINITY;
+  if (!ir_ray_span(p, &r, &s)) return IR_BACKGROUND_RGBA;
+  if (counts) counts->generated++;
+  if (p->root == IR_BVH_NONE) return IR_BACKGROUND_RGBA;
+  ir_paint pt = {0.0f, 0.0f, 0.0f, 0.0f};
+  ir_hit h;
+  ir_march_state m = ir_step_start();
+  for (int round = 0;; round++) {
+    if (counts && round < 64) counts->traverse[round]++;
+    if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
+    int st = ir_step_as(p, &r, &s, &m, budget, &pt, depth, &h, mode);
+    if (st == IR_STEP_DONE) return ir_paint_pixel(&pt);
+    if (st == IR_STEP_HIT) break;
+  }
+  if (counts) counts->hit++;
+  return ir_end_at_hit(p, &r, h, &pt, depth, mode);
 }
 
 #endif

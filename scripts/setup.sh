@@ -12,7 +12,8 @@ build=${INKRAY_BUILD_DIR:-$root/build}
 # zlib: the system's instead of the copy in third_party/zlib; GDCM, libtiff, expat, lz4, lzma:
 # the DICOM, TIFF and VTK image data loaders; SDL2/GLEW/GL: the window; Xvfb: the window tests
 # without a display; clang: the header fuzzer; pkg-config: the installed package's pkg-config
-# test; OpenMPI: distributed runs); a new optional dependency goes here too. Missing optional
+# test; OpenMPI: distributed runs; python3-dev, python3-venv: the Python package and its tests);
+# a new optional dependency goes here too. Missing optional
 # packages are installed when root, else only reported.
 required=(cmake gcc g++)
 optional=(ninja-build pkg-config zlib1g-dev
@@ -20,7 +21,8 @@ optional=(ninja-build pkg-config zlib1g-dev
           libsdl2-dev libglew-dev libgl-dev
           xvfb xauth libgl1-mesa-dri
           clang libclang-rt-14-dev
-          libopenmpi-dev openmpi-bin)
+          libopenmpi-dev openmpi-bin
+          python3-dev python3-venv)
 # A package counts as present when dpkg has it, or (tools) when its command is on PATH: a user
 # without root may have cmake or gcc from elsewhere.
 declare -A command_of=([cmake]=cmake [gcc]=gcc [g++]=g++ [ninja-build]=ninja [pkg-config]=pkg-config

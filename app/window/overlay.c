@@ -111,7 +111,7 @@ static void main_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   if (info->device_note) add_line(lines, "!%s", info->device_note);
   add_line(lines, "method %d/%d %s%s", info->method_index + 1, IR_COMPACT_METHOD_COUNT,
            methods[info->method_index].name,
-           info->pipeline == IR_PIPELINE_SINGLE || info->pipeline == IR_PIPELINE_PLAIN ? " (unused)" : "");
+           ir_pipeline_compacts(info->pipeline) ? "" : " (unused)");
   add_line(lines, "pipeline %s", ir_pipeline_name(info->pipeline));
   if (!info->look) add_line(lines, "iso %.6g", info->isovalue);
   add_line(lines, "%.40s", v->name);

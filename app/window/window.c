@@ -38,6 +38,7 @@ typedef struct win_options {
   const char *script;
   ir_compact_method method;
   ir_pipeline pipeline;
+  bool method_given, pipeline_given;
   bool iso_given;
   double iso;
   int threads;
@@ -61,8 +62,10 @@ static void print_help(FILE *to) {
         to);
   for (int k = 0; k < IR_COMPACT_METHOD_COUNT; k++) fprintf(to, " %s", ir_compact_methods()[k].name);
   fputs("\n"
-        "  --pipeline multi|paper|single  the default multi-kernel InK pipeline, the paper's\n"
-        "                        pipeline as published, or the single kernel\n"
+        "  --pipeline single|persistent|multi|paper  the single kernel (default, the fastest),\n"
+        "                        the InK pipelines: one persistent kernel, the multi-kernel\n"
+        "                        design, the paper's pipeline as published (--method alone:\n"
+        "                        persistent)\n"
         "  --iso V               isovalue of the surface to start with, in data units (default:\n"
         "                        the volume's first suggested one; --surface replaces it)\n"
         "  --threads N           CPU renderer threads (default: all cores)\n"
@@ -73,7 +76,7 @@ static void print_help(FILE *to) {
         "  --help                this text\n"
         "\n"
         "Controls: left-drag orbit, right/middle-drag pan, wheel zoom, 1..5 method, Tab next method,\n"
-        "P pipeline (multi, paper, single), Up/Down isovalue of the selected surface (Shift:\n"
+        "P pipeline (single, persistent, multi, paper), Up/Down isovalue of the selected surface (Shift:\n"
         "coarse), N add a surface, Delete remove it, Left/Right select one, C colour (Shift+C back),\n"
         "PageUp/PageDown opacity, B clip box (Shift+B next face, Shift+left-drag moves it),\n"
         "L clip plane (Shift+L facing the view, Shift+right-drag moves it), K colour by\n"
@@ -98,7 +101,7 @@ __attribute__((format(printf, 1, 2))) static int bad_option(const char *format, 
 
 /* Returns -1 to go on, else the exit status (0 after --help). */
 static int parse_options(int argc, char **argv, win_options *o) {
-  *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_MULTI};
+  *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_DEFAULT};
   app_look_init(&o->look);
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i];
@@ -146,11 +149,13 @@ static int parse_options(int argc, char **argv, win_options *o) {
     } else if (strcmp(opt, "--script") == 0) {
       o->script = value;
     } else if (strcmp(opt, "--method") == 0) {
+      o->method_given = true;
       if (!ir_compact_method_parse(value, &o->method))
         return bad_option("--method '%s': unknown method; valid: ink-compact, ink-collate, thrust, jumping-jack, redzone", value);
     } else if (strcmp(opt, "--pipeline") == 0) {
+      o->pipeline_given = true;
       if (!ir_pipeline_parse(value, &o->pipeline))
-        return bad_option("--pipeline '%s': use multi, paper, single (or plain, the baseline)", value);
+        return bad_option("--pipeline '%s': use single, persistent, multi, paper (or plain, the baseline)", value);
     } else if (strcmp(opt, "--iso") == 0) {
       if (!cli_parse_float(value, &o->iso)) return bad_option("--iso '%s': expected a number in data units", value);
       o->iso_given = true;
@@ -166,6 +171,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
       o->threads = (int)number;
     }
   }
+  if (o->method_given && !o->pipeline_given) o->pipeline = IR_PIPELINE_INK; /* a method asks for compaction */
   return -1;
 }
 
@@ -242,9 +248,15 @@ static void request_screenshot(win_state *s, const char *path) {
   s->screenshot_pending = true;
 }
 
+/* A method key on a pipeline that does not compact switches to the fastest one that does, so
+ * that the key always shows what the method costs. */
 static void select_method(win_state *s, int index) {
   s->method_index = (index % IR_COMPACT_METHOD_COUNT + IR_COMPACT_METHOD_COUNT) % IR_COMPACT_METHOD_COUNT;
   printf("inkray: method %s\n", method_name(s));
+  if (!ir_pipeline_compacts(s->pipeline)) {
+    s->pipeline = IR_PIPELINE_INK;
+    printf("inkray: pipeline %s\n", ir_pipeline_name(s->pipeline));
+  }
 }
 
 static double selected_iso(const win_state *s) { return s->look.look.surfaces[s->look.selected].isovalue; }
@@ -405,6 +417,16 @@ static void save_mesh(win_state *s) {
   snprintf(s->mesh_note, sizeof s->mesh_note, "mesh %zu triangles in %.1f ms", saved.triangles, saved.extract_ms);
 }
 
+/* The P key's cycle: the single kernel and the InK pipelines (the plain baseline only through
+ * --pipeline). */
+static ir_pipeline next_pipeline(ir_pipeline p) {
+  static const ir_pipeline cycle[] = {IR_PIPELINE_SINGLE, IR_PIPELINE_PERSISTENT, IR_PIPELINE_MULTI, IR_PIPELINE_PAPER};
+  const int n = (int)(sizeof cycle / sizeof cycle[0]);
+  for (int i = 0; i < n; i++)
+    if (cycle[i] == p) return cycle[(i + 1) % n];
+  return cycle[0];
+}
+
 static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
   bool shift = (mod & KMOD_SHIFT) != 0;
   if (key >= SDLK_1 && key < SDLK_1 + IR_COMPACT_METHOD_COUNT) {
@@ -424,9 +446,7 @@ static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
   case SDLK_q: s->quit = true; break;
   case SDLK_TAB: select_method(s, s->method_index + (shift ? -1 : 1)); break;
   case SDLK_p:
-    /* Cycles multi -> paper -> single (the plain baseline only through --pipeline). */
-    s->pipeline = s->pipeline == IR_PIPELINE_MULTI ? IR_PIPELINE_PAPER
-                  : s->pipeline == IR_PIPELINE_PAPER ? IR_PIPELINE_SINGLE : IR_PIPELINE_MULTI;
+    s->pipeline = next_pipeline(s->pipeline);
     printf("inkray: pipeline %s\n", ir_pipeline_name(s->pipeline));
     break;
   case SDLK_UP: step_iso(s, 1, shift); break;

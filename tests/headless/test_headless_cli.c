@@ -92,17 +92,18 @@ static void test_all_methods_and_pipelines_give_a_row_per_frame_and_configuratio
   CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
   csv_table t;
   CHECK(csv_read(csv, &t));
-  /* 2 isovalues x (5 methods x the multi and paper pipelines + the single kernel) x (2 timed + 3
-   * per-stage frames). */
-  int per_config = 2 + 3, configs = 2 * IR_COMPACT_METHOD_COUNT + 1;
+  /* 2 isovalues x (5 methods x the persistent, multi and paper pipelines + the single kernel) x
+   * (2 timed + 3 per-stage frames). */
+  int per_config = 2 + 3, configs = 3 * IR_COMPACT_METHOD_COUNT + 1;
   CHECK_EQ_INT(t.rows, 2 * configs * per_config);
   CHECK(!t.ragged);
   const ir_compact_method_info *methods = ir_compact_methods();
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
-    CHECK_MSG(csv_count(&t, "method", methods[m].name) == 2 * 2 * per_config, "method %s", methods[m].name);
+    CHECK_MSG(csv_count(&t, "method", methods[m].name) == 2 * 3 * per_config, "method %s", methods[m].name);
   CHECK_EQ_INT(csv_count(&t, "pipeline", "single"), 2 * per_config);
   CHECK_EQ_INT(csv_count(&t, "pipeline", "multi"), 2 * IR_COMPACT_METHOD_COUNT * per_config);
   CHECK_EQ_INT(csv_count(&t, "pipeline", "paper"), 2 * IR_COMPACT_METHOD_COUNT * per_config);
+  CHECK_EQ_INT(csv_count(&t, "pipeline", "persistent"), 2 * IR_COMPACT_METHOD_COUNT * per_config);
   CHECK_EQ_INT(csv_count(&t, "isovalue", "100"), configs * per_config);
   CHECK_EQ_INT(csv_count(&t, "isovalue", "150"), configs * per_config);
   CHECK_STR_CONTAINS(result.output, "check: every configuration of each isovalue rendered the same last frame");
@@ -388,7 +389,7 @@ static void test_look_options_run_and_say_what_is_drawn(void) {
   double hi = range ? atof(range + strlen("grey over 0..")) : 0.0;
   CHECK_MSG(hi > 0.95 && hi < 1.05, "gradient range 0..%g, expected about 1", hi);
   /* The summary is labelled with the first surface's isovalue. */
-  CHECK_STR_CONTAINS(result.output, "\n0          multi");
+  CHECK_STR_CONTAINS(result.output, "\n0          single");
   /* An isovalue outside the volume's values is named. */
   const char *outside[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
                            "--size", "8x8", "--no-stages", "--surface", "0", "--surface", "500",

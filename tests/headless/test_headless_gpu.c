@@ -37,7 +37,7 @@ static void run_and_check(const char *volume, const char *size, int w, int h) {
   csv_table t;
   CHECK(csv_read(csv, &t));
   CHECK(!t.ragged);
-  int configs_per_iso = 2 * IR_COMPACT_METHOD_COUNT + 1; /* multi and paper with each method, single */
+  int configs_per_iso = 3 * IR_COMPACT_METHOD_COUNT + 1; /* persistent, multi, paper with each method; single */
   int timed = csv_count(&t, "pass", "timed"), stages = csv_count(&t, "pass", "stages");
   CHECK_MSG(timed > 0 && timed % (6 * configs_per_iso) == 0, "%d timed rows", timed);
   CHECK_MSG(stages * 6 == timed * 3, "%d per-stage rows for %d timed rows", stages, timed);

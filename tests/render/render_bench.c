@@ -3,9 +3,13 @@
  *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
  *                [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] [--only NAME[,NAME...]]
  *                [--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,ISO:OPACITY...]]
+ *                [--steps N[,N...]] [--walk-cells 8|16]
  *
- * Variants, in this order: the plain macrocell caster (the baseline every ratio refers to), the
- * single kernel, the default multi-kernel pipeline with every compaction method (CUDA graph,
+ * Variants, in this order: the independent caster (independent_caster.cu: a macrocell DDA
+ * caster written apart from inkray, with 16^3 and 8^3 macrocells; one surface only), the plain
+ * macrocell caster (the baseline every ratio refers to), the single kernel, the persistent
+ * pipeline with every compaction method (and InK-Compact with each step of --steps), the
+ * default multi-kernel pipeline with every compaction method (CUDA graph,
  * automatic tail; then InK-Collate and InK-Compact without the tail, InK-Compact host-driven and
  * with every round's kernels launched for all rays, fixed_grids),
  * the paper's pipeline with every method (no tail, as published) and with InK-Collate and the
@@ -17,8 +21,9 @@
  * and the FPS of the mean. Then one diagnostic frame per view (stage_timing: a separate
  * host-driven pass with events between stages) gives the mean per-stage split. --rounds prints
  * the rays and times of every round of the first view's diagnostic frame.
- * x_plain and x_single are the baseline's and the single kernel's mean frame time divided by the
- * variant's: above 1 the variant is faster. A benchmark, not a test: nothing here passes or fails.
+ * x_plain, x_single and x_indep are the baseline's, the single kernel's and the faster independent
+ * caster's mean frame time divided by the variant's: above 1 the variant is faster. A benchmark,
+ * not a test: nothing here passes or fails.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -26,7 +31,12 @@
 #include <string.h>
 
 #include "render/render.h"
+#include "tests/render/independent_caster.h"
 #include "tests/render/render_test_util.h"
+
+/* The independent caster's rows (variant.pipeline): macrocells of 16 and of 8 voxels. */
+#define INDEPENDENT_16 ((ir_pipeline)100)
+#define INDEPENDENT_8 ((ir_pipeline)101)
 
 typedef struct variant {
   const char *name;
@@ -35,6 +45,7 @@ typedef struct variant {
   bool host_loop, fixed_grids;
   uint32_t tail_rays;
   char label[40];
+  uint32_t step_batches;
 } variant;
 
 static int cmp_double(const void *a, const void *b) {
@@ -42,20 +53,51 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* The independent caster through the same orbit as the variants: mean frame ms (ms[] sorted),
+ * and the fraction of pixels it hits in the last frame. */
+static bool bench_independent(const ir_volume *v, int macro, float iso, int w, int h, int views, int frames, int warmup,
+                              float elevation, float distance, double *ms, double *mean, double *cover) {
+  ic_caster *c = NULL;
+  uint32_t *d_image = NULL;
+  if (ic_create(v, macro, &c) != 0 || cudaMalloc((void **)&d_image, (size_t)w * h * 4) != cudaSuccess) {
+    fprintf(stderr, "render_bench: the independent caster could not start\n");
+    return false;
+  }
+  for (int i = -warmup; i < frames; i++) {
+    ir_camera cam = ir_camera_orbit(v, 360.0f * (float)((i + warmup) % views) / (float)views, elevation, distance,
+                                    IR_AXIS_NONE);
+    double t = 0;
+    if (ic_render(c, &cam, iso, w, h, d_image, &t) != 0) return false;
+    if (i >= 0) ms[i] = t;
+  }
+  uint8_t *img = malloc((size_t)w * h * 4);
+  cudaMemcpy(img, d_image, (size_t)w * h * 4, cudaMemcpyDeviceToHost);
+  *cover = (double)util_coverage(img, w, h) / ((double)w * h);
+  free(img);
+  *mean = 0;
+  for (int i = 0; i < frames; i++) *mean += ms[i];
+  *mean /= frames;
+  qsort(ms, (size_t)frames, sizeof *ms, cmp_double);
+  cudaFree(d_image);
+  ic_destroy(c);
+  return true;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] "
                     "[--elevation DEG] [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] "
                     "[--only NAME[,NAME...]] "
-                    "[--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,...]]\n");
+                    "[--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,...]] [--steps N[,N...]] "
+                    "[--walk-cells 8|16]\n");
     return 2;
   }
-  int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0;
+  int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0, walk_cells = 0;
   uint32_t tail = 65536, run_bricks = 0, multi_tail = 0;
   const char *only = NULL;
   float elevation = 25.0f, distance = 1.0f, iso = (float)atof(argv[2]);
   bool texture_refine = false;
-  const char *surfaces_arg = NULL;
+  const char *surfaces_arg = NULL, *steps_arg = NULL;
   for (int i = 3; i < argc; i += 2) {
     if (!strcmp(argv[i], "--texture-refine")) {
       texture_refine = true, i--;
@@ -77,6 +119,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--multi-tail")) multi_tail = (uint32_t)atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     else if (!strcmp(argv[i], "--surfaces")) surfaces_arg = argv[i + 1];
+    else if (!strcmp(argv[i], "--steps")) steps_arg = argv[i + 1];
+    else if (!strcmp(argv[i], "--walk-cells")) walk_cells = atoi(argv[i + 1]);
   }
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
@@ -87,36 +131,52 @@ int main(int argc, char **argv) {
   if (!util_load(argv[1], &v)) return 1;
   char err[IR_ERR_LEN];
   ir_renderer *r = NULL;
-  ir_renderer_desc desc = {.device = IR_DEVICE_GPU, .volume = &v};
+  ir_renderer_desc desc = {.device = IR_DEVICE_GPU, .volume = &v, .walk_cells = walk_cells};
   if (ir_renderer_create(&desc, &r, err) != IR_OK) {
     fprintf(stderr, "render_bench: %s\n", err);
     return 1;
   }
-  variant vars[2 * IR_COMPACT_METHOD_COUNT + 9];
+  variant vars[3 * IR_COMPACT_METHOD_COUNT + 32];
   int nv = 0;
-  vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain"};
-  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single"};
+  vars[nv++] = (variant){"independent", INDEPENDENT_16, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m16", 0};
+  vars[nv++] = (variant){"independent", INDEPENDENT_8, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m8", 0};
+  vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain", 0};
+  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single", 0};
+  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
+    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PERSISTENT, (ir_compact_method)m, false, false, 0,
+                         "", 0};
+    snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s", vars[nv].name);
+    nv++;
+  }
+  for (const char *q = steps_arg; q && *q && nv < (int)(sizeof vars / sizeof vars[0]) - 24;) {
+    unsigned step = (unsigned)atoi(q);
+    vars[nv] = (variant){"ink-compact", IR_PIPELINE_PERSISTENT, IR_COMPACT_INK_COMPACT, false, false, 0, "", step};
+    snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/ink-compact/step%u", step);
+    nv++;
+    q = strchr(q, ',');
+    q = q ? q + 1 : NULL;
+  }
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
     vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false, false,
-                         multi_tail, ""};
+                         multi_tail, "", 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "multi/%s", vars[nv].name);
     nv++;
   }
   vars[nv++] = (variant){"ink-collate", IR_PIPELINE_MULTI, IR_COMPACT_INK_COLLATE, false, false, IR_TAIL_OFF,
-                         "multi/ink-collate/no-tail"};
+                         "multi/ink-collate/no-tail", 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, false, IR_TAIL_OFF,
-                         "multi/ink-compact/no-tail"};
+                         "multi/ink-compact/no-tail", 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, multi_tail,
-                         "multi/ink-compact/host-loop"};
+                         "multi/ink-compact/host-loop", 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, true, multi_tail,
-                         "multi/ink-compact/fixed-grids"};
+                         "multi/ink-compact/fixed-grids", 0};
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
-    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, ""};
+    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, "", 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "paper/%s", vars[nv].name);
     nv++;
   }
   vars[nv++] = (variant){"ink-collate", IR_PIPELINE_PAPER, IR_COMPACT_INK_COLLATE, false, false, tail,
-                         "paper/ink-collate/tail"};
+                         "paper/ink-collate/tail", 0};
 
   printf("# refinement %s%s%s\n", texture_refine ? "texture" : "exact", surfaces_arg ? ", surfaces " : "",
          surfaces_arg ? surfaces_arg : "");
@@ -125,17 +185,32 @@ int main(int argc, char **argv) {
          prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation,
          (double)distance, frames, warmup, tail, multi_tail ? multi_tail : ir_tail_auto((uint32_t)w * (uint32_t)h),
          run_bricks);
-  printf("%-28s %8s %8s %8s %7s %7s %8s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n", "variant",
-         "mean_ms", "median", "p95", "FPS", "x_plain", "x_single", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
+  printf("%-34s %8s %8s %8s %7s %7s %8s %7s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n",
+         "variant", "mean_ms", "median", "p95", "FPS", "x_plain", "x_single", "x_indep", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
          "rb", "it", "gen", "hit", "cover", "loop");
   double *ms = malloc(sizeof(double) * (size_t)frames);
-  double plain_ms = 0, single_ms = 0;
+  double plain_ms = 0, single_ms = 0, indep_ms = 0;
   for (int k = 0; k < nv; k++) {
     if (only && !util_in_list(only, vars[k].label)) continue;
+    if (vars[k].pipeline == INDEPENDENT_16 || vars[k].pipeline == INDEPENDENT_8) {
+      if (surfaces_arg) continue; /* it draws one surface */
+      double mean = 0, cover = 0;
+      if (!bench_independent(&v, vars[k].pipeline == INDEPENDENT_16 ? 16 : 8, iso, w, h, views, frames, warmup,
+                             elevation, distance, ms, &mean, &cover))
+        return 1;
+      if (indep_ms == 0 || mean < indep_ms) indep_ms = mean;
+      printf("%-34s %8.4f %8.4f %8.4f %7.1f %7s %8s %7.3f | %s | %8s %8.0f %6.3f %s\n", vars[k].label, mean,
+             ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, "-", "-", indep_ms / mean,
+             "     -      -      -      -      -      -      -      -      -    -     -", "-", cover * w * h, cover,
+             "-");
+      fflush(stdout);
+      continue;
+    }
     ir_frame_desc f = {.width = w, .height = h, .isovalue = iso, .method = vars[k].method,
                        .pipeline = vars[k].pipeline, .host_loop = vars[k].host_loop,
                        .fixed_grids = vars[k].fixed_grids, .tail_rays = vars[k].tail_rays,
-                       .run_bricks = run_bricks, .texture_refine = texture_refine};
+                       .run_bricks = run_bricks, .texture_refine = texture_refine,
+                       .step_batches = vars[k].step_batches};
     /* --surfaces ISO:OPACITY,...: several surfaces (colours from the default palette). */
     for (const char *q = surfaces_arg; q && *q && f.surface_count < IR_MAX_SURFACES;) {
       ir_surface *sf = &f.surfaces[f.surface_count];
@@ -181,14 +256,16 @@ int main(int argc, char **argv) {
     if (vars[k].pipeline == IR_PIPELINE_PLAIN) plain_ms = mean;
     if (vars[k].pipeline == IR_PIPELINE_SINGLE) single_ms = mean;
     double d = views;
-    printf("%-28s %8.4f %8.4f %8.4f %7.1f %7.3f %8.3f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
+    printf("%-34s %8.4f %8.4f %8.4f %7.1f %7.3f %8.3f %7.3f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
            vars[k].label, mean, ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, plain_ms / mean,
-           single_ms / mean, sum.bvh_update_ms / d,
+           single_ms / mean, indep_ms / mean, sum.bvh_update_ms / d,
            sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.tail_ms / d,
            sum.compact_ms / d,
            sum.host_wait_ms / d, sum.control_ms / d, sum.readbacks / d, sum.iterations / d, sum.rays_generated / d,
            sum.rays_hit / d, sum.rays_hit / d / ((double)w * h),
-           vars[k].pipeline == IR_PIPELINE_SINGLE || vars[k].pipeline == IR_PIPELINE_PLAIN ? "-" : s.graph ? (s.graph_resized ? "graph+resize" : "graph") : "host");
+           vars[k].pipeline == IR_PIPELINE_MULTI || vars[k].pipeline == IR_PIPELINE_PAPER
+               ? (s.graph ? (s.graph_resized ? "graph+resize" : "graph") : "host")
+               : "-");
     fflush(stdout);
   }
   free(ms);

@@ -78,6 +78,21 @@ static void test_bvh_brick_ranges_include_the_shared_border(void) {
         }
     CHECK(r->ranges[b].min == mn && r->ranges[b].max == mx);
   }
+  /* The walk's cells of 8: 5 per axis, the last one 8 cells wide too, each with its border. */
+  CHECK_EQ_INT(r->cells[0], 5);
+  CHECK_EQ_INT(r->cells[2], 5);
+  for (uint32_t c = 0; c < 125; c++) {
+    uint32_t cx = c % 5, cy = c / 5 % 5, cz = c / 25;
+    float mn = INFINITY, mx = -INFINITY;
+    for (size_t z = cz * 8; z <= cz * 8 + 8 && z < 41; z++)
+      for (size_t y = cy * 8; y <= cy * 8 + 8 && y < 41; y++)
+        for (size_t x = cx * 8; x <= cx * 8 + 8 && x < 41; x++) {
+          float s = vox[(z * 41 + y) * 41 + x];
+          mn = fminf(mn, s);
+          mx = fmaxf(mx, s);
+        }
+    CHECK(r->cell_ranges[c].min == mn && r->cell_ranges[c].max == mx);
+  }
   ir_renderer_destroy(r);
   ir_volume_free(&v);
 }
@@ -306,6 +321,76 @@ static void test_brick_walk_and_bvh_draw_the_same_image(void) {
   }
 }
 
+/* Image and depth of one CPU frame (caller frees both). */
+static bool render_cpu_with_depth(const ir_volume *v, const ir_frame_desc *f, int walk_cells, uint8_t **img,
+                                  float **depth) {
+  char err[IR_ERR_LEN] = "";
+  ir_renderer *r = NULL;
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = v, .walk_cells = walk_cells};
+  *img = malloc((size_t)f->width * f->height * 4);
+  *depth = malloc((size_t)f->width * f->height * sizeof(float));
+  bool ok = ir_renderer_create(&desc, &r, err) == IR_OK && ir_render_frame(r, f, NULL, err) == IR_OK &&
+            ir_render_read_image(r, *img, err) == IR_OK && ir_render_read_depth(r, *depth, err) == IR_OK;
+  if (!ok) fprintf(stderr, "render: %s\n", err);
+  ir_renderer_destroy(r);
+  return ok;
+}
+
+/* The persistent pipeline cuts each ray's walk and march into steps of a few batches of samples
+ * (trace.cuh: ir_step_as); paused and resumed wherever the steps end, a ray finds the hit the
+ * one-piece walk finds: the same image and depth bit for bit, for any step, with translucent
+ * surfaces and a clip plane too; and so does the walk over cells of 16 voxels (the bricks)
+ * instead of 8, in runs of one cell or of any length. */
+static void test_steps_draw_the_brick_walks_image(void) {
+  const char *sources[] = {"builtin:fractal:100", "builtin:marschner-lobb:41"};
+  const float views[][3] = {{0, 0, 1}, {45, 35.26439f, 1}, {200, -60, 0.7f}, {33, 12, 0.15f}};
+  const uint32_t steps[] = {1, 2, 3, 7};
+  for (size_t s = 0; s < sizeof sources / sizeof sources[0]; s++) {
+    ir_volume v;
+    if (!util_load(sources[s], &v)) {
+      CHECK(0);
+      continue;
+    }
+    for (size_t k = 0; k < sizeof views / sizeof views[0]; k++) {
+      for (int look = 0; look < 2; look++) {
+        ir_frame_desc f = {.width = 72, .height = 64, .isovalue = s == 0 ? 127.5f : 0.5f,
+                           .camera = ir_camera_orbit(&v, views[k][0], views[k][1], views[k][2], IR_AXIS_NONE)};
+        if (look == 1) { /* a translucent surface over an opaque one, cut by a plane */
+          float lo = s == 0 ? 100.0f : 0.35f, hi = s == 0 ? 160.0f : 0.6f;
+          f.surface_count = 2;
+          f.surfaces[0] = (ir_surface){lo, {0.9f, 0.2f, 0.2f}, 0.4f};
+          f.surfaces[1] = (ir_surface){hi, {0.2f, 0.9f, 0.2f}, 1.0f};
+          f.clip_plane_on = true;
+          f.clip_plane[0] = 0.3f, f.clip_plane[1] = 1.0f, f.clip_plane[3] = -0.45f * (float)v.dims[1];
+        }
+        f.pipeline = IR_PIPELINE_MULTI;
+        uint8_t *walk, *stepped;
+        float *walk_depth, *stepped_depth;
+        if (!render_cpu_with_depth(&v, &f, 8, &walk, &walk_depth)) CHECK(0);
+        CHECK(util_coverage(walk, 72, 64) > 0);
+        f.pipeline = IR_PIPELINE_PERSISTENT;
+        for (size_t q = 0; q < sizeof steps / sizeof steps[0] + 2; q++) {
+          bool bricks = q >= sizeof steps / sizeof steps[0];
+          f.step_batches = bricks ? 3 : steps[q];
+          f.run_bricks = bricks ? (q % 2 ? 1000 : 1) : 0;
+          if (!render_cpu_with_depth(&v, &f, bricks ? 16 : 8, &stepped, &stepped_depth)) CHECK(0);
+          size_t differ = 0;
+          for (size_t i = 0; i < 72 * 64; i++)
+            differ += memcmp(walk + 4 * i, stepped + 4 * i, 4) != 0 ||
+                      memcmp(&walk_depth[i], &stepped_depth[i], sizeof(float)) != 0;
+          CHECK_MSG(differ == 0, "%s view %zu look %d, steps of %u batches, cells of %d: %zu pixels differ", sources[s],
+                    k, look, f.step_batches, bricks ? 16 : 8, differ);
+          free(stepped);
+          free(stepped_depth);
+        }
+        free(walk);
+        free(walk_depth);
+      }
+    }
+    ir_volume_free(&v);
+  }
+}
+
 /* The real datasets of tests/data/real: non-empty images with plausible coverage. */
 static void test_real_datasets_render(void) {
   const char *root = getenv("INKRAY_TEST_DATA");
@@ -479,6 +564,7 @@ int main(void) {
   RUN(test_tiny_odd_and_large_image_sizes);
   RUN(test_thread_count_does_not_change_the_image);
   RUN(test_brick_walk_and_bvh_draw_the_same_image);
+  RUN(test_steps_draw_the_brick_walks_image);
   RUN(test_real_datasets_render);
   RUN(test_bad_arguments_are_input_errors);
   RUN(test_nonfinite_voxels_count_as_empty);

@@ -1,6 +1,7 @@
 /* Depth and the clip box on the GPU: every place a GPU pipeline writes a colour also writes the
  * depth (ray generation: +INF; the multi pipeline's intersection stage and tail kernel, the
- * single kernel, the paper pipeline's shading stage and tail kernel, the plain caster: the
+ * single kernel, the persistent kernel's step and shading phases, the paper pipeline's shading
+ * stage and tail kernel, the plain caster: the
  * hit's t), agreeing with the CPU reference renderer's depth where both hit, +INF
  * exactly on background; a clip box keeps GPU hits inside it. Skipped (77) without a device. */
 #include <cuda_runtime_api.h>
@@ -26,6 +27,8 @@ static const variant variants[] = {
     {"paper, ink-compact", IR_PIPELINE_PAPER, IR_COMPACT_INK_COMPACT, false, 0},
     {"paper, ink-compact, tail kernel", IR_PIPELINE_PAPER, IR_COMPACT_INK_COMPACT, false, 3000},
     {"plain caster", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, 0},
+    {"persistent, ink-compact", IR_PIPELINE_PERSISTENT, IR_COMPACT_INK_COMPACT, false, 0},
+    {"persistent, redzone", IR_PIPELINE_PERSISTENT, IR_COMPACT_REDZONE, false, 0},
 };
 
 static bool render(ir_renderer *r, const ir_frame_desc *f, uint8_t *rgba, float *depth) {

@@ -37,18 +37,20 @@ typedef struct variant {
   uint32_t tail_rays;
   uint32_t run_bricks;
   int group; /* variants of one group run the same rounds: their per-round ray counts must match */
+  uint32_t step_batches; /* persistent pipeline: its step (0: the default) */
 } variant;
 
 /* Both multi-kernel pipelines with every method in its natural (graph where possible) form and
  * host-driven, without the tail kernel (one group per pipeline) and with it, the multi pipeline
- * with runs cut at two bricks, and the single kernel. The first is the reference. */
-static variant variants[4 * IR_COMPACT_METHOD_COUNT + 6];
+ * with runs cut at two bricks, the single kernel, and the persistent kernel with every method
+ * (and steps of one batch and of many). The first is the reference. */
+static variant variants[5 * IR_COMPACT_METHOD_COUNT + 8];
 static int variant_count;
 
 static void add_variant(const char *label, ir_pipeline p, ir_compact_method m, bool host, uint32_t tail, uint32_t run,
                         int group) {
   variant *v = &variants[variant_count++];
-  *v = (variant){"", p, m, host, tail, run, group};
+  *v = (variant){"", p, m, host, tail, run, group, 0};
   snprintf(v->name, sizeof v->name, "%s/%s%s%s", ir_pipeline_name(p), label, host ? "/host" : "",
            tail == IR_TAIL_OFF || tail == 0 ? "" : "/tail");
 }
@@ -66,6 +68,12 @@ static void make_variants(void) {
   add_variant("jumping-jack/run2", IR_PIPELINE_MULTI, IR_COMPACT_JUMPING_JACK, false, IR_TAIL_OFF, 2, 3);
   add_variant("ink-compact", IR_PIPELINE_PAPER, IR_COMPACT_INK_COMPACT, false, 3000, 0, 0);
   add_variant("kernel", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, 0, 0, 0);
+  for (int i = 0; i < IR_COMPACT_METHOD_COUNT; i++)
+    add_variant(m[i].name, IR_PIPELINE_PERSISTENT, m[i].method, false, 0, 0, 0);
+  add_variant("ink-compact/step1", IR_PIPELINE_PERSISTENT, IR_COMPACT_INK_COMPACT, false, 0, 0, 0);
+  variants[variant_count - 1].step_batches = 1;
+  add_variant("redzone/step64", IR_PIPELINE_PERSISTENT, IR_COMPACT_REDZONE, false, 0, 0, 0);
+  variants[variant_count - 1].step_batches = 64;
 }
 
 static bool is_multi_kernel(ir_pipeline p) { return p == IR_PIPELINE_MULTI || p == IR_PIPELINE_PAPER; }
@@ -84,6 +92,7 @@ static uint8_t *render(ir_device device, const ir_volume *v, ir_frame_desc f, co
     f.host_loop = var->host_loop;
     f.tail_rays = var->tail_rays;
     f.run_bricks = var->run_bricks;
+    f.step_batches = var->step_batches;
   }
   uint8_t *img = malloc((size_t)f.width * f.height * 4);
   ir_status st = ir_render_frame(r, &f, s, err);
@@ -147,6 +156,10 @@ static uint8_t *check_scene(const char *what, const ir_volume *v, ir_frame_desc 
     for (size_t b = 0; b < bytes; b += 4) differ += memcmp(img + b, ref + b, 4) != 0;
     CHECK_MSG(differ == 0, "%s: %s%s differs from %s on %zu pixels", what, variants[i].name,
               variants[i].host_loop ? " (host loop)" : "", variants[0].name, differ);
+    if (variants[i].pipeline == IR_PIPELINE_PERSISTENT) /* every ray in the pool until it hits or leaves */
+      CHECK_MSG(s.rays_generated == ref_stats.rays_generated && s.rays_hit == ref_stats.rays_hit,
+                "%s: %s: %u generated, %u hit; %s: %u, %u", what, variants[i].name, s.rays_generated, s.rays_hit,
+                variants[0].name, ref_stats.rays_generated, ref_stats.rays_hit);
     if (is_multi_kernel(variants[i].pipeline)) {
       CHECK_MSG(s.rays_generated == ref_stats.rays_generated && s.rays_hit == ref_stats.rays_hit,
                 "%s: %s: %u generated, %u hit; %s: %u, %u", what, variants[i].name, s.rays_generated, s.rays_hit,
@@ -167,7 +180,7 @@ static uint8_t *check_scene(const char *what, const ir_volume *v, ir_frame_desc 
   }
   /* The plain baseline caster steps from each brick's entry, not on the ray's sample grid: its
    * crossings move by up to a step, so only the coverage is held to the CPU tolerance. */
-  variant plain = {"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, 0, 0, 0};
+  variant plain = {"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, 0, 0, 0, 0};
   uint8_t *pimg = render(IR_DEVICE_GPU, v, f, &plain, NULL);
   CHECK(pimg != NULL);
   if (pimg) {
@@ -325,6 +338,7 @@ static void test_tiny_odd_and_large_sizes_on_one_renderer(void) {
       f.host_loop = variants[k].host_loop;
       f.tail_rays = variants[k].tail_rays;
       f.run_bricks = variants[k].run_bricks;
+      f.step_batches = variants[k].step_batches;
       uint8_t *img = malloc((size_t)w * h * 4);
       CHECK(ir_render_frame(r, &f, NULL, err) == IR_OK && ir_render_read_image(r, img, err) == IR_OK);
       CHECK_MSG(util_sphere_violations(&v, &f.camera, w, h, img, 1.0) == 0, "%dx%d %s", w, h, variants[k].name);
@@ -381,36 +395,51 @@ static void test_bad_frames_are_input_errors(void) {
   ir_volume_free(&v);
 }
 
-/* compute-sanitizer mode: a small frame of a dense surface through every variant whose name
- * contains `filter` (all when NULL). */
+/* compute-sanitizer mode: small frames through every variant whose name contains `filter` (all
+ * when NULL): a dense opaque surface, then a translucent surface over an opaque one, clipped by
+ * a box and a plane and coloured by the gradient (the compositing kernels and their records). */
 static int small_mode(const char *filter) {
   ir_volume v;
   if (!util_load("builtin:fractal:40", &v)) return 1;
-  ir_frame_desc f = frame_of(&v, 48, 40, 127.5f, 30, 20);
-  uint8_t *ref = NULL;
   int bad = 0;
-  int done = 0;
-  for (int k = 0; k < variant_count; k++) {
-    bool host_driven = variants[k].host_loop || variants[k].pipeline == IR_PIPELINE_SINGLE;
-    if (filter && !strstr(variants[k].name, filter) && !(strcmp(filter, "host") == 0 && host_driven)) continue;
-    printf("  %s%s\n", variants[k].name, variants[k].host_loop ? " (host loop)" : "");
-    fflush(stdout);
-    uint8_t *img = render(IR_DEVICE_GPU, &v, f, &variants[k], NULL);
-    if (!img) return 1;
-    done++;
-    if (ref && memcmp(ref, img, 48 * 40 * 4) != 0) {
-      fprintf(stderr, "%s differs\n", variants[k].name);
-      bad = 1;
+  for (int look = 0; look < 2; look++) {
+    ir_frame_desc f = frame_of(&v, 48, 40, 127.5f, 30, 20);
+    if (look == 1) {
+      f.surface_count = 2;
+      f.surfaces[0] = (ir_surface){100.0f, {0.9f, 0.3f, 0.2f}, 0.4f};
+      f.surfaces[1] = (ir_surface){160.0f, {0.3f, 0.8f, 0.3f}, 1.0f};
+      f.clip_hi[0] = 40.0f, f.clip_hi[1] = 30.0f, f.clip_hi[2] = 40.0f;
+      f.clip_plane_on = true;
+      f.clip_plane[0] = 1.0f, f.clip_plane[3] = -6.0f;
+      f.color_by = IR_COLOR_GRADIENT;
+      f.color_range[1] = 40.0f;
     }
-    if (!ref)
-      ref = img;
-    else
-      free(img);
+    uint8_t *ref = NULL;
+    int done = 0;
+    for (int k = 0; k < variant_count; k++) {
+      bool host_driven = variants[k].host_loop || variants[k].pipeline == IR_PIPELINE_SINGLE ||
+                         variants[k].pipeline == IR_PIPELINE_PERSISTENT;
+      if (filter && !strstr(variants[k].name, filter) && !(strcmp(filter, "host") == 0 && host_driven)) continue;
+      printf("  %s%s%s\n", variants[k].name, variants[k].host_loop ? " (host loop)" : "",
+             look ? " (translucent, clipped, gradient colours)" : "");
+      fflush(stdout);
+      uint8_t *img = render(IR_DEVICE_GPU, &v, f, &variants[k], NULL);
+      if (!img) return 1;
+      done++;
+      if (ref && memcmp(ref, img, 48 * 40 * 4) != 0) {
+        fprintf(stderr, "%s differs\n", variants[k].name);
+        bad = 1;
+      }
+      if (!ref)
+        ref = img;
+      else
+        free(img);
+    }
+    if (!ref) return 1;
+    printf("small frame %d: %d variants, %zu pixels drawn, %s\n", look, done, util_coverage(ref, 48, 40),
+           bad ? "DIFFERENT" : "identical");
+    free(ref);
   }
-  if (!ref) return 1;
-  printf("small frame: %d variants, %zu pixels hit, %s\n", done, util_coverage(ref, 48, 40),
-         bad ? "DIFFERENT" : "identical");
-  free(ref);
   ir_volume_free(&v);
   return bad;
 }

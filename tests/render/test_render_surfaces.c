@@ -8,8 +8,8 @@
  *   - colouring by a second volume (a ramp along x) follows it: viridis' blue end on the low
  *     side, its yellow end on the high side; by the gradient (1 everywhere) the map's middle;
  *   - exact refinement puts hits within 0.02 voxel (RMS) of the trilinear field's isosurface.
- * Without arguments on the CPU renderer; with --gpu on every GPU pipeline (the multi pipeline
- * with every compaction method, the paper's, the single kernel), which must agree bit for bit,
+ * Without arguments on the CPU renderer; with --gpu on every GPU pipeline (the multi, paper and
+ * persistent pipelines with every compaction method, the single kernel), which must agree bit for bit,
  * and within a few levels of the CPU. --gpu exits 77 (skipped) without a CUDA device. */
 #include "tests/render/render_test_util.h"
 #include "tests/check.h"
@@ -39,12 +39,20 @@ static bool render_all(ir_renderer *r, ir_renderer *cpu, ir_frame_desc f, frame_
     f.pipeline = IR_PIPELINE_PAPER;
     ok = ok && ir_render_frame(r, &f, NULL, err) == IR_OK && ir_render_read_image(r, other.rgba, err) == IR_OK;
     CHECK_MSG(!ok || memcmp(other.rgba, out->rgba, sizeof other.rgba) == 0, "CPU: BVH loop and brick walk differ");
+    /* And the walk in the persistent pipeline's steps. */
+    f.pipeline = IR_PIPELINE_PERSISTENT;
+    f.step_batches = 1;
+    ok = ok && ir_render_frame(r, &f, NULL, err) == IR_OK && ir_render_read_image(r, other.rgba, err) == IR_OK &&
+         ir_render_read_depth(r, other.depth, err) == IR_OK;
+    CHECK_MSG(!ok || (memcmp(other.rgba, out->rgba, sizeof other.rgba) == 0 &&
+                      memcmp(other.depth, out->depth, sizeof other.depth) == 0),
+              "CPU: steps and brick walk differ");
     return ok;
   }
   static frame_out first, cur;
   bool have_first = false, ok = true;
-  const ir_pipeline pipes[] = {IR_PIPELINE_MULTI, IR_PIPELINE_PAPER, IR_PIPELINE_SINGLE};
-  for (int pi = 0; pi < 3 && ok; pi++)
+  const ir_pipeline pipes[] = {IR_PIPELINE_MULTI, IR_PIPELINE_PAPER, IR_PIPELINE_SINGLE, IR_PIPELINE_PERSISTENT};
+  for (int pi = 0; pi < 4 && ok; pi++)
     for (int m = 0; m < IR_COMPACT_METHOD_COUNT && ok; m++) {
       if (pipes[pi] == IR_PIPELINE_SINGLE && m > 0) break;
       f.pipeline = pipes[pi];

@@ -277,10 +277,12 @@ static void test_scripted_session_switches_everything(void) {
     snprintf(line, sizeof line, "inkray: method %s\n", ir_compact_methods()[k].name);
     CHECK_STR_CONTAINS(output, line);
   }
-  /* P cycles multi -> paper -> single -> multi. */
+  /* A method key on the single kernel switches to the persistent pipeline; P cycles single ->
+   * persistent -> multi -> paper -> single. */
+  CHECK_STR_CONTAINS(output, "inkray: pipeline persistent");
+  CHECK_STR_CONTAINS(output, "inkray: pipeline multi");
   CHECK_STR_CONTAINS(output, "inkray: pipeline paper");
   CHECK_STR_CONTAINS(output, "inkray: pipeline single");
-  CHECK_STR_CONTAINS(output, "inkray: pipeline multi");
 
   shot shots[MAX_SHOTS];
   int count = collect_shots(output, shots, MAX_SHOTS);
@@ -309,14 +311,15 @@ static void test_scripted_session_switches_everything(void) {
     CHECK_NEAR(eye_distance(&first->camera, &orbit), 0, 1e-3);
     CHECK(first->width == 320 && first->height == 240 && first->render_width == 320);
     CHECK_STR_CONTAINS(first->method, ir_compact_methods()[0].name);
-    CHECK_STR_CONTAINS(first->pipeline, "multi");
+    CHECK_STR_CONTAINS(first->pipeline, "single");
     CHECK(first->overlay[2] > 50 && first->overlay[3] > 50);
     CHECK_STR_CONTAINS(m2->method, ir_compact_methods()[1].name);
+    CHECK_STR_CONTAINS(m2->pipeline, "persistent");
     CHECK_STR_CONTAINS(m5->method, ir_compact_methods()[4].name);
     CHECK_STR_CONTAINS(iso->method, ir_compact_methods()[0].name); /* Tab wraps around */
-    CHECK_STR_CONTAINS(iso->pipeline, "paper");
-    CHECK_STR_CONTAINS(moved->pipeline, "single");
-    CHECK_STR_CONTAINS(plain->pipeline, "multi");
+    CHECK_STR_CONTAINS(iso->pipeline, "multi");
+    CHECK_STR_CONTAINS(moved->pipeline, "paper");
+    CHECK_STR_CONTAINS(plain->pipeline, "single");
     /* Up and Shift+Up: one fine and one coarse step (ten fine ones) of 1/100 of the value range. */
     double step = (volume.value_max - volume.value_min) / 100.0;
     CHECK_NEAR(iso->iso - first->iso, 11 * step, step * 1e-3);

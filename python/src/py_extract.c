@@ -1,0 +1,440 @@
+/* inkray._inkray.Extractor: isosurface meshes of an array through the extract module
+ * (extract/extract.h), for inkray.marching_cubes.
+ *
+ * An Extractor keeps the extract module's GPU state (uploaded grid, scratch, compaction context)
+ * between calls, so that the Python package reuses one per device and repeated calls allocate
+ * nothing. The grid is an array read without a copy: a device array is used in place by the
+ * GPU extractor, a host array is uploaded (GPU) or referenced (CPU) - held until the next grid.
+ * Host meshes come back as HostBuffers over the module's own arrays (freed with ir_mesh_free
+ * when the last of them goes); device meshes as DeviceArrays over the extractor's buffers, valid
+ * until its next call, which the package copies into arrays of the caller's library.
+ *
+ * local_values computes scikit-image's per-vertex values (the largest value range of the cells
+ * around the vertex's edge) for a host mesh of a host array.
+ */
+#include "python/src/py_internal.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "extract/extract.h"
+#include "pythread.h"
+
+/* ---- A host mesh, owned until its last array goes -------------------------------------------------- */
+typedef struct mesh_owner {
+  PyObject_HEAD
+  ir_mesh mesh;
+} mesh_owner;
+
+static void mesh_owner_dealloc(PyObject *obj) {
+  ir_mesh_free(&((mesh_owner *)obj)->mesh);
+  Py_TYPE(obj)->tp_free(obj);
+}
+
+static PyTypeObject mesh_owner_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "inkray._inkray.MeshOwner",
+    .tp_basicsize = sizeof(mesh_owner),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A host mesh of the extract module; its arrays are HostBuffers that keep it alive.",
+    .tp_dealloc = mesh_owner_dealloc,
+};
+
+/* ---- Extractor ------------------------------------------------------------------------------------------ */
+typedef struct extractor_obj {
+  PyObject_HEAD
+  ir_extractor *ex;
+  ir_extract_device device;
+  int cuda_device;
+  irpy_array grid_array; /* the array the extractor reads in place (GPU device array, CPU host array) */
+  bool have_grid_array;
+  void *grid_copy;       /* a device array copied to the host for the CPU extractor */
+  bool have_grid;
+  bool c_order;
+  PyThread_type_lock lock;
+} extractor_obj;
+
+static void lock_extractor(extractor_obj *self) {
+  if (PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) return;
+  Py_BEGIN_ALLOW_THREADS
+  PyThread_acquire_lock(self->lock, WAIT_LOCK);
+  Py_END_ALLOW_THREADS
+}
+
+static void drop_grid(extractor_obj *self) {
+  if (self->have_grid_array) irpy_array_release(&self->grid_array);
+  free(self->grid_copy);
+  self->grid_copy = NULL;
+  self->have_grid_array = self->have_grid = false;
+}
+
+static void extractor_dealloc(PyObject *obj) {
+  extractor_obj *self = (extractor_obj *)obj;
+  if (self->ex) {
+    irpy_device_guard guard;
+    bool gpu = self->device == IR_EXTRACT_GPU;
+    if (gpu) irpy_device_enter(self->cuda_device, &guard);
+    ir_extractor_destroy(self->ex);
+    if (gpu) irpy_device_restore(&guard);
+  }
+  drop_grid(self);
+  if (self->lock) PyThread_free_lock(self->lock);
+  Py_TYPE(obj)->tp_free(obj);
+}
+
+static PyObject *extractor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+  static char *keywords[] = {"device", "cuda_device", "threads", NULL};
+  const char *device = "gpu";
+  int cuda_device = 0, threads = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|s$ii", keywords, &device, &cuda_device, &threads)) return NULL;
+  bool gpu = strcmp(device, "gpu") == 0;
+  if (!gpu && strcmp(device, "cpu") != 0) return irpy_error(PyExc_ValueError, "device '%s': use gpu or cpu", device);
+  if (threads < 0) return irpy_error(PyExc_ValueError, "threads must be 0 (all cores) or a positive count");
+  if (gpu && irpy_cuda_device_count() == 0)
+    return irpy_error(PyExc_RuntimeError, "device='gpu': no CUDA device available; use device='cpu'");
+  extractor_obj *self = (extractor_obj *)type->tp_alloc(type, 0);
+  if (!self) return NULL;
+  self->device = gpu ? IR_EXTRACT_GPU : IR_EXTRACT_CPU;
+  self->cuda_device = cuda_device;
+  self->lock = PyThread_allocate_lock();
+  if (!self->lock) {
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
+  ir_extractor_desc desc = {.device = self->device, .cpu_threads = threads};
+  char err[IR_ERR_LEN] = {0};
+  ir_status st;
+  irpy_device_guard guard;
+  cudaError_t e = cudaSuccess;
+  Py_BEGIN_ALLOW_THREADS
+  if (gpu) e = irpy_device_enter(cuda_device, &guard);
+  st = e == cudaSuccess ? ir_extractor_create(&desc, &self->ex, err) : IR_ERR_RUNTIME;
+  if (gpu && e == cudaSuccess) irpy_device_restore(&guard);
+  Py_END_ALLOW_THREADS
+  if (e != cudaSuccess || st != IR_OK) {
+    Py_DECREF(self);
+    return e != cudaSuccess ? irpy_raise_cuda(e, "selecting the CUDA device") : irpy_raise(st, err);
+  }
+  return (PyObject *)self;
+}
+
+/* set_grid(volume, spacing=None, *, stream=None): spacing in the array's axis order. */
+static PyObject *extractor_set_grid(PyObject *obj, PyObject *args, PyObject *kwargs) {
+  static char *keywords[] = {"volume", "spacing", "stream", NULL};
+  extractor_obj *self = (extractor_obj *)obj;
+  PyObject *volume, *spacing = Py_None, *stream_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$O", keywords, &volume, &spacing, &stream_obj)) return NULL;
+  cudaStream_t stream;
+  if (irpy_stream_from_object(stream_obj, &stream) != 0) return NULL;
+  irpy_array a;
+  if (irpy_array_get(volume, "volume", stream, &a) != 0) return NULL;
+  ir_volume v;
+  if (irpy_volume_from_array(&a, spacing, "volume", &v) != 0) {
+    irpy_array_release(&a);
+    return NULL;
+  }
+  bool gpu = self->device == IR_EXTRACT_GPU;
+  if (gpu && a.device && a.device_id != self->cuda_device) {
+    irpy_array_release(&a);
+    return irpy_error(PyExc_ValueError, "volume is on CUDA device %d, the extractor on device %d", a.device_id,
+                      self->cuda_device);
+  }
+  void *copy = NULL;
+  if (!gpu && a.device) {
+    if (irpy_copy_to_host(&a, v.bytes, stream, &copy) != 0) {
+      irpy_array_release(&a);
+      return NULL;
+    }
+    v.voxels = copy;
+  } else if (gpu && a.device && stream) {
+    /* The extractor works on its own stream: the caller's work on the volume comes first. */
+    cudaError_t e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) {
+      irpy_array_release(&a);
+      return irpy_raise_cuda(e, "waiting for the volume's stream");
+    }
+  }
+  ir_extract_grid grid = {.voxels = v.voxels, .device_pointer = gpu && a.device, .type = v.type};
+  for (int k = 0; k < 3; k++) grid.dims[k] = v.dims[k], grid.spacing[k] = v.spacing[k];
+  lock_extractor(self);
+  drop_grid(self);
+  char err[IR_ERR_LEN] = {0};
+  ir_status st;
+  irpy_device_guard guard;
+  Py_BEGIN_ALLOW_THREADS
+  if (gpu) irpy_device_enter(self->cuda_device, &guard);
+  st = ir_extractor_set_grid(self->ex, &grid, err);
+  if (gpu) irpy_device_restore(&guard);
+  Py_END_ALLOW_THREADS
+  if (st == IR_OK) {
+    self->have_grid = true;
+    self->c_order = irpy_array_c_contiguous(&a);
+    self->grid_copy = copy;
+    /* Kept while the extractor reads it in place: device arrays (GPU) and host arrays (CPU). */
+    bool keep = copy == NULL && (gpu ? a.device : true);
+    if (keep) self->grid_array = a, self->have_grid_array = true;
+  }
+  PyThread_release_lock(self->lock);
+  if (st != IR_OK || !self->have_grid_array) irpy_array_release(&a);
+  if (st != IR_OK) {
+    free(copy);
+    return irpy_raise(st, err);
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *mesh_array(PyObject *owner, bool device, int cuda_device, void *data, irpy_dtype dtype, size_t rows,
+                            int columns) {
+  static float nothing[3]; /* an empty mesh's arrays may be NULL; a buffer needs an address */
+  Py_ssize_t shape[2] = {(Py_ssize_t)rows, columns};
+  int ndim = columns > 1 ? 2 : 1;
+  if (!data) data = nothing;
+  if (device) return irpy_device_array_new(data, cuda_device, owner, dtype, ndim, shape);
+  return irpy_host_buffer_new(data, NULL, owner, dtype, ndim, shape);
+}
+
+static PyObject *extract_stats(const ir_extract_stats *s) {
+  return Py_BuildValue("{s:d,s:d,s:d,s:d,s:d,s:n,s:n,s:n,s:O}", "total_ms", s->total_ms, "device_ms", s->device_ms,
+                       "count_ms", s->count_ms, "generate_ms", s->generate_ms, "download_ms", s->download_ms,
+                       "bricks", (Py_ssize_t)s->bricks, "active_bricks", (Py_ssize_t)s->active_bricks,
+                       "cells_with_triangles", (Py_ssize_t)s->cells_with_triangles, "grew",
+                       s->grew ? Py_True : Py_False);
+}
+
+/* extract(isovalue, *, method='ink-compact', output='numpy', values='isovalue')
+ * -> (positions (V, 3) x y z, normals (V, 3), values (V,), triangles (F, 3) int32, stats). */
+static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwargs) {
+  static char *keywords[] = {"isovalue", "method", "output", "values", NULL};
+  extractor_obj *self = (extractor_obj *)obj;
+  double isovalue = 0;
+  const char *method = "ink-compact", *output = "numpy", *values = "isovalue";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$sss", keywords, &isovalue, &method, &output, &values))
+    return NULL;
+  if (!isfinite(isovalue)) return irpy_error(PyExc_ValueError, "level %g: must be a finite number", isovalue);
+  ir_extract_desc desc = {.surface_count = 1};
+  desc.isovalues[0] = (float)isovalue;
+  if (!ir_compact_method_parse(method, &desc.method))
+    return irpy_error(PyExc_ValueError,
+                      "compaction '%s': use one of ink-compact, ink-collate, thrust, jumping-jack, redzone", method);
+  bool device_out = strcmp(output, "device") == 0;
+  if (!device_out && strcmp(output, "numpy") != 0)
+    return irpy_error(PyExc_ValueError, "output '%s': use numpy or device", output);
+  if (device_out && self->device != IR_EXTRACT_GPU)
+    return irpy_error(PyExc_ValueError, "output='device' needs the GPU extractor (device='gpu')");
+  desc.output = device_out ? IR_MESH_DEVICE : IR_MESH_HOST;
+  if (strcmp(values, "isovalue") == 0) desc.values = IR_EXTRACT_VALUES_ISOVALUE;
+  else if (strcmp(values, "gradient") == 0) desc.values = IR_EXTRACT_VALUES_GRADIENT;
+  else return irpy_error(PyExc_ValueError, "values '%s': use local, isovalue or gradient", values);
+  if (!self->have_grid) return irpy_error(PyExc_ValueError, "no volume given to the extractor (set_grid)");
+
+  mesh_owner *owner = PyObject_New(mesh_owner, &mesh_owner_type);
+  if (!owner) return NULL;
+  memset(&owner->mesh, 0, sizeof owner->mesh);
+  ir_extract_stats stats;
+  memset(&stats, 0, sizeof stats);
+  char err[IR_ERR_LEN] = {0};
+  ir_status st;
+  irpy_device_guard guard;
+  bool gpu = self->device == IR_EXTRACT_GPU;
+  lock_extractor(self);
+  Py_BEGIN_ALLOW_THREADS
+  if (gpu) irpy_device_enter(self->cuda_device, &guard);
+  st = ir_extract(self->ex, &desc, &owner->mesh, &stats, err);
+  if (gpu) irpy_device_restore(&guard);
+  Py_END_ALLOW_THREADS
+  PyThread_release_lock(self->lock);
+  if (st != IR_OK) {
+    Py_DECREF(owner);
+    return irpy_raise(st, err);
+  }
+  const ir_mesh *m = &owner->mesh;
+  /* Device arrays belong to the extractor (valid until its next call), host arrays to `owner`. */
+  PyObject *keep = device_out ? obj : (PyObject *)owner;
+  PyObject *items[5] = {
+      mesh_array(keep, device_out, self->cuda_device, m->positions, IRPY_FLOAT32, m->vertex_count, 3),
+      mesh_array(keep, device_out, self->cuda_device, m->normals, IRPY_FLOAT32, m->vertex_count, 3),
+      mesh_array(keep, device_out, self->cuda_device, m->values, IRPY_FLOAT32, m->vertex_count, 1),
+      /* every index < 2^31 (extract.h): the uint32 indices read the same as int32 */
+      mesh_array(keep, device_out, self->cuda_device, m->triangles, IRPY_INT32, m->triangle_count, 3),
+      extract_stats(&stats)};
+  Py_DECREF(owner);
+  PyObject *result = NULL;
+  if (items[0] && items[1] && items[2] && items[3] && items[4])
+    result = Py_BuildValue("(OOOOOO)", items[0], items[1], items[2], items[3], items[4],
+                           self->c_order ? Py_True : Py_False);
+  for (int k = 0; k < 5; k++) Py_XDECREF(items[k]);
+  return result;
+}
+
+/* Lets go of the array the extractor reads in place (it is not read again before the next
+ * set_grid: extract refuses until then), so that a cached extractor keeps no volume alive. */
+static PyObject *extractor_release_grid(PyObject *obj, PyObject *unused) {
+  extractor_obj *self = (extractor_obj *)obj;
+  lock_extractor(self);
+  drop_grid(self);
+  PyThread_release_lock(self->lock);
+  Py_RETURN_NONE;
+}
+
+static PyObject *extractor_device(PyObject *obj, void *closure) {
+  return PyUnicode_FromString(((extractor_obj *)obj)->device == IR_EXTRACT_GPU ? "gpu" : "cpu");
+}
+static PyObject *extractor_cuda_device(PyObject *obj, void *closure) {
+  return PyLong_FromLong(((extractor_obj *)obj)->cuda_device);
+}
+static PyObject *extractor_stream(PyObject *obj, void *closure) {
+  return PyLong_FromVoidPtr((void *)ir_extractor_stream(((extractor_obj *)obj)->ex));
+}
+
+static PyMethodDef extractor_methods[] = {
+    {"set_grid", (PyCFunction)(void (*)(void))extractor_set_grid, METH_VARARGS | METH_KEYWORDS,
+     "set_grid(volume, spacing=None, *, stream=None): the array to extract from (spacing in its axis order)."},
+    {"extract", (PyCFunction)(void (*)(void))extractor_extract, METH_VARARGS | METH_KEYWORDS,
+     "extract(isovalue, *, method, output, values) -> (positions, normals, values, triangles, stats, c_order)"},
+    {"release_grid", extractor_release_grid, METH_NOARGS,
+     "release_grid(): drop the volume (the next extract needs set_grid first)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef extractor_getset[] = {
+    {"device", extractor_device, NULL, "'gpu' or 'cpu'", NULL},
+    {"cuda_device", extractor_cuda_device, NULL, "the CUDA device of a GPU extractor", NULL},
+    {"stream", extractor_stream, NULL, "the CUDA stream the GPU extractor works on (0 for the CPU)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject extractor_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "inkray._inkray.Extractor",
+    .tp_basicsize = sizeof(extractor_obj),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Extractor(device='gpu', *, cuda_device=0, threads=0)",
+    .tp_new = extractor_new,
+    .tp_dealloc = extractor_dealloc,
+    .tp_methods = extractor_methods,
+    .tp_getset = extractor_getset,
+};
+
+/* ---- scikit-image's vertex values ---------------------------------------------------------------------- */
+/* scikit-image gives each vertex the largest value range, max(level, corner max) - min(level,
+ * corner min), of the cells whose triangles use it (its "maximum value of the data in the local
+ * region"). In marching cubes every cell around a crossed edge uses the edge's vertex, so that is
+ * the largest range of the (up to four) cells around the vertex's edge. The edge runs along the
+ * axis whose coordinate is farthest from a whole number (extract.h keeps a vertex at least 1/256
+ * of its edge from a grid point; the other coordinates are whole up to rounding). */
+static float local_value(const ir_volume *v, const float *position, double level) {
+  double t[3], best = -1.0;
+  int axis = 0;
+  for (int k = 0; k < 3; k++) {
+    t[k] = (double)position[k] / (double)v->spacing[k];
+    double frac = t[k] - floor(t[k]);
+    double away = frac < 0.5 ? frac : 1.0 - frac;
+    if (away > best) best = away, axis = k;
+  }
+  long at[3];
+  for (int k = 0; k < 3; k++) at[k] = (long)(k == axis ? floor(t[k]) : nearbyint(t[k]));
+  int b = (axis + 1) % 3, c = (axis + 2) % 3;
+  double largest = 0.0;
+  for (int ob = -1; ob <= 0; ob++)
+    for (int oc = -1; oc <= 0; oc++) {
+      long cell[3];
+      cell[axis] = at[axis], cell[b] = at[b] + ob, cell[c] = at[c] + oc;
+      bool inside = true;
+      for (int k = 0; k < 3; k++) inside = inside && cell[k] >= 0 && cell[k] + 1 < (long)v->dims[k];
+      if (!inside) continue;
+      double lo = level, hi = level;
+      for (int corner = 0; corner < 8; corner++) {
+        double value = ir_volume_value_at(v, (size_t)cell[0] + (corner & 1), (size_t)cell[1] + ((corner >> 1) & 1),
+                                          (size_t)cell[2] + ((corner >> 2) & 1));
+        if (value < lo) lo = value;
+        if (value > hi) hi = value;
+      }
+      if (hi - lo > largest) largest = hi - lo;
+    }
+  return (float)largest;
+}
+
+/* The vertices split into one contiguous range per core (a pass over a large mesh reads 32
+ * voxels a vertex). */
+typedef struct local_values_part {
+  const ir_volume *v;
+  const float *positions;
+  float *out;
+  double level;
+  size_t begin, end;
+} local_values_part;
+
+static void *local_values_worker(void *arg) {
+  const local_values_part *part = arg;
+  for (size_t i = part->begin; i < part->end; i++) part->out[i] = local_value(part->v, part->positions + 3 * i, part->level);
+  return NULL;
+}
+
+static void local_values_all(const ir_volume *v, const float *positions, size_t count, double level, float *out) {
+  enum { MAX_PARTS = 256, MIN_VERTICES_PER_PART = 1 << 16 };
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t parts = cores > 0 ? (size_t)cores : 1;
+  if (parts > MAX_PARTS) parts = MAX_PARTS;
+  if (parts > count / MIN_VERTICES_PER_PART) parts = count / MIN_VERTICES_PER_PART;
+  if (parts < 1) parts = 1;
+  local_values_part part[MAX_PARTS];
+  pthread_t thread[MAX_PARTS];
+  bool started[MAX_PARTS] = {false};
+  for (size_t k = 0; k < parts; k++) {
+    part[k] = (local_values_part){v, positions, out, level, count * k / parts, count * (k + 1) / parts};
+    /* Part 0 runs here; a part whose thread cannot start runs here too. */
+    started[k] = k > 0 && pthread_create(&thread[k], NULL, local_values_worker, &part[k]) == 0;
+  }
+  for (size_t k = 0; k < parts; k++)
+    if (!started[k]) local_values_worker(&part[k]);
+  for (size_t k = 1; k < parts; k++)
+    if (started[k]) pthread_join(thread[k], NULL);
+}
+
+/* local_values(volume, positions, level, spacing=None) -> HostBuffer float32 (V,): positions
+ * (V, 3) are the extractor's x, y, z (origin 0), spacing in the array's axis order. */
+static PyObject *local_values(PyObject *self, PyObject *args, PyObject *kwargs) {
+  static char *keywords[] = {"volume", "positions", "level", "spacing", NULL};
+  PyObject *volume, *positions, *spacing = Py_None;
+  double level = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOd|O", keywords, &volume, &positions, &level, &spacing))
+    return NULL;
+  irpy_array a, p;
+  if (irpy_array_get(volume, "volume", NULL, &a) != 0) return NULL;
+  if (irpy_array_get(positions, "positions", NULL, &p) != 0) {
+    irpy_array_release(&a);
+    return NULL;
+  }
+  PyObject *result = NULL;
+  ir_volume v;
+  if (a.device || p.device) {
+    irpy_error(PyExc_ValueError, "local_values reads host arrays");
+  } else if (p.ndim != 2 || p.shape[1] != 3 || p.dtype != IRPY_FLOAT32 || !irpy_array_c_contiguous(&p)) {
+    irpy_error(PyExc_ValueError, "positions must be a C-contiguous (V, 3) float32 array");
+  } else if (irpy_volume_from_array(&a, spacing, "volume", &v) == 0) {
+    Py_ssize_t count = p.shape[0];
+    float *out = NULL;
+    result = irpy_host_buffer_alloc(IRPY_FLOAT32, 1, &count, (void **)&out);
+    if (result) {
+      const float *xyz = p.data;
+      Py_BEGIN_ALLOW_THREADS
+      local_values_all(&v, xyz, (size_t)count, level, out);
+      Py_END_ALLOW_THREADS
+    }
+  }
+  irpy_array_release(&p);
+  irpy_array_release(&a);
+  return result;
+}
+
+PyMethodDef irpy_extract_methods[] = {
+    {"local_values", (PyCFunction)(void (*)(void))local_values, METH_VARARGS | METH_KEYWORDS,
+     "local_values(volume, positions, level, spacing=None): scikit-image's vertex values (host arrays)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int irpy_extract_init(PyObject *module) {
+  if (PyType_Ready(&mesh_owner_type) < 0 || PyType_Ready(&extractor_type) < 0) return -1;
+  return PyModule_AddObjectRef(module, "Extractor", (PyObject *)&extractor_type);
+}

@@ -1,0 +1,178 @@
+"""inkray.marching_cubes against scikit-image's marching_cubes (method='lorensen', the classic
+table inkray's extraction uses): on a sphere and a torus the same vertices (within 1e-4 voxels
+after sorting), the same triangle count, the same triangles as sets of vertex positions,
+scikit-image's winding, normals and values; axis order, spacing and Fortran order; bad input.
+GPU cases (the GPU extraction, CuPy and PyTorch arrays) skip without a device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import inkray
+from conftest import requires_gpu, sphere
+
+measure = pytest.importorskip("skimage.measure", reason="scikit-image is the reference (pip install scikit-image)")
+pytestmark = pytest.mark.skipif(not hasattr(inkray._inkray, "Extractor"),
+                                reason="this build has no extraction module (extract/)")
+
+
+def torus(n: int) -> np.ndarray:
+    """(z, y, x): positive inside a torus around the z axis, radii 0.3 n and 0.12 n."""
+    c = (n - 1) / 2.0
+    k, j, i = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
+    ring = np.sqrt((i - c) ** 2 + (j - c) ** 2) - 0.3 * n
+    return (0.12 * n - np.sqrt(ring**2 + (k - c) ** 2)).astype(np.float32)
+
+
+def winding(verts: np.ndarray, faces: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """Per triangle, the sign of its right-handed normal against its vertices' normals."""
+    v = np.asarray(verts, np.float64)
+    face_normal = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
+    return np.sign(np.sum(face_normal * normals[faces].sum(axis=1), axis=1))
+
+
+def compare_with_skimage(volume, level, spacing=(1.0, 1.0, 1.0), device=None, normal_agreement=0.9):
+    """Our mesh against scikit-image's lorensen mesh: the same triangle count, each of our
+    vertices within 1e-4 voxels of its own scikit-image vertex (a one-to-one match; 1/256 where
+    inkray moved it off a grid point), triangles
+    wound as scikit-image winds them, the same normals (direction) and values per matched vertex.
+    The triangles themselves are not compared: where a cell's surface is a quadrilateral the two
+    case tables may cut it along different diagonals (docs/extract.md)."""
+    from scipy.spatial import cKDTree
+
+    verts, faces, normals, values = inkray.marching_cubes(volume, level, spacing=spacing, device=device)
+    sk_verts, sk_faces, sk_normals, sk_values = measure.marching_cubes(volume, level, spacing=spacing,
+                                                                        method="lorensen")
+    assert verts.dtype == np.float32 and faces.dtype == np.int32
+    assert normals.dtype == np.float32 and values.dtype == np.float32
+    assert verts.shape == sk_verts.shape and normals.shape == verts.shape and values.shape == (len(verts),)
+    assert len(faces) == len(sk_faces), "triangle count"
+    distance, match = cKDTree(sk_verts).query(np.asarray(verts, np.float64))
+    # inkray keeps a vertex at least 1/256 of its edge from a grid point (extract.h): there it
+    # sits exactly 1/256 from the grid point, where scikit-image's may be closer.
+    grid = np.asarray(verts, np.float64) / np.asarray(spacing)
+    frac = np.abs(grid - np.round(grid))
+    clamped = np.any(np.abs(frac - 1 / 256) < 1e-4, axis=1)
+    voxels = distance / min(spacing)
+    assert voxels[~clamped].max(initial=0) <= 1e-4, f"a vertex {voxels[~clamped].max()} voxels from scikit-image's"
+    assert voxels[clamped].max(initial=0) <= 1 / 256 + 1e-4, "a vertex moved off a grid point by more than 1/256"
+    assert len(np.unique(match)) == len(verts), "the vertices match one to one"
+    ours_wound, sk_wound = winding(verts, faces, normals), winding(sk_verts, sk_faces, sk_normals)
+    assert abs(sk_wound.mean()) > 0.98, "scikit-image winds its triangles one way"
+    assert (ours_wound == np.sign(sk_wound.mean())).mean() > 0.98, "triangles wound as scikit-image's"
+    agreement = np.sum(normals * sk_normals[match], axis=1)
+    assert agreement.min() > normal_agreement, f"normals differ in direction (cosine {agreement.min():.3f})"
+    np.testing.assert_allclose(values, sk_values[match], rtol=1e-6)
+    return verts, faces
+
+
+@pytest.mark.parametrize("shape", ["sphere", "torus"])
+@pytest.mark.parametrize("n", [24, 41])
+def test_cpu_mesh_equals_scikit_image_lorensen(shape, n):
+    volume = sphere(n) if shape == "sphere" else torus(n)
+    compare_with_skimage(volume, 0.0, device="cpu")
+
+
+def test_spacing_and_axis_order():
+    """Normals: inkray's gradient is in world units, scikit-image's in voxel units, so with
+    uneven spacing only their sides agree."""
+    volume = np.ascontiguousarray(torus(32)[:, :, 3:])
+    compare_with_skimage(volume, 0.0, spacing=(2.0, 1.0, 0.5), device="cpu", normal_agreement=0.0)
+
+
+def test_fortran_order_gives_the_same_mesh():
+    volume = np.asfortranarray(torus(28)[:, 2:, :])
+    compare_with_skimage(volume, 0.0, spacing=(1.0, 2.0, 3.0), device="cpu", normal_agreement=0.0)
+
+
+def test_integer_volumes_and_ascent():
+    volume = np.clip(np.round(128 + 6 * sphere(30)), 0, 255).astype(np.uint8)
+    compare_with_skimage(volume, 127.5, device="cpu")
+    verts, faces, _, _ = inkray.marching_cubes(volume, 127.5, device="cpu")
+    _, ascent, _, _ = inkray.marching_cubes(volume, 127.5, device="cpu", gradient_direction="ascent")
+    np.testing.assert_array_equal(ascent, faces[:, ::-1])
+
+
+def test_float64_is_converted_and_level_defaults_to_mid_range():
+    compare_with_skimage(sphere(20).astype(np.float64), None, device="cpu")
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"level": 1e6}, "no surface at level"),
+        ({"method": "dual"}, "method 'dual'"),
+        ({"step_size": 2}, "step_size 2"),
+        ({"mask": np.ones((8, 8, 8), bool)}, "mask is not supported"),
+        ({"gradient_direction": "up"}, "gradient_direction 'up'"),
+        ({"spacing": (1, 1)}, "spacing must be three positive"),
+        ({"values": "max"}, "values 'max'"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    options = {"level": 0.0, "device": "cpu", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        inkray.marching_cubes(sphere(8), **options)
+
+
+@pytest.mark.parametrize(
+    "volume, message",
+    [(np.zeros((4, 4, 4, 2), np.float32), "3-D"), (np.zeros((0, 4, 4), np.float32), "empty"),
+     (sphere(8)[:, ::2, :], "not contiguous"), (np.zeros((4, 4, 4), np.complex64), "dtype")],
+)
+def test_bad_volumes(volume, message):
+    with pytest.raises(ValueError, match=message):
+        inkray.marching_cubes(volume, 0.0, device="cpu")
+
+
+# ---- GPU ----------------------------------------------------------------------------------------
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", ["sphere", "torus"])
+def test_gpu_mesh_equals_the_cpu_mesh_and_scikit_image(shape):
+    volume = sphere(48) if shape == "sphere" else torus(48)
+    gpu = inkray.marching_cubes(volume, 0.0, device="gpu")
+    cpu = inkray.marching_cubes(volume, 0.0, device="cpu")
+    for a, b in zip(gpu, cpu):
+        np.testing.assert_array_equal(a, b)
+    compare_with_skimage(volume, 0.0, device="gpu")
+
+
+@requires_gpu
+@pytest.mark.parametrize("compaction", [m["name"] for m in inkray.compaction_methods()])
+def test_every_compaction_method_gives_the_same_mesh(compaction):
+    volume = inkray.load("builtin:fractal:64").array
+    reference = inkray.marching_cubes(volume, 127.5, device="cpu")
+    for a, b in zip(inkray.marching_cubes(volume, 127.5, device="gpu", compaction=compaction), reference):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cupy_in_and_out(cupy):
+    volume = torus(40)
+    reference = inkray.marching_cubes(volume, 0.0, device="cpu")
+    result = inkray.marching_cubes(cupy.asarray(volume), 0.0, output="device")
+    assert all(isinstance(a, cupy.ndarray) for a in result)
+    for a, b in zip(result, reference):
+        np.testing.assert_array_equal(cupy.asnumpy(a), b)
+    numpy_out = inkray.marching_cubes(cupy.asarray(volume), 0.0)
+    for a, b in zip(numpy_out, reference):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_torch_in_and_out(torch_cuda):
+    torch = torch_cuda
+    volume = sphere(40)
+    reference = inkray.marching_cubes(volume, 0.0, device="cpu")
+    result = inkray.marching_cubes(torch.from_numpy(volume).cuda(), 0.0, output="device")
+    assert all(isinstance(a, torch.Tensor) and a.is_cuda for a in result)
+    for a, b in zip(result, reference):
+        np.testing.assert_array_equal(a.cpu().numpy(), b)
+
+
+def test_numpy_volume_with_device_output(cupy):
+    volume = torus(36)
+    reference = inkray.marching_cubes(volume, 0.0, device="cpu")
+    for a, b in zip(inkray.marching_cubes(volume, 0.0, output="device"), reference):
+        np.testing.assert_array_equal(cupy.asnumpy(a), b)
