@@ -47,6 +47,65 @@ bool cli_check_output_path(const char *option, const char *path, char err[IR_ERR
  * on success). */
 int cli_load_volume(ir_volume_desc *desc, ir_volume *out);
 
+/* ---- Opening a run's volume (open.c) and playing a time series (player.c) ----------------------- */
+typedef struct app_player app_player;
+
+typedef struct app_open_desc {
+  const ir_volume_desc *volume;     /* source and format options (NULL source: IR_DEFAULT_VOLUME) */
+  ir_device device;
+  int cpu_threads;
+  bool quiet;                       /* no progress lines on stderr */
+  ir_volume_progress_fn on_progress; /* the window's progress bar (any thread) */
+  void *progress_ctx;
+} app_open_desc;
+
+typedef struct app_opened {
+  ir_volume volume;      /* one volume (owned); a series: its step 1's fields, voxels NULL */
+  ir_series *series;     /* a time series, else NULL */
+  app_player *player;    /* reads the series' next steps ahead */
+  ir_renderer *renderer; /* drawing the volume (a series: step 1) */
+  ir_volume_stats stats; /* app_open_finish: computed where the volume is (the GPU) */
+  bool streamed;         /* the voxels went to the GPU while they were read */
+  size_t bytes;          /* of the volume (a step) */
+  double start_s, read_s, ready_s; /* clock at the start; seconds to the end of the read, to
+                                      the statistics (the volume ready on the device) */
+} app_opened;
+
+/* Loads the volume (or opens the series and reads step 1) and makes its renderer, streaming the
+ * voxels to the GPU while they are read where the format allows (open.c says when). Prints what
+ * fails; returns the exit status (0: go on). */
+int app_open(const app_open_desc *d, app_opened *out);
+/* Statistics of the volume, computed where it lives (waits for the upload); sets ready_s. */
+int app_open_finish(app_opened *o);
+/* One line: size, read time and bandwidth, whether it streamed, when it was ready. */
+void app_open_report(const app_opened *o);
+/* VmHWM of this process (0 if unknown), and seconds since it started (-1 if unknown). */
+size_t app_peak_host_bytes(void);
+double app_seconds_since_start(void);
+void app_opened_close(app_opened *o);
+
+/* What reading one step cost. */
+typedef struct app_step_info {
+  size_t step;
+  int slot;
+  double load_ms;   /* the read (and its copies into staging), wall clock */
+  size_t bytes;
+  bool streamed;
+  ir_status status;
+  char err[IR_ERR_LEN];
+} app_step_info;
+int app_player_create(ir_series *series, ir_renderer *r, const ir_volume_desc *io, app_player **out);
+ir_volume *app_player_slot_volume(app_player *p, int slot); /* open.c fills slot 0 */
+void app_player_adopt_step0(app_player *p);                  /* slot 0 holds step 0, drawn */
+int app_player_start(app_player *p);                         /* slots (2 or 3) and the reading thread */
+/* The step wanted next and the direction of play; loop: wrap around the ends. */
+void app_player_aim(app_player *p, size_t step, int direction, bool loop);
+/* Frames draw `step` from now on: 0 done; 1 not read yet (only without wait); -1 the step could
+ * not be read (info->err says why). Call from the frames' thread. */
+int app_player_show(app_player *p, size_t step, bool wait, app_step_info *info);
+const ir_volume *app_player_volume(const app_player *p); /* the step drawn, on the host */
+void app_player_destroy(app_player *p);
+
 /* ---- Look options (look.c): what is drawn, shared by headless runs and the window ---------------
  *   --surface ISO[:COLOR[:OPACITY]]   repeatable, up to IR_MAX_SURFACES; COLOR #rrggbb or a name
  *   --clip-box X0,X1,Y0,Y1,Z0,Z1      fractions of the volume along each axis

@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -148,6 +149,11 @@ static void print_help(FILE *to) {
         "\n"
         "With no options at all: 20 frames at 512x512 of the default volume on the GPU, the\n"
         "last frame written to inkray.png.\n"
+        "A time series (a %d pattern or quoted glob of volume files, a folder of them, a .pvd, a\n"
+        "4-D NRRD or NIfTI) is drawn step by step: one frame a step from the orbit's first view, with\n"
+        "the first configuration, the next steps read onto the GPU meanwhile; a line per step with\n"
+        "its read, upload, range and render times, then the steps per second. --png NAME_%03d.png\n"
+        "writes every step's image (without a %d: the last step's).\n"
         "Under mpirun -np N the run is distributed over N ranks, one brick of the volume each, and\n"
         "composited by depth on rank 0 (one pipeline and method; docs/distributed.md).\n"
         "Example: inkray --headless --frames 100 --size 1024x1024 --method all --pipeline all\n"
@@ -539,6 +545,11 @@ static int render_one(hl_run *run, const hl_config *c, int view, bool stage_timi
             ir_pipeline_name(c->pipeline), method_label(c), err);
     return status == IR_ERR_INPUT ? 2 : 1;
   }
+  /* How long a person waits for a picture: from the start of the program (the stats above have
+   * waited for the frame). */
+  static bool first = true;
+  if (first && !run->o->quiet) printf("inkray: first frame at %.2f s after the start\n", app_seconds_since_start());
+  first = false;
   return 0;
 }
 
@@ -648,7 +659,7 @@ static void pick_suggested(const ir_volume_stats *st, int wanted, hl_options *o)
   qsort(o->isovalues, (size_t)o->iso_count, sizeof o->isovalues[0], compare_double);
 }
 
-static int resolve_isovalues(const ir_volume *v, hl_options *o) {
+static int resolve_isovalues(const ir_volume *v, const ir_volume_stats *stats, hl_options *o) {
   if (v->nonfinite_count > 0 && v->nonfinite_count == ir_volume_voxel_count(v))
     fprintf(stderr, "inkray: warning: every voxel of %s is NaN or Inf; nothing will be drawn\n", v->name);
   if (o->look.surface_count > 0) {
@@ -665,12 +676,10 @@ static int resolve_isovalues(const ir_volume *v, hl_options *o) {
     return 0;
   }
   if (o->iso_count == 0) {
-    ir_volume_stats st;
-    ir_volume_compute_stats(v, &st);
-    pick_suggested(&st, o->suggested_wanted ? o->suggested_wanted : 1, o);
+    pick_suggested(stats, o->suggested_wanted ? o->suggested_wanted : 1, o);
     if (o->iso_count == 0) {
       /* A constant volume suggests nothing; its midpoint at least names the choice. */
-      o->isovalues[o->iso_count++] = 0.5 * (st.min + st.max);
+      o->isovalues[o->iso_count++] = 0.5 * (stats->min + stats->max);
     }
   }
   for (int k = 0; k < o->iso_count; k++) {
@@ -839,10 +848,11 @@ static int write_mesh(const hl_options *o, const ir_volume *volume, const ir_vol
 /* ---- Entry point ------------------------------------------------------------------------------ */
 
 typedef struct hl_state {
-  ir_volume volume;
+  app_opened opened;      /* the volume (or time series) and its renderer */
+  const ir_volume *volume; /* the volume frames draw (a series: the step drawn) */
   ir_volume color_volume; /* --color-by FILE */
   float *depth;           /* --depth */
-  ir_renderer *renderer;
+  ir_renderer *renderer;  /* opened.renderer */
   FILE *csv;
   double *frame_ms;
   uint8_t *image;
@@ -852,7 +862,7 @@ typedef struct hl_state {
 } hl_state;
 
 static void release(hl_state *st) {
-  if (st->renderer) ir_renderer_destroy(st->renderer);
+  app_opened_close(&st->opened);
   if (st->csv) fclose(st->csv);
   free(st->frame_ms);
   free(st->depth);
@@ -860,7 +870,6 @@ static void release(hl_state *st) {
   free(st->references);
   free(st->results);
   free(st->configs);
-  ir_volume_free(&st->volume);
   ir_volume_free(&st->color_volume);
 }
 
@@ -874,7 +883,7 @@ static int iso_index(const hl_options *o, double isovalue) {
 static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
   ir_renderer *cpu = NULL;
   char err[IR_ERR_LEN] = {0};
-  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = &st->volume, .cpu_threads = o->cpu_threads};
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = st->volume, .cpu_threads = o->cpu_threads};
   if (ir_renderer_create(&desc, &cpu, err) != IR_OK) {
     fprintf(stderr, "inkray: --verify: cannot create the CPU renderer: %s\n", err);
     return 1;
@@ -889,7 +898,7 @@ static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
   printf("\nverify: GPU against the CPU reference renderer, view %d\n", view);
   for (int k = 0; k < o->iso_count && !rc; k++) {
     hl_config c = {o->isovalues[k], IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT};
-    hl_run run = {.o = o, .volume = &st->volume, .renderer = cpu};
+    hl_run run = {.o = o, .volume = st->volume, .renderer = cpu};
     ir_frame_desc frame = frame_for(&run, &c, view, false);
     if (ir_render_frame(cpu, &frame, NULL, err) != IR_OK || ir_render_read_image(cpu, st->image, err) != IR_OK) {
       fprintf(stderr, "inkray: --verify: CPU rendering failed: %s\n", err);
@@ -913,7 +922,7 @@ static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
 
 static int run_all(const hl_options *o, hl_state *st, int count) {
   size_t pixels = (size_t)o->width * (size_t)o->height;
-  hl_run run = {.o = o, .volume = &st->volume, .renderer = st->renderer, .csv = st->csv,
+  hl_run run = {.o = o, .volume = st->volume, .renderer = st->renderer, .csv = st->csv,
                 .frame_ms = st->frame_ms, .depth = st->depth, .progress = !o->quiet && isatty(STDERR_FILENO)};
   int reference_of[HL_MAX_ISOVALUES]; /* configuration whose image is the isovalue's reference */
   for (int k = 0; k < HL_MAX_ISOVALUES; k++) reference_of[k] = -1;
@@ -947,6 +956,132 @@ static int run_all(const hl_options *o, hl_state *st, int count) {
     printf("check: every configuration of each isovalue rendered the same last frame%s\n",
            o->use_pipeline[IR_PIPELINE_PLAIN] ? " (plain baseline not compared)" : "");
   return 0;
+}
+
+/* ---- Time series ------------------------------------------------------------------------------ */
+static double wall_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + 1e-6 * (double)t.tv_nsec;
+}
+
+static double median_of(double *v, size_t n) {
+  if (n == 0) return 0.0;
+  qsort(v, n, sizeof *v, compare_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* --png with a %d in the name: one file per step, numbered from 0; else the last step's. */
+static int write_step_png(const hl_options *o, size_t step, size_t steps, const uint8_t *image) {
+  if (!o->png_path || (!strchr(o->png_path, '%') && step + 1 != steps)) return 0;
+  char path[4096], err[IR_ERR_LEN] = {0};
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#endif
+  if (strchr(o->png_path, '%')) snprintf(path, sizeof path, o->png_path, (int)step);
+  else snprintf(path, sizeof path, "%s", o->png_path);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+  if (!app_write_png(path, o->width, o->height, image, err)) {
+    fprintf(stderr, "inkray: %s\n", err);
+    return 1;
+  }
+  return 0;
+}
+
+/* Every step of the series, in order, one frame each from the orbit's first view, with the
+ * first configuration; the player reads the next steps while a step is drawn. One line per
+ * step with what it cost, then the rates. */
+static int run_series(const hl_options *o, hl_state *st, int count) {
+  app_opened *op = &st->opened;
+  const hl_config *c = &st->configs[0];
+  size_t n = ir_series_length(op->series);
+  const ir_volume *h = ir_series_header(op->series);
+  if (count > 1)
+    printf("note: a time series is drawn with the first configuration only (iso %g, %s, %s)\n", c->isovalue,
+           ir_pipeline_name(c->pipeline), method_label(c));
+  printf("time series %s: %zu steps of %zux%zux%zu %s (%.1f MiB each), %s .. %s\n", h->name, n, h->dims[0], h->dims[1],
+         h->dims[2], ir_voxel_type_name(h->type), (double)op->bytes / (1024.0 * 1024.0),
+         ir_series_step_name(op->series, 0), ir_series_step_name(op->series, n - 1));
+  hl_run run = {.o = o, .volume = st->volume, .renderer = st->renderer, .csv = st->csv, .frame_ms = st->frame_ms};
+  ir_frame_stats s;
+  int rc = 0;
+  for (int f = 0; f < o->warmup && !rc; f++) rc = render_one(&run, c, 0, false, &s);
+  double *load = calloc(n, sizeof *load), *upload = calloc(n, sizeof *upload), *ranges = calloc(n, sizeof *ranges);
+  double *render = calloc(n, sizeof *render), *wait = calloc(n, sizeof *wait);
+  if (!load || !upload || !ranges || !render || !wait) {
+    fprintf(stderr, "inkray: out of memory for %zu steps' timings\n", n);
+    rc = 1;
+  }
+  if (!rc) printf("%-9s %-28s %9s %9s %9s %8s %9s\n", "step", "file", "load ms", "upload ms", "ranges ms", "wait ms",
+                  "render ms");
+  app_player_aim(op->player, 0, 1, false);
+  double start = wall_ms();
+  for (size_t k = 0; k < n && !rc; k++) {
+    app_step_info info;
+    double t0 = wall_ms();
+    int shown = app_player_show(op->player, k, true, &info);
+    wait[k] = wall_ms() - t0;
+    if (shown != 0) {
+      fprintf(stderr, "inkray: %s\n", info.err);
+      rc = info.status == IR_ERR_INPUT ? 2 : 1;
+      break;
+    }
+    run.volume = st->volume = app_player_volume(op->player);
+    if ((rc = render_one(&run, c, 0, false, &s)) != 0) break;
+    ir_slot_times t = {0};
+    char err[IR_ERR_LEN] = "";
+    if (ir_renderer_slot_times(st->renderer, info.slot, &t, err) != IR_OK) fprintf(stderr, "inkray: %s\n", err);
+    load[k] = k == 0 ? op->read_s * 1000.0 : info.load_ms;
+    upload[k] = t.upload_ms;
+    ranges[k] = t.ranges_ms;
+    render[k] = s.frame_ms;
+    printf("%4zu/%-4zu %-28.28s %9.2f %9.2f %9.2f %8.2f %9.3f\n", k + 1, n, ir_series_step_name(op->series, k), load[k],
+           upload[k], ranges[k], wait[k], render[k]);
+    if (st->csv) csv_row(st->csv, (int)k, o, st->volume, c, "step", (int)k, 0, 0.0f, &s);
+    if (o->png_path && (strchr(o->png_path, '%') || k + 1 == n)) {
+      char err2[IR_ERR_LEN] = "";
+      if (ir_render_read_image(st->renderer, st->image, err2) != IR_OK) {
+        fprintf(stderr, "inkray: reading the image back failed: %s\n", err2);
+        rc = 1;
+      } else {
+        rc = write_step_png(o, k, n, st->image);
+      }
+    }
+  }
+  double total_ms = wall_ms() - start;
+  if (!rc) {
+    double mib = (double)op->bytes / (1024.0 * 1024.0), gb = (double)op->bytes / 1e9;
+    printf("\nseries: %zu steps in %.3f s: %.1f steps/s, %.2f GB/s of voxels\n", n, total_ms / 1000.0,
+           1000.0 * (double)n / total_ms, gb * (double)n / (total_ms / 1000.0));
+    double ml = median_of(load, n), mu = median_of(upload, n), mr = median_of(ranges, n), mf = median_of(render, n),
+           mw = median_of(wait, n);
+    printf("medians per step: load %.2f ms (%.2f GB/s), upload %.2f ms, ranges %.2f ms, render %.3f ms, waiting for the "
+           "step %.2f ms\n", ml, ml > 0 ? gb / (ml / 1000.0) : 0.0, mu, mr, mf, mw);
+    /* Loads run beside the frames; the slower of the two paces playback. */
+    double bound = ml + mu > mf + mr ? ml + mu : mf + mr;
+    printf("bound: %.0f steps/s by the %s (%.1f MiB a step; steps are read, copied and drawn at once)\n",
+           bound > 0 ? 1000.0 / bound : 0.0, ml + mu > mf + mr ? "read and upload" : "frames and ranges", mib);
+    if (o->png_path) printf("\n%s: %s\n", strchr(o->png_path, '%') ? "step images" : "last step", o->png_path);
+  }
+  if (!rc && o->look.depth_path) {
+    char err[IR_ERR_LEN] = "";
+    if (ir_render_read_depth(st->renderer, st->depth, err) != IR_OK ||
+        !app_write_depth(o->look.depth_path, o->width, o->height, st->depth, err)) {
+      fprintf(stderr, "inkray: %s\n", err);
+      rc = 1;
+    } else {
+      printf("last step's depth: %s\n", o->look.depth_path);
+    }
+  }
+  free(load);
+  free(upload);
+  free(ranges);
+  free(render);
+  free(wait);
+  return rc;
 }
 
 /* Under mpirun: one configuration per isovalue. Returns -1 to go on, else the exit status. */
@@ -1048,8 +1183,18 @@ int app_headless_main(int argc, char **argv) {
 
   hl_state st;
   memset(&st, 0, sizeof st);
-  if (o.quiet) o.volume.progress_min_bytes = SIZE_MAX; /* --quiet: no load progress either */
-  if ((rc = cli_load_volume(&o.volume, &st.volume)) != 0) return rc;
+  /* The volume and its renderer (streamed to the GPU while read, statistics computed there);
+   * --quiet: no load progress either. */
+  app_open_desc open_desc = {.volume = &o.volume, .device = o.device, .cpu_threads = o.cpu_threads, .quiet = o.quiet};
+  rc = app_open(&open_desc, &st.opened);
+  if (rc == 0) rc = app_open_finish(&st.opened);
+  if (rc != 0) {
+    release(&st);
+    return rc;
+  }
+  st.renderer = st.opened.renderer;
+  st.volume = st.opened.series ? app_player_volume(st.opened.player) : &st.opened.volume;
+  if (o.quiet) o.volume.progress_min_bytes = SIZE_MAX;
   if (o.look.color_by == IR_COLOR_VOLUME) {
     /* The second volume is read like the first: the same format options, its own file. */
     ir_volume_desc color_desc = o.volume;
@@ -1061,10 +1206,10 @@ int app_headless_main(int argc, char **argv) {
   }
   const char *up_from = "--up";
   if (o.up == IR_AXIS_NONE) {
-    o.up = st.volume.up_axis != IR_AXIS_NONE ? st.volume.up_axis : IR_AXIS_Z;
-    up_from = st.volume.up_axis != IR_AXIS_NONE ? st.volume.up_source : "default";
+    o.up = st.volume->up_axis != IR_AXIS_NONE ? st.volume->up_axis : IR_AXIS_Z;
+    up_from = st.volume->up_axis != IR_AXIS_NONE ? st.volume->up_source : "default";
   }
-  resolve_isovalues(&st.volume, &o);
+  resolve_isovalues(st.volume, &st.opened.stats, &o);
 
   size_t pixels = (size_t)o.width * (size_t)o.height;
   st.configs = calloc(HL_MAX_CONFIGS, sizeof *st.configs);
@@ -1081,13 +1226,7 @@ int app_headless_main(int argc, char **argv) {
   int count = build_configs(&o, st.configs);
 
   char err[IR_ERR_LEN] = {0};
-  ir_renderer_desc desc = {.device = o.device, .volume = &st.volume, .cpu_threads = o.cpu_threads};
-  ir_status status = ir_renderer_create(&desc, &st.renderer, err);
-  if (status != IR_OK) {
-    fprintf(stderr, "inkray: cannot create the %s renderer: %s\n", ir_device_name(o.device), err);
-    release(&st);
-    return status == IR_ERR_INPUT ? 2 : 1;
-  }
+  ir_status status = IR_OK;
   if (st.color_volume.voxels) {
     status = ir_renderer_set_color_volume(st.renderer, &st.color_volume, err);
     if (status != IR_OK) {
@@ -1097,7 +1236,7 @@ int app_headless_main(int argc, char **argv) {
     }
   }
   if (o.look.color_by != IR_COLOR_SURFACE && !o.look.color_range_given)
-    ir_color_range_auto(&st.volume, st.color_volume.voxels ? &st.color_volume : NULL, o.look.color_by,
+    ir_color_range_auto(st.volume, st.color_volume.voxels ? &st.color_volume : NULL, o.look.color_by,
                         o.look.color_range);
   if (o.csv_path) {
     st.csv = fopen(o.csv_path, "w");
@@ -1109,9 +1248,15 @@ int app_headless_main(int argc, char **argv) {
     fputs(csv_header, st.csv);
   }
 
-  print_header(&o, &st.volume, device_line, count, up_from);
-  print_look(&o, &st.volume, &st.color_volume);
+  print_header(&o, st.volume, device_line, count, up_from);
+  print_look(&o, st.volume, &st.color_volume);
+  if (!o.quiet) app_open_report(&st.opened);
   fflush(stdout);
+  if (st.opened.series) {
+    rc = run_series(&o, &st, count);
+    release(&st);
+    return rc;
+  }
   rc = run_all(&o, &st, count);
   if (rc == 0) {
     print_summary(&o, st.results, count);
@@ -1137,7 +1282,7 @@ int app_headless_main(int argc, char **argv) {
     rc = 1;
   }
   if (rc == 0 && o.csv_path) printf("per-frame CSV: %s\n", o.csv_path);
-  if (rc == 0 && o.mesh_path) rc = write_mesh(&o, &st.volume, &st.color_volume);
+  if (rc == 0 && o.mesh_path) rc = write_mesh(&o, st.volume, &st.color_volume);
   if (rc == 0 && o.verify) rc = verify_with_cpu(&o, &st, (o.frames - 1) % o.orbit);
   release(&st);
   return rc;

@@ -14,7 +14,9 @@ static void print_usage(FILE *to) {
   fputs("Usage: inkray info [VOLUME OPTIONS] VOLUME\n"
         "Loads VOLUME and prints its dims, voxel type, spacing, size in bytes, value range,\n"
         "count of non-finite (NaN/Inf) voxels, the up axis the header gives, a histogram of its\n"
-        "values and isovalues likely to show structure (best first). Exit status: 0 done, 2 bad input, 1 runtime failure.\n"
+        "values and isovalues likely to show structure (best first). A time series (a %d pattern,\n"
+        "a glob, a folder of volumes, a .pvd, a 4-D NRRD or NIfTI): its steps, then its first\n"
+        "step. Exit status: 0 done, 2 bad input, 1 runtime failure.\n"
         "\n",
         to);
   cli_print_volume_options(to);
@@ -91,6 +93,33 @@ static void print_info(const ir_volume *v, const char *source) {
     printf("%s\n", no_finite ? " none: no finite values" : " none: the volume holds a single value");
 }
 
+/* A time series: its steps (every header checked), then the first step as a volume. */
+static int series_info(const ir_volume_desc *desc) {
+  ir_series *series = NULL;
+  char err[IR_ERR_LEN] = "";
+  ir_status st = ir_series_open(desc, &series, err);
+  if (st != IR_OK) {
+    fprintf(stderr, "inkray: %s\n", err);
+    return st == IR_ERR_INPUT ? 2 : 1;
+  }
+  size_t n = ir_series_length(series);
+  const ir_volume *h = ir_series_header(series);
+  printf("series      %s: %zu steps of %zux%zux%zu %s, %s .. %s, times %g .. %g\n", desc->source, n, h->dims[0],
+         h->dims[1], h->dims[2], ir_voxel_type_name(h->type), ir_series_step_name(series, 0),
+         ir_series_step_name(series, n - 1), ir_series_step_time(series, 0), ir_series_step_time(series, n - 1));
+  ir_volume v;
+  st = ir_series_read(series, 0, NULL, &v, err);
+  if (st == IR_OK) {
+    printf("step 1 of %zu:\n", n);
+    print_info(&v, ir_series_step_name(series, 0));
+    ir_volume_free(&v);
+  } else {
+    fprintf(stderr, "inkray: %s\n", err);
+  }
+  ir_series_close(series);
+  return st == IR_OK ? 0 : st == IR_ERR_INPUT ? 2 : 1;
+}
+
 int app_info_main(int argc, char **argv) {
   ir_volume_desc desc = {0};
   char err[IR_ERR_LEN] = {0};
@@ -122,6 +151,7 @@ int app_info_main(int argc, char **argv) {
     return 2;
   }
   ir_volume v;
+  if (ir_series_detect(desc.source)) return series_info(&desc);
   int status = cli_load_volume(&desc, &v);
   if (status != 0) return status;
   print_info(&v, desc.source);

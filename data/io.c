@@ -89,15 +89,17 @@ void ir_progress_begin(ir_progress *p, const ir_volume_desc *desc, const char *n
   size_t min_bytes = desc->progress_min_bytes ? desc->progress_min_bytes : IR_PROGRESS_MIN_BYTES;
   unsigned interval_ms = desc->progress_interval_ms ? desc->progress_interval_ms : PROGRESS_DEFAULT_INTERVAL_MS;
   *p = (ir_progress){.enabled = desc->show_progress && total >= min_bytes, .name = name, .total = total,
-                     .shown_percent = -1, .interval_s = interval_ms / 1000.0};
+                     .shown_percent = -1, .interval_s = interval_ms / 1000.0,
+                     .callback = desc->on_progress, .callback_ctx = desc->progress_ctx};
+  pthread_mutex_init(&p->lock, NULL);
+  if (p->callback) p->callback(p->callback_ctx, 0, total);
   if (!p->enabled) return;
   p->terminal = isatty(STDERR_FILENO);
   p->start_s = p->last_line_s = now_seconds();
 }
 
-void ir_progress_add(ir_progress *p, size_t bytes) {
-  if (!p || !p->enabled) return;
-  p->done += bytes;
+/* Under p->lock. */
+static void progress_print(ir_progress *p) {
   int percent = (int)(100.0 * (double)p->done / (double)p->total);
   if (percent > 100) percent = 100;
   if (percent == p->shown_percent) return;
@@ -116,8 +118,19 @@ void ir_progress_add(ir_progress *p, size_t bytes) {
   fflush(stderr);
 }
 
+void ir_progress_add(ir_progress *p, size_t bytes) {
+  if (!p || (!p->enabled && !p->callback)) return;
+  pthread_mutex_lock(&p->lock);
+  p->done += bytes;
+  if (p->callback) p->callback(p->callback_ctx, p->done, p->total);
+  if (p->enabled) progress_print(p);
+  pthread_mutex_unlock(&p->lock);
+}
+
 void ir_progress_end(ir_progress *p) {
-  if (!p || !p->enabled) return;
+  if (!p) return;
+  pthread_mutex_destroy(&p->lock);
+  if (!p->enabled) return;
   if (p->terminal && p->shown_percent >= 0) fputc('\n', stderr);
   /* A log that said the load was under way also says when it ended. */
   if (!p->terminal && p->printed)
@@ -421,6 +434,28 @@ static ir_status open_data_file(const ir_header *h, const char *path, const char
   return IR_OK;
 }
 
+ir_status ir_header_data_start(const ir_header *h, const char *header_path, size_t index, size_t share,
+                               size_t *start, char err[IR_ERR_LEN]) {
+  char *joined = h->file_count ? ir_path_join_dir(header_path, h->files[index]) : NULL;
+  if (h->file_count && !joined) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory", header_path);
+    return IR_ERR_RUNTIME;
+  }
+  const char *file = joined ? joined : header_path;
+  FILE *f = NULL;
+  ir_status status = open_data_file(h, file, file, joined ? 0 : h->data_offset, share, &f, start, err);
+  if (f) fclose(f);
+  free(joined);
+  return status;
+}
+
+ir_status ir_refuse_4d(const ir_header *h, const char *path, char err[IR_ERR_LEN]) {
+  return ir_input_error(err, path,
+                        "a time series of %zu steps of %zux%zux%zu %s (4-D): open it as one, in the window or "
+                        "with --headless, which play every step",
+                        h->steps, h->dims[0], h->dims[1], h->dims[2], ir_voxel_type_name(h->type));
+}
+
 /* One data file into dst, or (compressed data with a sink) its part of the box. */
 static ir_status read_one_file(const ir_header *h, const char *path, const char *what,
                                size_t base_offset, void *dst, const ir_region_sink *sink,
@@ -493,8 +528,7 @@ static ir_status read_box_plain(const ir_header *h, char **paths, const char *he
 }
 
 /* NIfTI scaling: the stored integers become slope*v + inter, kept as float32. */
-static ir_status apply_scaling(const ir_header *h, ir_volume *out, const char *what,
-                               char err[IR_ERR_LEN]) {
+ir_status ir_apply_scaling(const ir_header *h, ir_volume *out, const char *what, char err[IR_ERR_LEN]) {
   size_t n = ir_volume_voxel_count(out);
   if (out->type == IR_VOXEL_FLOAT32) {
     float *p = out->voxels;
@@ -534,14 +568,24 @@ static ir_status check_load_memory(const ir_header *h, const size_t box_size[3],
   return ir_check_memory(need, desc, path, err);
 }
 
+/* What the parallel read of the pieces already did (read_pieces.c): byte order and value range. */
+typedef struct pieces_done {
+  bool swapped, ranged;
+  double lo, hi;
+  size_t nonfinite;
+} pieces_done;
+
+static bool needs_swap(const ir_header *h) {
+  return ir_voxel_type_size(h->type) > 1 && (h->endian == IR_ENDIAN_BIG) != ir_host_is_big_endian();
+}
+
 /* Byte order, scaling, spacing, value range: the common end of every loader. */
 static ir_status finish_read(const ir_header *h, const char *path, const ir_volume_desc *desc,
-                             ir_volume *out, char err[IR_ERR_LEN]) {
+                             const pieces_done *done, ir_volume *out, char err[IR_ERR_LEN]) {
   size_t size = ir_voxel_type_size(h->type);
-  if (size > 1 && (h->endian == IR_ENDIAN_BIG) != ir_host_is_big_endian())
-    ir_swap_voxels(out->voxels, ir_volume_voxel_count(out), size);
+  if (needs_swap(h) && !(done && done->swapped)) ir_swap_voxels(out->voxels, ir_volume_voxel_count(out), size);
   if (h->scaled) {
-    ir_status status = apply_scaling(h, out, path, err);
+    ir_status status = ir_apply_scaling(h, out, path, err);
     if (status != IR_OK) {
       ir_volume_free(out);
       return status;
@@ -551,7 +595,11 @@ static ir_status finish_read(const ir_header *h, const char *path, const ir_volu
   out->up_axis = h->up_axis;
   if (h->up_axis != IR_AXIS_NONE && h->up_source)
     snprintf(out->up_source, sizeof out->up_source, "%s", h->up_source);
-  ir_volume_finish(out, ir_display_name(path));
+  /* Scaling changed the values the pieces were scanned with. */
+  if (done && done->ranged && !h->scaled)
+    ir_volume_finish_with_range(out, ir_display_name(path), done->lo, done->hi, done->nonfinite);
+  else
+    ir_volume_finish(out, ir_display_name(path));
   return IR_OK;
 }
 
@@ -636,7 +684,7 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
   if (!ir_volume_byte_count(h->dims, h->type, &bytes, path, err)) return IR_ERR_INPUT;
   status = ir_region_resolve(desc, h->dims, path, box_off, box_size, err);
   if (status != IR_OK) return status;
-  if (desc->header_only) {
+  if (desc->header_only && !desc->check_data) {
     ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
                           desc->spacing_given ? desc->spacing : h->spacing, ir_display_name(path));
     return IR_OK;
@@ -646,6 +694,11 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
   size_t file_size = 0;
   status = ir_check_file(path, &file_size, err);
   if (status == IR_OK) status = check_compressed_size(h, path, file_size, bytes, offset, err);
+  if (status == IR_OK && desc->header_only) {
+    ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
+                          desc->spacing_given ? desc->spacing : h->spacing, ir_display_name(path));
+    return IR_OK;
+  }
   if (status == IR_OK) status = check_load_memory(h, box_size, desc, path, err);
   if (status != IR_OK) return status;
   status = ir_volume_allocate(out, box_size, h->type, desc, path, err);
@@ -683,7 +736,38 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
     ir_volume_free(out);
     return status;
   }
-  return finish_read(h, path, desc, out, err);
+  return finish_read(h, path, desc, NULL, out, err);
+}
+
+/* The whole volume of uncompressed data: the data files' starts (after line and byte skips,
+ * sizes checked), then the pieces read by several threads (read_pieces.c). */
+static ir_status read_plain_pieces(const ir_header *h, char **paths, const char *header_path, size_t share,
+                                   size_t files, const ir_volume_desc *desc, ir_volume *out, ir_progress *progress,
+                                   pieces_done *done, char err[IR_ERR_LEN]) {
+  ir_piece_file *parts = calloc(files, sizeof *parts);
+  if (!parts) {
+    snprintf(err, IR_ERR_LEN, "%s: out of host memory", header_path);
+    return IR_ERR_RUNTIME;
+  }
+  ir_status status = IR_OK;
+  for (size_t i = 0; i < files && status == IR_OK; i++) {
+    const char *file = h->file_count ? paths[i] : header_path;
+    FILE *f = NULL;
+    size_t start = 0;
+    status = open_data_file(h, file, file, h->file_count ? 0 : h->data_offset, share, &f, &start, err);
+    if (f) fclose(f);
+    parts[i] = (ir_piece_file){file, start, i * share, share};
+  }
+  /* Scaled values are made after the read: a sink would see the stored ones. */
+  ir_volume_desc plain = *desc;
+  if (h->scaled) plain.sink = NULL;
+  if (status == IR_OK) {
+    status = ir_read_pieces(parts, files, h->dims, h->type, needs_swap(h), out->voxels, &plain, progress, &done->lo,
+                            &done->hi, &done->nonfinite, &out->streamed, err);
+    done->swapped = done->ranged = status == IR_OK;
+  }
+  free(parts);
+  return status;
 }
 
 ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
@@ -698,13 +782,15 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
   size_t box_off[3], box_size[3];
   ir_status status = ir_region_resolve(desc, h->dims, header_path, box_off, box_size, err);
   if (status != IR_OK) return status;
-  if (desc->header_only) {
+  if (desc->header_only && !desc->check_data) {
     ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
                           desc->spacing_given ? desc->spacing : h->spacing,
                           ir_display_name(header_path));
+    out->streamable = h->encoding == IR_ENCODING_RAW && !h->scaled && !ir_region_is_partial(h->dims, box_size);
     return IR_OK;
   }
   bool box = ir_region_is_partial(h->dims, box_size);
+  pieces_done done = {0};
   /* Check every data file exists before allocating: a typo in a pattern is the common case. */
   char **paths = calloc(files, sizeof *paths);
   if (!paths) {
@@ -731,6 +817,14 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
     if (status == IR_OK)
       status = precheck_file(h, file, file_size, h->file_count ? 0 : h->data_offset, bytes / files, err);
   }
+  if (status == IR_OK && desc->header_only) {
+    for (size_t i = 0; i < files; i++) free(paths[i]);
+    free(paths);
+    ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
+                          desc->spacing_given ? desc->spacing : h->spacing, ir_display_name(header_path));
+    out->streamable = h->encoding == IR_ENCODING_RAW && !h->scaled && !box;
+    return IR_OK;
+  }
   if (status == IR_OK) status = check_load_memory(h, box_size, desc, header_path, err);
   if (status == IR_OK) status = ir_volume_allocate(out, box_size, h->type, desc, header_path, err);
   if (status == IR_OK) {
@@ -744,6 +838,8 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
     ir_progress_begin(&progress, desc, ir_display_name(header_path), box && !compressed ? out->bytes : bytes);
     if (box && !compressed) {
       status = read_box_plain(h, paths, header_path, share, &sink, &progress, err);
+    } else if (!compressed) {
+      status = read_plain_pieces(h, paths, header_path, share, files, desc, out, &progress, &done, err);
     } else {
       for (size_t i = 0; i < files && status == IR_OK; i++) {
         unsigned char *dst = (unsigned char *)out->voxels + i * share;
@@ -762,5 +858,5 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
     ir_volume_free(out);
     return status;
   }
-  return finish_read(h, header_path, desc, out, err);
+  return finish_read(h, header_path, desc, &done, out, err);
 }

@@ -136,12 +136,15 @@ ir_status ir_nifti_parse(const unsigned char *bytes, size_t len, const char *pat
     if (d < 1) return ir_input_error(err, path, "dim[%d] is %d, expected 1 or more", k + 1, d);
     h->dims[k] = (size_t)d;
   }
-  for (int k = 4; k <= ndim; k++) {
+  /* dim[4] is time: a time series (series.c). Higher dimensions (vector components, ...) are
+   * not volumes of one value. */
+  h->steps = ndim >= 4 && nii_i16(&r, NII_DIM + 8) > 1 ? (size_t)nii_i16(&r, NII_DIM + 8) : 0;
+  for (int k = 5; k <= ndim; k++) {
     int d = nii_i16(&r, NII_DIM + 2 * (size_t)k);
     if (d > 1)
       return ir_input_error(err, path,
-                            "a %d-D image (dim[%d] = %d): only 3-D volumes are read; extract "
-                            "one volume first",
+                            "a %d-D image (dim[%d] = %d): only 3-D volumes and 4-D time series are "
+                            "read; extract one volume first",
                             ndim, k, d);
   }
   int datatype = nii_i16(&r, NII_DATATYPE);
@@ -198,8 +201,7 @@ static ir_status read_gz_header(const char *path, unsigned char *buf, size_t *le
   return status;
 }
 
-ir_status ir_load_nifti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
-  const char *path = desc->source;
+ir_status ir_nifti_read_header(const char *path, ir_header *h, char err[IR_ERR_LEN]) {
   bool gz = ir_path_has_suffix(path, ".gz");
   unsigned char buf[IR_NIFTI_HEADER_BYTES];
   size_t len = 0;
@@ -214,9 +216,20 @@ ir_status ir_load_nifti(const ir_volume_desc *desc, ir_volume *out, char err[IR_
     free(text);
   }
   if (status != IR_OK) return status;
+  return ir_nifti_parse(buf, len, path, h, err);
+}
+
+ir_status ir_load_nifti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  const char *path = desc->source;
+  bool gz = ir_path_has_suffix(path, ".gz");
   ir_header h;
-  status = ir_nifti_parse(buf, len, path, &h, err);
+  ir_status status = ir_nifti_read_header(path, &h, err);
   if (status != IR_OK) return status;
+  if (h.steps > 1) {
+    status = ir_refuse_4d(&h, path, err);
+    ir_header_free(&h);
+    return status;
+  }
   if (gz)
     status = ir_gz_read_voxels(&h, path, h.data_offset, desc, out, err);
   else

@@ -8,7 +8,9 @@
  * pattern, or LIST followed by one name a line), byte skip (-1 for raw data at the end of the
  * file), line skip. Ignored: comments, key:=value pairs and the fields that do not change the
  * voxels (content, kinds, centers, units, origin, ...).
- * Not read: ascii, hex and bzip2 encodings; other types; dimensions other than 3. */
+ * 4-D files (dimension 4, the last axis time) are time series (series.c); ir_volume_load refuses
+ * them with a line saying so.
+ * Not read: ascii, hex and bzip2 encodings; other types; dimensions other than 3 and 4. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,11 +67,15 @@ static bool parse_space_directions(const char *value, float spacing[3], double d
     p = close + 1;
   }
   while (*p == ' ' || *p == '\t') p++;
+  /* A 4-D time series's fourth axis has no direction. */
+  if (strncmp(p, "none", 4) == 0) p += 4;
+  while (*p == ' ' || *p == '\t') p++;
   return *p == '\0';
 }
 
 typedef struct nrrd_seen {
   bool dimension, type, sizes, endian, encoding, data_file;
+  long dims;          /* the dimension field: 3, or 4 (time steps) */
   bool byte_skip_end; /* byte skip -1 */
   long byte_skip;
   bool patient_space; /* space: RAS, LAS or LPS (with or without time): world +z is superior */
@@ -95,10 +101,13 @@ static ir_status nrrd_field(const char *key, const char *value, size_t line, con
     long d = 0;
     if (!ir_text_parse_long(value, &d))
       return ir_input_error(err, path, "line %zu: dimension '%s' is not a number", line, value);
-    if (d != 3)
-      return ir_input_error(err, path, "line %zu: dimension %ld: only 3-D scalar volumes are read",
+    if (d != 3 && d != 4)
+      return ir_input_error(err, path,
+                            "line %zu: dimension %ld: only 3-D scalar volumes and 4-D time series of "
+                            "them are read",
                             line, d);
     seen->dimension = true;
+    seen->dims = d;
   } else if (ir_text_equal_nocase(key, "type")) {
     if (!nrrd_type(value, &h->type))
       return ir_input_error(err, path,
@@ -106,9 +115,13 @@ static ir_status nrrd_field(const char *key, const char *value, size_t line, con
                             line, value);
     seen->type = true;
   } else if (ir_text_equal_nocase(key, "sizes")) {
-    if (ir_text_parse_sizes(value, h->dims, 3) != 3)
-      return ir_input_error(err, path, "line %zu: sizes '%s': expected three whole numbers", line,
-                            value);
+    size_t sizes[4] = {0, 0, 0, 1};
+    int want = seen->dims == 4 ? 4 : 3;
+    if (ir_text_parse_sizes(value, sizes, want) != want)
+      return ir_input_error(err, path, "line %zu: sizes '%s': expected %s whole numbers", line, value,
+                            want == 4 ? "four" : "three");
+    memcpy(h->dims, sizes, sizeof h->dims);
+    h->steps = want == 4 ? sizes[3] : 0;
     seen->sizes = true;
   } else if (ir_text_equal_nocase(key, "endian")) {
     if (!ir_endian_parse(value, &h->endian))
@@ -127,10 +140,11 @@ static ir_status nrrd_field(const char *key, const char *value, size_t line, con
                             line, value);
     seen->encoding = true;
   } else if (ir_text_equal_nocase(key, "spacings")) {
-    double s[3];
-    if (ir_text_parse_floats(value, s, 3) != 3)
-      return ir_input_error(err, path, "line %zu: spacings '%s': expected three numbers", line,
-                            value);
+    double s[4];
+    int want = seen->dims == 4 ? 4 : 3; /* a time axis's spacing (usually nan) is not used */
+    if (ir_text_parse_floats(value, s, want) != want)
+      return ir_input_error(err, path, "line %zu: spacings '%s': expected %s numbers", line, value,
+                            want == 4 ? "four" : "three");
     /* NaN marks a non-spatial axis; a missing or absurd spacing is taken as 1. */
     for (int k = 0; k < 3; k++) h->spacing[k] = isfinite(s[k]) && s[k] > 0 ? (float)s[k] : 1.0f;
   } else if (ir_text_equal_nocase(key, "space directions")) {
@@ -251,21 +265,30 @@ ir_status ir_nrrd_parse(const char *text, size_t len, const char *path, ir_heade
   return IR_OK;
 }
 
-ir_status ir_load_nrrd(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
-  const char *path = desc->source;
+ir_status ir_nrrd_read_header(const char *path, ir_header *h, char err[IR_ERR_LEN]) {
   char *text = NULL;
   size_t len = 0;
   ir_status status = ir_read_prefix(path, IR_HEADER_MAX_BYTES, &text, &len, err);
   if (status != IR_OK) return status;
-  ir_header h;
-  status = ir_nrrd_parse(text, len, path, &h, err);
+  status = ir_nrrd_parse(text, len, path, h, err);
   free(text);
   if (status != IR_OK) return status;
-  if (h.file_count == 0 && ir_path_has_suffix(path, ".nhdr")) {
-    ir_header_free(&h);
+  if (h->file_count == 0 && ir_path_has_suffix(path, ".nhdr")) {
+    ir_header_free(h);
     return ir_input_error(err, path, "a detached header (.nhdr) needs a 'data file:' field");
   }
-  status = ir_header_read_voxels(&h, path, desc, out, err);
+  return IR_OK;
+}
+
+ir_status ir_load_nrrd(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  const char *path = desc->source;
+  ir_header h;
+  ir_status status = ir_nrrd_read_header(path, &h, err);
+  if (status != IR_OK) return status;
+  if (h.steps > 1)
+    status = ir_refuse_4d(&h, path, err);
+  else
+    status = ir_header_read_voxels(&h, path, desc, out, err);
   ir_header_free(&h);
   return status;
 }

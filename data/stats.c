@@ -18,7 +18,7 @@
 #include "data/parallel.h"
 #include "data/volume_internal.h"
 
-#define FINE_BINS 256
+#define FINE_BINS IR_STATS_FINE_BINS
 #define MAX_LABELS 32
 #define MAX_SUGGESTED 8
 
@@ -264,6 +264,28 @@ static void suggest_boundaries(ir_volume_stats *s, const size_t *fine, const siz
   if (s->suggested_count == 0 && s->max > s->min) add_suggestion(s, 0.5 * (s->min + s->max), 0);
 }
 
+size_t ir_volume_grad_stride(const size_t dims[3]) {
+  return 1 + dims[0] * dims[1] * dims[2] / ((size_t)16 << 20);
+}
+
+void ir_volume_stats_from_counts(const ir_volume *v, const ir_volume_counts *c, ir_volume_stats *out) {
+  memset(out, 0, sizeof *out);
+  out->nonfinite_count = c->nonfinite;
+  if (c->finite == 0) return;
+  out->min = c->min;
+  out->max = c->max;
+  out->mean = c->sum / (double)c->finite;
+  memcpy(out->histogram, c->coarse, sizeof out->histogram);
+  double builtin_iso = ir_builtin_isovalue(v->name);
+  if (isfinite(builtin_iso)) add_suggestion(out, builtin_iso, 0);
+  size_t distinct = 0;
+  for (size_t k = 0; c->integer_counts && k < 65536; k++) distinct += c->integer_counts[k] != 0;
+  if (c->integer_counts && distinct >= 2 && distinct <= MAX_LABELS)
+    suggest_labels(out, c->integer_counts, v->type, distinct);
+  else
+    suggest_boundaries(out, c->fine, c->grad_count, c->grad_sum, c->finite);
+}
+
 void ir_volume_compute_stats(const ir_volume *v, ir_volume_stats *out) {
   memset(out, 0, sizeof *out);
   size_t count = ir_volume_voxel_count(v);
@@ -273,25 +295,24 @@ void ir_volume_compute_stats(const ir_volume *v, ir_volume_stats *out) {
   if (!p1) return;
   p1->v = v;
   int workers = ir_parallel_for(count, (size_t)1 << 20, pass1_range, p1);
-  double lo = INFINITY, hi = -INFINITY, sum = 0;
-  size_t finite = 0;
+  ir_volume_counts c = {.min = INFINITY, .max = -INFINITY};
   for (int w = 0; w < workers; w++) {
-    lo = p1->lo[w] < lo ? p1->lo[w] : lo;
-    hi = p1->hi[w] > hi ? p1->hi[w] : hi;
-    sum += p1->sum[w];
-    finite += p1->finite[w];
+    c.min = p1->lo[w] < c.min ? p1->lo[w] : c.min;
+    c.max = p1->hi[w] > c.max ? p1->hi[w] : c.max;
+    c.sum += p1->sum[w];
+    c.finite += p1->finite[w];
   }
   free(p1);
-  out->nonfinite_count = count - finite;
-  if (finite == 0) return;
-  out->min = lo;
-  out->max = hi;
-  out->mean = sum / (double)finite;
+  c.nonfinite = count - c.finite;
+  if (c.finite == 0) {
+    out->nonfinite_count = c.nonfinite;
+    return;
+  }
 
   size_t rows = v->dims[1] * v->dims[2];
   size_t grain = rows / 256 > 1 ? rows / 256 : 1;
   int row_workers = ir_parallel_workers(rows, grain);
-  pass2 p2 = {.v = v, .lo = lo, .hi = hi, .grad_stride = 1 + count / ((size_t)16 << 20),
+  pass2 p2 = {.v = v, .lo = c.min, .hi = c.max, .grad_stride = ir_volume_grad_stride(v->dims),
               .workers = calloc((size_t)row_workers, sizeof(pass2_worker))};
   if (!p2.workers) return;
   bool integer = v->type != IR_VOXEL_FLOAT32;
@@ -302,26 +323,18 @@ void ir_volume_compute_stats(const ir_volume *v, ir_volume_stats *out) {
   }
   if (ok) {
     ir_parallel_for(rows, grain, pass2_rows, &p2);
-    size_t fine[FINE_BINS] = {0}, grad_count[FINE_BINS] = {0};
-    double grad_sum[FINE_BINS] = {0};
     for (int w = 0; w < row_workers; w++) {
-      for (int b = 0; b < IR_HISTOGRAM_BINS; b++) out->histogram[b] += p2.workers[w].coarse[b];
+      for (int b = 0; b < IR_HISTOGRAM_BINS; b++) c.coarse[b] += p2.workers[w].coarse[b];
       for (int b = 0; b < FINE_BINS; b++) {
-        fine[b] += p2.workers[w].fine[b];
-        grad_count[b] += p2.workers[w].grad_count[b];
-        grad_sum[b] += p2.workers[w].grad_sum[b];
+        c.fine[b] += p2.workers[w].fine[b];
+        c.grad_count[b] += p2.workers[w].grad_count[b];
+        c.grad_sum[b] += p2.workers[w].grad_sum[b];
       }
       if (w > 0 && integer)
         for (size_t k = 0; k < 65536; k++) p2.workers[0].integer_counts[k] += p2.workers[w].integer_counts[k];
     }
-    double builtin_iso = ir_builtin_isovalue(v->name);
-    if (isfinite(builtin_iso)) add_suggestion(out, builtin_iso, 0);
-    size_t distinct = 0;
-    for (size_t k = 0; integer && k < 65536; k++) distinct += p2.workers[0].integer_counts[k] != 0;
-    if (integer && distinct >= 2 && distinct <= MAX_LABELS)
-      suggest_labels(out, p2.workers[0].integer_counts, v->type, distinct);
-    else
-      suggest_boundaries(out, fine, grad_count, grad_sum, finite);
+    c.integer_counts = integer ? p2.workers[0].integer_counts : NULL;
+    ir_volume_stats_from_counts(v, &c, out);
   }
   for (int w = 0; w < row_workers; w++) free(p2.workers[w].integer_counts);
   free(p2.workers);

@@ -238,33 +238,10 @@ static bool file_list_add(file_list *l, const char *path) {
   return true;
 }
 
-/* Natural order: runs of digits compare as numbers, so slice_2 comes before slice_10. */
-static int natural_compare(const char *a, const char *b) {
-  while (*a && *b) {
-    if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
-      while (*a == '0') a++;
-      while (*b == '0') b++;
-      size_t na = 0, nb = 0;
-      while (a[na] >= '0' && a[na] <= '9') na++;
-      while (b[nb] >= '0' && b[nb] <= '9') nb++;
-      if (na != nb) return na < nb ? -1 : 1;
-      int c = strncmp(a, b, na);
-      if (c) return c;
-      a += na;
-      b += nb;
-      continue;
-    }
-    if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
-    a++;
-    b++;
-  }
-  return *a ? 1 : *b ? -1 : 0;
-}
-
 static int compare_paths(const void *x, const void *y) {
   const char *a = *(char *const *)x, *b = *(char *const *)y;
   const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
-  int c = natural_compare(sa ? sa + 1 : a, sb ? sb + 1 : b);
+  int c = ir_natural_compare(sa ? sa + 1 : a, sb ? sb + 1 : b);
   return c ? c : strcmp(a, b);
 }
 
@@ -290,30 +267,13 @@ static ir_status list_folder(const char *dir_path, file_list *l, char err[IR_ERR
   return status;
 }
 
-/* One printf conversion of an integer (%d, %03d, %i, %u): anything else is not a pattern. */
-static bool valid_pattern(const char *fmt) {
-  int conversions = 0;
-  for (const char *s = fmt; *s; s++) {
-    if (*s != '%') continue;
-    if (s[1] == '%') {
-      s++;
-      continue;
-    }
-    s++;
-    while (*s >= '0' && *s <= '9') s++;
-    if (*s != 'd' && *s != 'i' && *s != 'u') return false;
-    conversions++;
-  }
-  return conversions == 1;
-}
-
 static bool file_exists(const char *path) {
   struct stat st;
   return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 static ir_status expand_pattern(const char *fmt, file_list *l, char err[IR_ERR_LEN]) {
-  if (!valid_pattern(fmt))
+  if (!ir_is_number_pattern(fmt))
     return ir_input_error(err, fmt, "a slice pattern needs exactly one %%d-style conversion "
                                     "(e.g. slice_%%03d.tif)");
   char path[4096];

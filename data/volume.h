@@ -66,7 +66,38 @@ typedef struct ir_volume {
    * IR_AXIS_NONE otherwise; the orbit camera then keeps +z up. up_source names the field. */
   ir_axis up_axis;
   char up_source[64];
+  /* Loading: every voxel went through ir_volume_desc.sink as it was read (the data was
+   * uncompressed and read in pieces); false: the voxels are only here. */
+  bool streamed;
+  /* Header-only loads: a full load of this source reads uncompressed pieces (and so passes them
+   * to a sink); false for compressed data, DICOM, TIFF, VTI and builtin volumes. */
+  bool streamable;
 } ir_volume;
+
+/* ---- Reading in pieces ------------------------------------------------------------------- */
+/* Uncompressed data of a whole volume (raw files and the header formats with raw encoding, NIfTI
+ * without scaling) are read by several threads at once, in pieces of whole rows of dims[0]
+ * voxels: rows row .. row + rows - 1, row = y + dims[1] z, either inside one slice or whole
+ * slices from a slice's first row. A sink sees each piece once, as soon as it is read. */
+typedef struct ir_volume_piece {
+  size_t offset, bytes; /* bytes [offset, offset + bytes) of the voxels (x fastest) */
+  size_t row, rows;
+} ir_volume_piece;
+
+/* Where pieces go as they are read (the GPU upload). piece() runs on the reading threads, for
+ * several pieces at a time, with the piece's voxels in host byte order; an error it returns
+ * stops the load with its message. */
+typedef struct ir_volume_sink {
+  ir_status (*piece)(void *ctx, const ir_volume_piece *piece, const void *voxels, char err[IR_ERR_LEN]);
+  void *ctx;
+} ir_volume_sink;
+
+/* Progress of a load: bytes of voxels read (or decompressed) so far, of `total`. Called from
+ * the reading threads, possibly several at a time. */
+typedef void (*ir_volume_progress_fn)(void *ctx, size_t done, size_t total);
+
+typedef enum ir_io_mode { IR_IO_AUTO = 0, IR_IO_BUFFERED, IR_IO_DIRECT } ir_io_mode;
+bool ir_io_mode_parse(const char *word, ir_io_mode *out); /* auto | buffered | direct */
 
 /* How to load a volume. Zero means "not given": the format or file name decides. */
 typedef struct ir_volume_desc {
@@ -97,8 +128,28 @@ typedef struct ir_volume_desc {
   /* Header only: dims (of the whole volume), type, spacing and name are filled; no voxels are
    * read or allocated (voxels NULL, bytes 0, value range 0..0). */
   bool header_only;
+  /* With header_only: also check that the data files exist and can hold the voxels (their sizes
+   * for uncompressed data, the compressor's best ratio otherwise), as a full load does first.
+   * Formats read whole to learn their header (DICOM, VTI) are read whole either way. */
+  bool check_data;
+  bool keep_bad_steps;   /* time series: keep bad steps, failing when read (ir_series_open) */
   const char *series;    /* DICOM: SeriesInstanceUID to load from a folder of several series */
   const char *array;     /* VTI: point data array to load instead of the active scalars */
+  /* Pieces of uncompressed data go here too as they are read (ir_volume.streamed says whether
+   * they did); NULL: none. */
+  const ir_volume_sink *sink;
+  ir_volume_progress_fn on_progress; /* NULL: none; called whatever show_progress says */
+  void *progress_ctx;
+  /* An earlier volume whose memory the load may reuse (time series: one buffer per step in
+   * flight). The load takes it over: its voxels become the new volume's when they are large
+   * enough, else they are freed; *recycle is left empty either way. NULL: none. */
+  ir_volume *recycle;
+  /* Reading uncompressed pieces: threads (0: one per core, at most 16) and how: through the page
+   * cache, or with O_DIRECT (which spares a copy when the file comes from disk; needs a file
+   * system that supports it). Automatic: O_DIRECT for files of 256 MiB or more with under a
+   * tenth of their pages in the page cache. */
+  int io_threads;
+  ir_io_mode io_mode;
 } ir_volume_desc;
 
 /* Loads (or generates) a volume. On failure `out` is left empty and `err` holds one line. */
@@ -133,6 +184,41 @@ double ir_builtin_isovalue(const char *source);
 /* The volume used when none is given on the command line. */
 #define IR_DEFAULT_VOLUME "builtin:fractal:256"
 
+/* ---- Time series ---------------------------------------------------------------------------- */
+/* A volume that changes over time: steps of the same dims and type, from
+ *   a printf pattern    data_%04d.raw: every number from the first file found to the last; a
+ *                       number in between with no file is a missing step (TIFF slice patterns
+ *                       stay one volume)
+ *   a glob              'data_*.nrrd' (quoted, so that the shell leaves it): natural order
+ *   a folder            its volume files: the header formats (.nrrd .nhdr .mhd .mha .nii
+ *                       .nii.gz .vti .dat) when it holds any, else the .raw/.raw.gz files;
+ *                       natural order (a folder of TIFF slices or DICOM files stays one volume)
+ *   a .pvd file         ParaView's collection of .vti files, in timestep order
+ *   a 4-D NRRD / NIfTI  the last axis is time (ir_volume_load refuses them, saying so)
+ * Opening reads every step's header (dims, type, data sizes; for .vti steps the extent only),
+ * so that a missing, mismatched or short step is refused before any voxel is read; data that
+ * are corrupt inside (compressed streams) show only when that step is read. Messages name the
+ * step and its file: "step 8 of 20: dir/data_0007.raw: ...". */
+typedef struct ir_series ir_series;
+/* Whether `source` names a time series (a header is read for NRRD and NIfTI files). */
+bool ir_series_detect(const char *source);
+/* desc: the source and format options (--dims, --type, ...), applied to every step. With
+ * desc->keep_bad_steps (the window, which skips them), a bad step after the first (missing, other
+ * dims or type, short) does not refuse the series: reading it fails with the same message. */
+ir_status ir_series_open(const ir_volume_desc *desc, ir_series **out, char err[IR_ERR_LEN]);
+size_t ir_series_bad_steps(const ir_series *s); /* steps kept bad at open (keep_bad_steps) */
+void ir_series_close(ir_series *s);
+size_t ir_series_length(const ir_series *s);
+const char *ir_series_step_name(const ir_series *s, size_t step); /* file name, or "run.nii[4]" */
+double ir_series_step_time(const ir_series *s, size_t step);       /* .pvd timestep, else the index */
+/* Dims, type, spacing, up axis of every step (from the first), name of the series. */
+const ir_volume *ir_series_header(const ir_series *s);
+/* Reads step `step` into out (ir_volume_load's contract). From `options`: sink, on_progress,
+ * recycle, io_threads, io_mode, show_progress (the rest comes from the desc opened with). One
+ * step at a time: not from several threads at once. */
+ir_status ir_series_read(ir_series *s, size_t step, const ir_volume_desc *options, ir_volume *out,
+                         char err[IR_ERR_LEN]);
+
 /* ---- Statistics for `inkray info` --------------------------------------------------------- */
 #define IR_HISTOGRAM_BINS 64
 typedef struct ir_volume_stats {
@@ -143,6 +229,27 @@ typedef struct ir_volume_stats {
   double suggested_isovalues[8];       /* isovalues likely to show structure, best first */
 } ir_volume_stats;
 void ir_volume_compute_stats(const ir_volume *v, ir_volume_stats *out);
+
+/* What the statistics are made from: two passes over the finite voxels. The first gives the
+ * range, sum and counts; the second bins each value over [min, max] into a coarse and a fine
+ * histogram (bin = (int)((value - min) / (max - min) * bins), clamped), counts 8/16-bit values
+ * exactly, and on every grad_stride-th row (row = y + dims[1] z, interior rows and voxels only)
+ * adds the central-difference gradient length, 0.5 |(f(x+1) - f(x-1), ...)|, of each voxel whose
+ * gradient is finite to its fine bin. A GPU fills the same counts (render.h,
+ * ir_renderer_volume_stats); ir_volume_stats_from_counts makes the statistics of either. */
+#define IR_STATS_FINE_BINS 256
+typedef struct ir_volume_counts {
+  double min, max, sum;
+  size_t finite, nonfinite;
+  size_t coarse[IR_HISTOGRAM_BINS];
+  size_t fine[IR_STATS_FINE_BINS];
+  size_t grad_count[IR_STATS_FINE_BINS];
+  double grad_sum[IR_STATS_FINE_BINS];
+  size_t *integer_counts; /* 65536 counts by value (int16: value + 32768); NULL for float32 */
+} ir_volume_counts;
+size_t ir_volume_grad_stride(const size_t dims[3]); /* 1 + voxels / 2^24 */
+/* v gives the type and name (a builtin volume's own isovalue comes first); no voxels are read. */
+void ir_volume_stats_from_counts(const ir_volume *v, const ir_volume_counts *counts, ir_volume_stats *out);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #ifndef INKRAY_DATA_VOLUME_INTERNAL_H
 #define INKRAY_DATA_VOLUME_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <zlib.h>
@@ -53,6 +54,8 @@ typedef struct ir_header {
   float scale_slope, scale_inter;
   ir_axis up_axis;      /* the index axis toward the patient's superior side, if the header says */
   const char *up_source; /* the header field that said it (a string literal) */
+  size_t steps;         /* a 4-D file (NRRD dimension 4, NIfTI dim[4]): time steps of dims
+                           voxels each, one after another (0 or 1: a 3-D volume) */
 } ir_header;
 
 void ir_header_init(ir_header *h);
@@ -73,6 +76,22 @@ ir_status ir_qvis_parse(const char *text, size_t len, const char *path, ir_heade
 #define IR_NIFTI_HEADER_BYTES 348
 ir_status ir_nifti_parse(const unsigned char *bytes, size_t len, const char *path, ir_header *h,
                          char err[IR_ERR_LEN]);
+
+/* The header of a NRRD or NIfTI file (4-D ones included), read from its file. */
+ir_status ir_nrrd_read_header(const char *path, ir_header *h, char err[IR_ERR_LEN]);
+ir_status ir_nifti_read_header(const char *path, ir_header *h, char err[IR_ERR_LEN]);
+/* A 4-D file given where one volume is wanted: one line saying to open it as a time series. */
+ir_status ir_refuse_4d(const ir_header *h, const char *path, char err[IR_ERR_LEN]);
+/* Where the voxels of data file `index` (of h->file_count, or the header's own file) start,
+ * after line and byte skips, with its size checked against its share of the data; raw encoding. */
+ir_status ir_header_data_start(const ir_header *h, const char *header_path, size_t index, size_t share,
+                               size_t *start, char err[IR_ERR_LEN]);
+/* NIfTI scaling: the stored values become slope * v + inter, as float32 (out's type changes). */
+ir_status ir_apply_scaling(const ir_header *h, ir_volume *out, const char *what, char err[IR_ERR_LEN]);
+/* Natural order of names: runs of digits compare as numbers (slice_2 before slice_10). */
+int ir_natural_compare(const char *a, const char *b);
+/* Exactly one printf conversion of an integer (%d, %03d, %i, %u) in fmt. */
+bool ir_is_number_pattern(const char *fmt);
 
 /* Format loaders: path is the file, desc the user's options. */
 ir_status ir_load_raw(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
@@ -218,6 +237,14 @@ void ir_volume_header_only(ir_volume *out, const size_t dims[3], ir_voxel_type t
 ir_axis ir_up_axis_from_directions(const double dirs[3][3]);
 /* Sets the name, fills value_min/value_max/nonfinite_count. */
 void ir_volume_finish(ir_volume *v, const char *name);
+/* The same with the range already known (scanned piece by piece while reading): lo/hi are the
+ * smallest and largest finite values (+-INFINITY when none). */
+void ir_volume_finish_with_range(ir_volume *v, const char *name, double lo, double hi, size_t nonfinite);
+/* Finite minimum and maximum of voxels [begin, end) (+INFINITY/-INFINITY when none) and the
+ * count of the others; the loop every range scan runs. */
+void ir_scan_range(const void *voxels, ir_voxel_type type, size_t begin, size_t end, double *lo, double *hi,
+                   size_t *nonfinite);
+
 /* Swaps every voxel's bytes (16- and 32-bit types). */
 void ir_swap_voxels(void *voxels, size_t count, size_t voxel_size);
 bool ir_host_is_big_endian(void);
@@ -243,6 +270,9 @@ typedef struct ir_progress {
   int shown_percent;
   double start_s, last_line_s, interval_s;
   bool printed;
+  ir_volume_progress_fn callback; /* desc->on_progress, called on every update */
+  void *callback_ctx;
+  pthread_mutex_t lock;           /* the reading threads add at the same time */
 } ir_progress;
 void ir_progress_begin(ir_progress *p, const ir_volume_desc *desc, const char *name, size_t total);
 void ir_progress_add(ir_progress *p, size_t bytes);
@@ -258,6 +288,30 @@ ir_status ir_read_payload(FILE *f, const char *what, ir_encoding encoding, size_
 ir_status ir_read_payload_scatter(FILE *f, const char *what, ir_encoding encoding,
                                   size_t skip_after, const ir_region_sink *sink, size_t base,
                                   size_t bytes, ir_progress *progress, char err[IR_ERR_LEN]);
+
+/* ---- Uncompressed data in pieces (read_pieces.c) ------------------------------------------------- */
+/* Pieces of about this many bytes: a few of them fit in a core's cache between the read, the
+ * range scan and the sink's copy. */
+#define IR_PIECE_BYTES ((size_t)4 << 20)
+/* Cuts bytes [base, base + bytes) of a volume of `dims` voxels of `elem` bytes into pieces of
+ * whole rows, inside one slice or whole slices, of about `target` bytes (one row at least);
+ * writes them to `out` unless it is NULL and returns how many. When base or bytes is not a
+ * whole number of rows, the pieces are plain byte ranges with row = rows = 0. */
+size_t ir_plan_pieces(const size_t dims[3], size_t elem, size_t base, size_t bytes, size_t target,
+                      ir_volume_piece *out);
+/* One data file's part of the voxels: `bytes` of them from byte `start` of the file, which are
+ * bytes [base, base + bytes) of the volume. */
+typedef struct ir_piece_file {
+  const char *path;
+  size_t start, base, bytes;
+} ir_piece_file;
+/* Reads the files' voxels into dst (the whole volume, dims/type), in pieces on several threads
+ * (desc->io_threads, desc->io_mode), swapping each piece's bytes when `swap`, scanning its value
+ * range (*lo, *hi, *nonfinite as ir_scan_range gives them for the whole volume) and passing it to
+ * desc->sink (when given and the pieces are whole rows: *streamed says so). */
+ir_status ir_read_pieces(const ir_piece_file *files, size_t file_count, const size_t dims[3], ir_voxel_type type,
+                         bool swap, unsigned char *dst, const ir_volume_desc *desc, ir_progress *progress,
+                         double *lo, double *hi, size_t *nonfinite, bool *streamed, char err[IR_ERR_LEN]);
 
 /* Procedural volumes (builtin.c): the Marschner-Lobb signal on [-1,1]^3, and the number of
  * noise octaves the fractal uses at size n. */

@@ -1,7 +1,8 @@
-/* BVH setup (InK §3.1.1): min/max of every 16^3 brick, with the one-voxel shared border, and
- * the implicit balanced BVH layout over the brick grid; the min/max of the brick walk's finer
- * cells (IR_WALK_CELLS); plus the host version of the per-frame update (§3.1.2), which the CPU
- * renderer runs and the GPU tests compare against.
+/* BVH setup (InK §3.1.1): the implicit balanced BVH layout over the grid of 16^3 bricks; on the
+ * CPU device, the min/max of every brick, with the one-voxel shared border, and of the brick
+ * walk's finer cells (IR_WALK_CELLS), for each slot's volume; plus the host version of the
+ * per-frame update (§3.1.2), which the CPU renderer runs and the GPU tests compare against. (The
+ * GPU computes its ranges from its texture: gpu_volume.cu.)
  *
  * Ranges are computed once per volume on all cores. Only finite values count, so a brick or
  * cell of NaN/Inf voxels has min > max and is never valid.
@@ -157,7 +158,7 @@ static bool run_workers(int threads, void *(*fn)(void *), void *arg) {
   int started = 0;
   for (; started < threads - 1; started++)
     if (pthread_create(&tids[started], NULL, fn, arg) != 0) break;
-  fn(arg); /* the calling thread works too, so a failed pthread_create only slows things down */
+  fn(arg); /* the calling thread works too, so that a failed pthread_create only slows things down */
   for (int i = 0; i < started; i++) pthread_join(tids[i], NULL);
   return true;
 }
@@ -170,33 +171,44 @@ ir_status ir_bvh_setup(ir_renderer *r, char err[IR_ERR_LEN]) {
              v->dims[0], v->dims[1], v->dims[2], IR_BVH_MAX_LEVELS);
     return IR_ERR_INPUT;
   }
+  for (int k = 0; k < 3; k++) r->cells[k] = cells_along(v->dims[k], IR_WALK_CELLS);
+  return IR_OK;
+}
+
+void ir_cpu_slot_free(ir_cpu_slot *s) {
+  free(s->ranges);
+  free(s->cell_ranges);
+  free(s->voxels_clean);
+  memset(s, 0, sizeof *s);
+}
+
+ir_status ir_cpu_slot_fill(ir_renderer *r, ir_cpu_slot *slot, const ir_volume *v, char err[IR_ERR_LEN]) {
   const uint32_t *bd = r->layout.dims[0];
   size_t bricks = (size_t)bd[0] * bd[1] * bd[2];
-  for (int k = 0; k < 3; k++) r->cells[k] = cells_along(v->dims[k], IR_WALK_CELLS);
   size_t cells = (size_t)r->cells[0] * r->cells[1] * r->cells[2];
-  r->ranges = malloc(bricks * sizeof *r->ranges);
-  r->cell_ranges = malloc(cells * sizeof *r->cell_ranges);
-  if (!r->ranges || !r->cell_ranges) {
+  if (!slot->ranges) slot->ranges = malloc(bricks * sizeof *slot->ranges);
+  if (!slot->cell_ranges) slot->cell_ranges = malloc(cells * sizeof *slot->cell_ranges);
+  if (!slot->ranges || !slot->cell_ranges) {
     snprintf(err, IR_ERR_LEN, "%s: out of host memory for %zu brick and %zu cell ranges", v->name, bricks, cells);
     return IR_ERR_RUNTIME;
   }
-  range_job job = {.v = v, .cells = r->cells, .cell_ranges = r->cell_ranges};
+  range_job job = {.v = v, .cells = r->cells, .cell_ranges = slot->cell_ranges};
   atomic_init(&job.next_row, 0u);
   atomic_init(&job.infinities, (size_t)0);
   run_workers(ir_cpu_thread_count(r->threads), range_worker, &job);
-  bricks_from_cells(&r->layout, r->cells, r->cell_ranges, r->ranges);
-
-  r->view = ir_volume_view_of(v); /* the GPU sets its texture objects at upload */
+  bricks_from_cells(&r->layout, r->cells, slot->cell_ranges, slot->ranges);
+  slot->volume = v;
+  free(slot->voxels_clean);
+  slot->voxels_clean = NULL;
   if (atomic_load(&job.infinities) > 0) {
     size_t n = v->dims[0] * v->dims[1] * v->dims[2];
-    r->voxels_clean = malloc(n * sizeof(float));
-    if (!r->voxels_clean) {
+    slot->voxels_clean = malloc(n * sizeof(float));
+    if (!slot->voxels_clean) {
       snprintf(err, IR_ERR_LEN, "%s: out of host memory copying %zu voxels", v->name, n);
       return IR_ERR_RUNTIME;
     }
     const float *src = v->voxels;
-    for (size_t i = 0; i < n; i++) r->voxels_clean[i] = isinf(src[i]) ? NAN : src[i];
-    r->view.voxels = r->voxels_clean;
+    for (size_t i = 0; i < n; i++) slot->voxels_clean[i] = isinf(src[i]) ? NAN : src[i];
   }
   return IR_OK;
 }

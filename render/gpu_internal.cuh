@@ -168,12 +168,14 @@ static __device__ __forceinline__ void ir_stage_emit(const ir_stage_out &o, bool
 static inline int ir_graph_slot(bool paper, ir_compact_method m) { return (paper ? IR_COMPACT_METHOD_COUNT : 0) + (int)m; }
 
 /* ---- The renderer's GPU state ----------------------------------------------------------------- */
+struct ir_gpu_volumes; /* gpu_volume.cu: the slots' arrays, staging buffers, statistics */
+
 struct ir_gpu_state {
   int device;
   cudaStream_t stream;
   cudaEvent_t ev_start, ev_stop, ev_a, ev_b;
-  cudaArray_t array;
-  cudaTextureObject_t tex;       /* linear filtering: the march */
+  struct ir_gpu_volumes *volumes;
+  cudaTextureObject_t tex;       /* the slot in use's: linear filtering, the march */
   cudaTextureObject_t tex_point; /* point reads of the same array: exact trilinear */
   cudaArray_t color_array;       /* ir_renderer_set_color_volume */
   cudaTextureObject_t color_tex;
@@ -347,6 +349,10 @@ uint32_t ir_persist_tiles(int width, int height);
 /* The blocks of the kernel of trace mode `mode` that fit on the device at once. */
 cudaError_t ir_persistent_blocks(int mode, unsigned *blocks);
 cudaError_t ir_persistent_launch(const ir_gpu_frame &frame, const ir_persist_args &a, int mode, cudaStream_t stream);
+
+/* gpu_volume.cu: the slots (slot 0 allocated for the renderer's dims and type, nothing loaded). */
+ir_status ir_gpu_volumes_create(ir_renderer *r, char err[IR_ERR_LEN]);
+void ir_gpu_volumes_destroy(struct ir_gpu_state *g);
 
 /* gpu_pipeline.cu: one multi-kernel frame (graph or host-driven loop); fills the stage times
  * when `timed` (host loop with events between stages). */

@@ -1,5 +1,5 @@
-/* The GPU device: the volume as a 3D texture of its native type, the brick ranges and the
- * tree, per-pixel buffers that grow with the image and never shrink, and the frame: the
+/* The GPU device: the volume as a 3D texture of its native type (loaded by gpu_volume.cu), the
+ * brick ranges and the tree, per-pixel buffers that grow with the image and never shrink, and the frame: the
  * multi-kernel pipelines (gpu_pipeline.cu), the persistent kernel (persistent.cu) or the single
  * kernel (single_kernel.cu).
  *
@@ -86,15 +86,6 @@ static ir_status upload_texture(const ir_volume *v, const void *voxels, int devi
   return IR_OK;
 }
 
-static ir_status upload_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
-  struct ir_gpu_state *g = r->gpu;
-  ir_status st = upload_texture(r->volume, r->view.voxels, g->device, &g->array, &g->tex, &g->tex_point, err);
-  if (st != IR_OK) return st;
-  r->view.tex = (unsigned long long)g->tex;
-  r->view.tex_point = (unsigned long long)g->tex_point;
-  return IR_OK;
-}
-
 static void free_color_texture(struct ir_gpu_state *g) {
   if (g->color_tex) cudaDestroyTextureObject(g->color_tex);
   if (g->color_array) cudaFreeArray(g->color_array);
@@ -140,15 +131,15 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   IR_CUDA(cudaEventCreate(&g->ev_stop));
   for (; g->timeline_created < IR_TIMELINE_EVENTS; g->timeline_created++)
     IR_CUDA(cudaEventCreate(&g->timeline[g->timeline_created]));
-  ir_status st = upload_volume(r, err);
-  if (st != IR_OK) return st;
+  /* The brick and cell ranges frames read: the slot in use's, copied here when it is chosen
+   * (gpu_volume.cu), so that captured graphs keep pointing at the same buffers. */
   const ir_bvh_layout *L = &r->layout;
   size_t bricks = (size_t)L->dims[0][0] * L->dims[0][1] * L->dims[0][2];
   IR_CUDA(cudaMalloc(&g->d_ranges, bricks * sizeof(ir_brick_range)));
-  IR_CUDA(cudaMemcpy(g->d_ranges, r->ranges, bricks * sizeof(ir_brick_range), cudaMemcpyHostToDevice));
   size_t cells = (size_t)r->cells[0] * r->cells[1] * r->cells[2];
   IR_CUDA(cudaMalloc(&g->d_cell_ranges, cells * sizeof(ir_brick_range)));
-  IR_CUDA(cudaMemcpy(g->d_cell_ranges, r->cell_ranges, cells * sizeof(ir_brick_range), cudaMemcpyHostToDevice));
+  ir_status st = ir_gpu_volumes_create(r, err);
+  if (st != IR_OK) return st;
   IR_CUDA(cudaMalloc(&g->d_nodes, (size_t)L->node_count * sizeof(ir_bvh_node)));
   size_t map_floats = (size_t)IR_COLORMAP_SIZE * 3;
   IR_CUDA(cudaMalloc(&g->d_colormaps, IR_COLORMAP_COUNT * map_floats * sizeof(float)));
@@ -192,9 +183,7 @@ void ir_gpu_destroy(ir_renderer *r) {
   if (g->stream) cudaStreamSynchronize(g->stream);
   ir_gpu_graphs_destroy(g);
   free_pixel_buffers(g);
-  if (g->tex) cudaDestroyTextureObject(g->tex);
-  if (g->tex_point) cudaDestroyTextureObject(g->tex_point);
-  if (g->array) cudaFreeArray(g->array);
+  ir_gpu_volumes_destroy(g);
   free_color_texture(g);
   cudaFree(g->d_colormaps);
   cudaFree(g->d_ranges);

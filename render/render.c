@@ -11,7 +11,7 @@
 #define IR_MAX_AXIS ((size_t)1 << 20)
 #define IR_MAX_IMAGE_SIDE 16384
 
-static ir_status check_volume(const ir_volume *v, char err[IR_ERR_LEN]) {
+static ir_status check_volume(const ir_volume *v, bool header_only, char err[IR_ERR_LEN]) {
   if (!v) {
     snprintf(err, IR_ERR_LEN, "no volume given to the renderer (ir_renderer_desc.volume is NULL)");
     return IR_ERR_INPUT;
@@ -33,13 +33,15 @@ static ir_status check_volume(const ir_volume *v, char err[IR_ERR_LEN]) {
     return IR_ERR_INPUT;
   }
   size_t need = v->dims[0] * v->dims[1] * v->dims[2] * ir_voxel_type_size(v->type);
-  if (!v->voxels || v->bytes < need) {
+  if (!header_only && (!v->voxels || v->bytes < need)) {
     snprintf(err, IR_ERR_LEN, "volume '%s': %zu bytes of voxels, expected %zu for %zux%zux%zu %s", v->name,
              v->voxels ? v->bytes : 0, need, v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type));
     return IR_ERR_INPUT;
   }
   return IR_OK;
 }
+
+static ir_status slot_end(ir_renderer *r, int slot, const ir_volume *v, bool streamed, char err[IR_ERR_LEN]);
 
 ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, char err[IR_ERR_LEN]) {
   if (out) *out = NULL;
@@ -60,7 +62,7 @@ ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, ch
              IR_BRICK_CELLS);
     return IR_ERR_INPUT;
   }
-  ir_status st = check_volume(desc->volume, err);
+  ir_status st = check_volume(desc->volume, desc->voxels_later, err);
   if (st != IR_OK) return st;
   ir_renderer *r = calloc(1, sizeof *r);
   if (!r) {
@@ -71,8 +73,18 @@ ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, ch
   r->volume = desc->volume;
   r->threads = desc->cpu_threads;
   r->walk_cells = desc->walk_cells;
+  r->slot_count = 1;
+  r->slot_in_use = -1;
+  r->view = ir_volume_view_of(r->volume);
   st = ir_bvh_setup(r, err);
   if (st == IR_OK && r->device == IR_DEVICE_GPU) st = ir_gpu_create(r, err);
+  /* The volume given now is slot 0's; a header's voxels come later through the slot calls. */
+  if (st == IR_OK && !desc->voxels_later) {
+    ir_volume_sink unused;
+    st = ir_renderer_slot_begin(r, 0, &unused, err);
+    if (st == IR_OK) st = slot_end(r, 0, desc->volume, false, err);
+    if (st == IR_OK) st = ir_renderer_use_slot(r, 0, err);
+  }
   if (st != IR_OK) {
     ir_renderer_destroy(r);
     return st;
@@ -84,13 +96,121 @@ ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, ch
 void ir_renderer_destroy(ir_renderer *r) {
   if (!r) return;
   if (r->gpu) ir_gpu_destroy(r);
-  free(r->ranges);
-  free(r->cell_ranges);
+  for (int k = 0; k < IR_MAX_SLOTS; k++) ir_cpu_slot_free(&r->cpu_slots[k]);
   free(r->nodes);
   free(r->image);
   free(r->depth);
-  free(r->voxels_clean);
   free(r);
+}
+
+/* ---- Slots ------------------------------------------------------------------------------------ */
+static ir_status check_slot(const ir_renderer *r, int slot, const char *what, char err[IR_ERR_LEN]) {
+  if (!r) {
+    snprintf(err, IR_ERR_LEN, "%s: renderer must not be NULL", what);
+    return IR_ERR_INPUT;
+  }
+  if (slot < 0 || slot >= r->slot_count) {
+    snprintf(err, IR_ERR_LEN, "%s: slot %d; the renderer has slots 0 to %d (ir_renderer_set_slots)", what, slot,
+             r->slot_count - 1);
+    return IR_ERR_INPUT;
+  }
+  return IR_OK;
+}
+
+ir_status ir_renderer_set_slots(ir_renderer *r, int count, char err[IR_ERR_LEN]) {
+  if (!r || count < 1 || count > IR_MAX_SLOTS) {
+    snprintf(err, IR_ERR_LEN, "ir_renderer_set_slots: %d slots; use 1 to %d", count, IR_MAX_SLOTS);
+    return IR_ERR_INPUT;
+  }
+  if (r->slot_in_use >= count) {
+    snprintf(err, IR_ERR_LEN, "ir_renderer_set_slots: slot %d is in use; keep at least %d slots", r->slot_in_use,
+             r->slot_in_use + 1);
+    return IR_ERR_INPUT;
+  }
+  if (r->device == IR_DEVICE_GPU) {
+    ir_status st = ir_gpu_set_slots(r, count, err);
+    if (st != IR_OK) return st;
+  }
+  for (int k = count; k < IR_MAX_SLOTS; k++) ir_cpu_slot_free(&r->cpu_slots[k]);
+  r->slot_count = count;
+  return IR_OK;
+}
+
+ir_status ir_renderer_slot_begin(ir_renderer *r, int slot, ir_volume_sink *sink, char err[IR_ERR_LEN]) {
+  ir_status st = check_slot(r, slot, "ir_renderer_slot_begin", err);
+  if (st != IR_OK) return st;
+  if (!sink) {
+    snprintf(err, IR_ERR_LEN, "ir_renderer_slot_begin: sink must not be NULL");
+    return IR_ERR_INPUT;
+  }
+  if (slot == r->slot_in_use) {
+    snprintf(err, IR_ERR_LEN, "ir_renderer_slot_begin: slot %d is the one frames draw; fill another", slot);
+    return IR_ERR_INPUT;
+  }
+  *sink = (ir_volume_sink){0};
+  return r->device == IR_DEVICE_GPU ? ir_gpu_slot_begin(r, slot, sink, err) : IR_OK;
+}
+
+/* streamed: every piece of v went through the slot's sink (ir_volume.streamed of its load). */
+static ir_status slot_end(ir_renderer *r, int slot, const ir_volume *v, bool streamed, char err[IR_ERR_LEN]) {
+  ir_status st = check_slot(r, slot, "ir_renderer_slot_end", err);
+  if (st != IR_OK) return st;
+  if ((st = check_volume(v, false, err)) != IR_OK) return st;
+  const ir_volume *first = r->volume;
+  if (v->dims[0] != first->dims[0] || v->dims[1] != first->dims[1] || v->dims[2] != first->dims[2] ||
+      v->type != first->type) {
+    snprintf(err, IR_ERR_LEN, "%.200s is %zux%zux%zu %s, but the renderer's volumes are %zux%zux%zu %s: they must match",
+             v->name, v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type), first->dims[0], first->dims[1],
+             first->dims[2], ir_voxel_type_name(first->type));
+    return IR_ERR_INPUT;
+  }
+  if (r->device == IR_DEVICE_GPU) {
+    r->cpu_slots[slot].volume = v;
+    return ir_gpu_slot_end(r, slot, v, streamed, err);
+  }
+  return ir_cpu_slot_fill(r, &r->cpu_slots[slot], v, err);
+}
+
+ir_status ir_renderer_slot_end(ir_renderer *r, int slot, const ir_volume *v, char err[IR_ERR_LEN]) {
+  return slot_end(r, slot, v, v && v->streamed, err);
+}
+
+ir_status ir_renderer_use_slot(ir_renderer *r, int slot, char err[IR_ERR_LEN]) {
+  ir_status st = check_slot(r, slot, "ir_renderer_use_slot", err);
+  if (st != IR_OK) return st;
+  const ir_cpu_slot *s = &r->cpu_slots[slot];
+  if (!s->volume) {
+    snprintf(err, IR_ERR_LEN, "ir_renderer_use_slot: slot %d holds no volume yet (ir_renderer_slot_end)", slot);
+    return IR_ERR_INPUT;
+  }
+  if (r->device == IR_DEVICE_GPU && (st = ir_gpu_use_slot(r, slot, err)) != IR_OK) return st;
+  ir_volume_view view = ir_volume_view_of(s->volume);
+  view.tex = r->view.tex;
+  view.tex_point = r->view.tex_point;
+  if (s->voxels_clean) view.voxels = s->voxels_clean;
+  r->view = view;
+  r->volume = s->volume;
+  r->ranges = s->ranges;
+  r->cell_ranges = s->cell_ranges;
+  r->slot_in_use = slot;
+  return IR_OK;
+}
+
+ir_status ir_renderer_slot_times(ir_renderer *r, int slot, ir_slot_times *out, char err[IR_ERR_LEN]) {
+  ir_status st = check_slot(r, slot, "ir_renderer_slot_times", err);
+  if (st != IR_OK) return st;
+  *out = (ir_slot_times){0};
+  return r->device == IR_DEVICE_GPU ? ir_gpu_slot_times(r, slot, out, err) : IR_OK;
+}
+
+ir_status ir_renderer_volume_stats(ir_renderer *r, ir_volume_stats *out, char err[IR_ERR_LEN]) {
+  if (!r || !out || r->slot_in_use < 0) {
+    snprintf(err, IR_ERR_LEN, "ir_renderer_volume_stats: no renderer, or no volume in use yet");
+    return IR_ERR_INPUT;
+  }
+  if (r->device == IR_DEVICE_GPU) return ir_gpu_volume_stats(r, out, err);
+  ir_volume_compute_stats(r->volume, out);
+  return IR_OK;
 }
 
 ir_status ir_renderer_set_color_volume(ir_renderer *r, const ir_volume *color_volume, char err[IR_ERR_LEN]) {
@@ -187,6 +307,11 @@ ir_status ir_render_frame(ir_renderer *r, const ir_frame_desc *frame, ir_frame_s
   }
   ir_status st = check_frame(r, frame, err);
   if (st != IR_OK) return st;
+  if (r->slot_in_use < 0) {
+    snprintf(err, IR_ERR_LEN, "no voxels yet: the renderer was made from a header; fill a slot and use it "
+             "(ir_renderer_slot_begin, slot_end, use_slot)");
+    return IR_ERR_INPUT;
+  }
   return r->device == IR_DEVICE_CPU ? ir_cpu_render_frame(r, frame, stats, err)
                                     : ir_gpu_render_frame(r, frame, stats, err);
 }

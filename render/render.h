@@ -128,6 +128,9 @@ typedef struct ir_renderer ir_renderer;
 typedef struct ir_renderer_desc {
   ir_device device;          /* GPU by default */
   const ir_volume *volume;   /* uploaded (GPU) or referenced (CPU) at create; must outlive a CPU renderer */
+  bool voxels_later;         /* `volume` is a header (dims, type, spacing; ir_volume_desc.header_only):
+                                its voxels come through slot 0 (ir_renderer_slot_begin .. use_slot),
+                                streamed to the GPU while they are read; no frame before that */
   int cpu_threads;           /* CPU device: 0 = all cores */
   int walk_cells;            /* voxels per cell of the brick walk in frames without a BVH update
                                 (single, persistent, the CPU): 8 or 16; 0: chosen per frame
@@ -248,6 +251,35 @@ ir_status ir_render_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN
 uint32_t ir_frame_tail_rays(const ir_frame_desc *f);
 /* The step a persistent frame runs with (resolving 0). */
 int ir_frame_step_batches(const ir_frame_desc *f);
+
+/* ---- The volume: statistics, streamed loads, time series -------------------------------------- */
+/* ir_volume_compute_stats of the volume frames draw, computed where it lives: on the GPU from its
+ * texture (the same counts, data/volume.h; sums in another order), else on the CPU. */
+ir_status ir_renderer_volume_stats(ir_renderer *r, ir_volume_stats *out, char err[IR_ERR_LEN]);
+
+/* Slots: up to IR_MAX_SLOTS volumes of the renderer volume's dims and type, kept on the device, of
+ * which frames draw one; slot 0 is the volume the renderer was created with. A time series
+ * loads the next steps into the other slots while one is drawn. Each slot is filled by
+ *   ir_renderer_slot_begin   a sink (ir_volume_desc.sink) that uploads pieces as they are read:
+ *                            pinned staging buffers, asynchronous copies (GPU; the CPU needs none)
+ *   ir_volume_load           with that sink
+ *   ir_renderer_slot_end     the volume read: what the sink did not get is uploaded, its brick
+ *                            and cell ranges computed (on the GPU, queued: it returns at once)
+ * and drawn after ir_renderer_use_slot (frames on the GPU wait for the slot's upload there). The
+ * three calls for one slot may run on another thread than frames, while frames draw another
+ * slot; `v` must stay valid while its slot is in use (the CPU renderer reads it). */
+#define IR_MAX_SLOTS 4
+ir_status ir_renderer_set_slots(ir_renderer *r, int count, char err[IR_ERR_LEN]);
+ir_status ir_renderer_slot_begin(ir_renderer *r, int slot, ir_volume_sink *sink, char err[IR_ERR_LEN]);
+ir_status ir_renderer_slot_end(ir_renderer *r, int slot, const ir_volume *v, char err[IR_ERR_LEN]);
+ir_status ir_renderer_use_slot(ir_renderer *r, int slot, char err[IR_ERR_LEN]);
+/* What the slot's last fill cost on the device, in ms (waits for it): the copies still running
+ * once the read had ended, and the range computation; 0 on the CPU, which computes the ranges in
+ * ir_renderer_slot_end. */
+typedef struct ir_slot_times {
+  double upload_ms, ranges_ms;
+} ir_slot_times;
+ir_status ir_renderer_slot_times(ir_renderer *r, int slot, ir_slot_times *out, char err[IR_ERR_LEN]);
 
 /* GPU device only: device pointer to the last frame's RGBA8 pixels (for CUDA-GL interop);
  * NULL on the CPU device. Valid until the next frame or a size change. */

@@ -11,15 +11,24 @@ extern "C" {
 
 struct ir_gpu_state; /* gpu_renderer.cu */
 
+/* A slot's volume on the CPU device: its ranges and, for float volumes with +-Inf, a copy with
+ * NaN in their place (what the GPU's texture holds). */
+typedef struct ir_cpu_slot {
+  const ir_volume *volume;
+  ir_brick_range *ranges, *cell_ranges;
+  float *voxels_clean;
+} ir_cpu_slot;
+
 struct ir_renderer {
   ir_device device;
-  const ir_volume *volume;
+  const ir_volume *volume;    /* the slot in use's (a header until a slot is used) */
   ir_volume_view view;       /* CPU: voxels below; GPU: the texture */
-  float *voxels_clean;       /* float volumes with +-Inf: a copy with NaN in their place */
   ir_bvh_layout layout;
-  ir_brick_range *ranges;    /* per brick, host */
-  ir_brick_range *cell_ranges; /* per cell of IR_WALK_CELLS voxels (the walk's finer grid), host */
+  ir_brick_range *ranges;    /* CPU device: per brick, the slot in use's */
+  ir_brick_range *cell_ranges; /* CPU device: per cell of IR_WALK_CELLS voxels (the walk's finer grid) */
   uint32_t cells[3];         /* that grid */
+  int slot_count, slot_in_use; /* ir_renderer_set_slots; -1: none used yet (no frames) */
+  ir_cpu_slot cpu_slots[IR_MAX_SLOTS];
   int walk_cells;            /* the cells of frames without a BVH update: IR_WALK_CELLS or
                                 IR_BRICK_CELLS, 0: per frame (ir_renderer_desc.walk_cells) */
   ir_bvh_node *nodes;        /* CPU device: this frame's tree */
@@ -34,9 +43,11 @@ struct ir_renderer {
 };
 
 /* ---- Setup and per-frame helpers (C) ---------------------------------------------------------- */
-/* Brick ranges and the implicit BVH layout of a volume (bvh_setup.c). Also replaces +-Inf by
- * NaN in a copy of float volumes (r->voxels_clean). */
+/* The implicit BVH layout of the renderer's volume and the walk's cell grid (bvh_setup.c). */
 ir_status ir_bvh_setup(ir_renderer *r, char err[IR_ERR_LEN]);
+/* CPU device: a slot's brick and cell ranges for volume v (and its NaN copy when it holds +-Inf). */
+ir_status ir_cpu_slot_fill(ir_renderer *r, ir_cpu_slot *slot, const ir_volume *v, char err[IR_ERR_LEN]);
+void ir_cpu_slot_free(ir_cpu_slot *slot);
 /* The explicit tree for a set of isovalues, level by level on the host. */
 void ir_bvh_update_host(const ir_bvh_layout *L, const ir_brick_range *ranges, const ir_iso_set *iso,
                         ir_bvh_node *nodes);
@@ -68,6 +79,17 @@ ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]);
 const void *ir_gpu_device_image(const ir_renderer *r);
 /* Uploads r->color_volume (NULL: frees the texture) and sets r->color_view.tex. */
 ir_status ir_gpu_set_color_volume(ir_renderer *r, char err[IR_ERR_LEN]);
+/* The GPU's slots (gpu_volume.cu); ir_gpu_create makes slot 0. */
+ir_status ir_gpu_set_slots(ir_renderer *r, int count, char err[IR_ERR_LEN]);
+ir_status ir_gpu_slot_begin(ir_renderer *r, int slot, ir_volume_sink *sink, char err[IR_ERR_LEN]);
+/* streamed: every piece of v came through the slot's sink (else v's voxels are uploaded now). */
+ir_status ir_gpu_slot_end(ir_renderer *r, int slot, const ir_volume *v, bool streamed, char err[IR_ERR_LEN]);
+/* Frames on the renderer's stream wait for the slot; its texture and ranges become the frame's. */
+ir_status ir_gpu_use_slot(ir_renderer *r, int slot, char err[IR_ERR_LEN]);
+ir_status ir_gpu_slot_times(ir_renderer *r, int slot, ir_slot_times *out, char err[IR_ERR_LEN]);
+ir_status ir_gpu_volume_stats(ir_renderer *r, ir_volume_stats *out, char err[IR_ERR_LEN]);
+/* The ranges of the slot in use, copied to the host (tests compare them with the CPU's). */
+ir_status ir_gpu_read_ranges(ir_renderer *r, ir_brick_range *bricks, ir_brick_range *cells, char err[IR_ERR_LEN]);
 
 /* Milliseconds on a monotonic clock. */
 double ir_now_ms(void);

@@ -1,5 +1,6 @@
 /* OpenGL for the window: two small programs (the frame blit and the overlay's coloured
- * triangles), the frame texture, drawing and reading the back buffer for screenshots.
+ * triangles), drawing a frame texture (present.c owns them) and reading the back buffer for
+ * screenshots.
  * The GLSL sources are the files in shaders/, embedded at build time (inkray_shaders.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,21 +98,13 @@ bool wnd_gl_setup(wnd_gl *gl, char err[IR_ERR_LEN]) {
   glBindVertexArray(0);
   glBindBuffer(GL_ARRAY_BUFFER, 0);
 
-  glGenTextures(1, &gl->texture);
-  glBindTexture(GL_TEXTURE_2D, gl->texture);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
-  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
-  glBindTexture(GL_TEXTURE_2D, 0);
   /* Frame rows are tightly packed RGBA8: no row padding either way. */
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  return wnd_gl_check("setting up the shaders, buffers and texture", err);
+  return wnd_gl_check("setting up the shaders and buffers", err);
 }
 
 void wnd_gl_shutdown(wnd_gl *gl) {
-  glDeleteTextures(1, &gl->texture);
   glDeleteBuffers(1, &gl->overlay_vbo);
   glDeleteVertexArrays(1, &gl->overlay_vao);
   glDeleteVertexArrays(1, &gl->blit_vao);
@@ -120,44 +113,35 @@ void wnd_gl_shutdown(wnd_gl *gl) {
   *gl = (wnd_gl){0};
 }
 
-bool wnd_gl_texture_size(wnd_gl *gl, int width, int height, char err[IR_ERR_LEN]) {
-  if (gl->texture_width == width && gl->texture_height == height) return true;
-  glBindTexture(GL_TEXTURE_2D, gl->texture);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, width, height, 0, GL_RGBA, GL_UNSIGNED_BYTE, NULL);
-  glBindTexture(GL_TEXTURE_2D, 0);
-  gl->texture_width = width;
-  gl->texture_height = height;
-  char what[64];
-  snprintf(what, sizeof what, "sizing the frame texture to %dx%d", width, height);
-  return wnd_gl_check(what, err);
-}
-
-bool wnd_gl_draw(wnd_gl *gl, int viewport_width, int viewport_height, const wnd_mesh *overlay,
-                 char err[IR_ERR_LEN]) {
-  glViewport(0, 0, viewport_width, viewport_height);
-  glDisable(GL_BLEND);
+static bool draw_frame(wnd_gl *gl, GLuint texture, int texture_width, int texture_height, int viewport_width,
+                       int viewport_height, char err[IR_ERR_LEN]) {
   glUseProgram(gl->blit_program);
   glUniform2f(gl->blit_viewport, (float)viewport_width, (float)viewport_height);
   glUniform1i(gl->blit_image, 0);
   glActiveTexture(GL_TEXTURE0);
-  glBindTexture(GL_TEXTURE_2D, gl->texture);
+  glBindTexture(GL_TEXTURE_2D, texture);
   /* Same size: nearest copies every pixel exactly. A fixed --size in a resized window: scale smoothly. */
-  bool exact = gl->texture_width == viewport_width && gl->texture_height == viewport_height;
+  bool exact = texture_width == viewport_width && texture_height == viewport_height;
   GLint filter = exact ? GL_NEAREST : GL_LINEAR;
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, filter);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, filter);
   glBindVertexArray(gl->blit_vao);
   glDrawArrays(GL_TRIANGLES, 0, 3);
-  if (!wnd_gl_check("drawing the frame", err)) return false;
+  return wnd_gl_check("drawing the frame", err);
+}
 
+static bool draw_overlay(wnd_gl *gl, int viewport_width, int viewport_height, const wnd_mesh *overlay,
+                         unsigned long overlay_version, char err[IR_ERR_LEN]) {
   if (overlay && overlay->count) {
     size_t bytes = overlay->count * sizeof(wnd_vertex);
     glBindBuffer(GL_ARRAY_BUFFER, gl->overlay_vbo);
-    if (bytes > gl->overlay_vbo_bytes) {
-      glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)bytes, NULL, GL_STREAM_DRAW);
-      gl->overlay_vbo_bytes = bytes;
+    /* Uploaded when it changed, not every frame. */
+    if (!gl->overlay_uploaded || gl->overlay_version != overlay_version) {
+      /* A fresh store each time: the driver need not wait for draws still reading the old one. */
+      glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)bytes, overlay->vertices, GL_STREAM_DRAW);
+      gl->overlay_version = overlay_version;
+      gl->overlay_uploaded = true;
     }
-    glBufferSubData(GL_ARRAY_BUFFER, 0, (GLsizeiptr)bytes, overlay->vertices);
     glEnable(GL_BLEND);
     glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
     glUseProgram(gl->overlay_program);
@@ -167,7 +151,23 @@ bool wnd_gl_draw(wnd_gl *gl, int viewport_width, int viewport_height, const wnd_
     glBindBuffer(GL_ARRAY_BUFFER, 0);
     if (!wnd_gl_check("drawing the overlay", err)) return false;
   }
+  return true;
+}
+
+bool wnd_gl_draw(wnd_gl *gl, GLuint texture, int texture_width, int texture_height, int viewport_width,
+                 int viewport_height, const wnd_mesh *overlay, unsigned long overlay_version, char err[IR_ERR_LEN]) {
+  glViewport(0, 0, viewport_width, viewport_height);
+  glDisable(GL_BLEND);
+  if (!texture) {
+    /* No frame yet (a volume loading): the background alone under the overlay. */
+    glClearColor(0.05f, 0.055f, 0.07f, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+  } else {
+    if (!draw_frame(gl, texture, texture_width, texture_height, viewport_width, viewport_height, err)) return false;
+  }
+  if (!draw_overlay(gl, viewport_width, viewport_height, overlay, overlay_version, err)) return false;
   glBindVertexArray(0);
+  glBindTexture(GL_TEXTURE_2D, 0);
   glUseProgram(0);
   return true;
 }

@@ -23,10 +23,11 @@ static const uint8_t COLOR_DIM[4] = {150, 160, 175, 255};
 static const uint8_t COLOR_WARN[4] = {255, 190, 70, 255};
 static const uint8_t COLOR_BAR_BACK[4] = {60, 64, 76, 255};
 
-/* One colour per stage, in the order the pipeline runs them. */
-static const uint8_t COLOR_STAGE[6][4] = {
-    {120, 170, 255, 255}, {110, 220, 200, 255}, {140, 220, 110, 255},
-    {235, 215, 90, 255},  {240, 150, 90, 255},  {230, 100, 150, 255},
+/* One colour per stage row (wnd_overlay_stage_rows' order). */
+static const uint8_t COLOR_STAGE[WND_MAX_STAGE_ROWS][4] = {
+    {120, 170, 255, 255}, {110, 220, 200, 255}, {140, 220, 110, 255}, {235, 215, 90, 255},
+    {250, 120, 80, 255},  {240, 150, 90, 255},  {230, 100, 150, 255}, {180, 140, 240, 255},
+    {170, 170, 170, 255}, {120, 200, 255, 255},
 };
 
 void wnd_mesh_free(wnd_mesh *mesh) {
@@ -163,7 +164,7 @@ void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines) {
 /* Key help: keys in one column, what they do in the next (the font is proportional). */
 static const char *const HELP[][2] = {
     {"left drag", "orbit"},          {"right/mid drag", "pan"},    {"wheel", "zoom"},
-    {"1-5", "compaction method"},    {"Tab", "next method"},       {"P", "pipeline: multi/paper/single"},
+    {"1-5", "compaction method"},    {"Tab", "next method"},       {"P", "next pipeline"},
     {"Up/Down", "isovalue (selected surface)"}, {"Shift+Up/Down", "coarse"},
     {"N / Del", "add / remove a surface"},      {"Left/Right", "select a surface"},
     {"C / Shift+C", "next / previous colour"},  {"PgUp/PgDn", "opacity +/- 0.1"},
@@ -188,31 +189,45 @@ static void panel_size(const char *const *text, int count, float scale, float *w
   *h = (float)(count * LINE_UNITS + 2 * PAD_UNITS - 3) * scale;
 }
 
-static const char *const STAGE_NAMES[6] = {"bvh", "raygen", "trav", "isect", "shade", "compact"};
+int wnd_overlay_stage_rows(const ir_frame_stats *s, wnd_stage_row rows[WND_MAX_STAGE_ROWS]) {
+  /* In the order a frame runs them; a stage that ran took some time, so zero means it did not
+   * run (the single kernel has only its kernel; the persistent kernel's phases are shares of
+   * it; the multi pipeline's tail, compaction, control and host waits depend on the method). */
+  const wnd_stage_row all[WND_MAX_STAGE_ROWS] = {
+      {"bvh", s->bvh_update_ms},  {"raygen", s->raygen_ms},    {"trav", s->traverse_ms},
+      {"isect", s->intersect_ms}, {"tail", s->tail_ms},        {"shade", s->shade_ms},
+      {"compact", s->compact_ms}, {"control", s->control_ms},  {"host wait", s->host_wait_ms},
+      {"kernel", s->kernel_ms},
+  };
+  int n = 0;
+  for (int k = 0; k < WND_MAX_STAGE_ROWS; k++)
+    if (all[k].ms > 0) rows[n++] = all[k];
+  return n;
+}
 
 static int stage_label_units(void) {
+  static const char *const names[] = {"bvh", "raygen", "trav", "isect", "tail", "shade", "compact", "control",
+                                      "host wait", "kernel"};
   int widest = 0;
-  for (int k = 0; k < 6; k++) {
-    int units = text_units(STAGE_NAMES[k]);
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    int units = text_units(names[k]);
     if (units > widest) widest = units;
   }
   return widest + 4;
 }
 
-static void stage_chart(const wnd_overlay_info *info, wnd_mesh *mesh, float x, float y, float scale) {
-  const ir_frame_stats *s = &info->stages;
-  double ms[6] = {s->bvh_update_ms, s->raygen_ms, s->traverse_ms, s->intersect_ms, s->shade_ms, s->compact_ms};
+static void stage_chart(const wnd_stage_row *rows, int count, wnd_mesh *mesh, float x, float y, float scale) {
   double largest = 1e-6;
-  for (int k = 0; k < 6; k++)
-    if (ms[k] > largest) largest = ms[k];
-  for (int k = 0; k < 6; k++) {
+  for (int k = 0; k < count; k++)
+    if (rows[k].ms > largest) largest = rows[k].ms;
+  for (int k = 0; k < count; k++) {
     float row = y + (float)(k * LINE_UNITS) * scale;
-    mesh_text(mesh, x, row, scale, STAGE_NAMES[k], COLOR_DIM);
+    mesh_text(mesh, x, row, scale, rows[k].name, COLOR_DIM);
     float bar_x = x + (float)stage_label_units() * scale, bar_w = BAR_UNITS * scale;
     mesh_quad(mesh, bar_x, row, bar_x + bar_w, row + 7 * scale, COLOR_BAR_BACK);
-    mesh_quad(mesh, bar_x, row, bar_x + bar_w * (float)(ms[k] / largest), row + 7 * scale, COLOR_STAGE[k]);
+    mesh_quad(mesh, bar_x, row, bar_x + bar_w * (float)(rows[k].ms / largest), row + 7 * scale, COLOR_STAGE[k]);
     char value[32];
-    snprintf(value, sizeof value, "%.3f ms", ms[k]);
+    snprintf(value, sizeof value, "%.3f ms", rows[k].ms);
     mesh_text(mesh, bar_x + bar_w + 4 * scale, row, scale, value, COLOR_TEXT);
   }
 }
@@ -242,6 +257,64 @@ static void color_bar(const wnd_overlay_info *info, wnd_mesh *mesh, float x, flo
   mesh_text(mesh, x + w - (float)text_units(high) * scale, row, scale, high, COLOR_TEXT);
 }
 
+void wnd_overlay_timeline_lines(const wnd_timeline *t, wnd_lines *lines) {
+  add_line(lines, "step %zu/%zu  t %.6g  %.60s", t->step + 1, t->steps, t->time, t->name ? t->name : "");
+  if (t->playing)
+    add_line(lines, "playing %.3g steps/s%s   space pause", t->rate, t->waiting ? ", waiting for the disk" : "");
+  else
+    add_line(lines, "paused (%.3g steps/s)   space play  Shift+Left/Right step", t->rate);
+  if (t->message) add_line(lines, "!%.90s", t->message);
+}
+
+/* The slider: a track over the whole series, filled up to the step drawn, a marker there. */
+static void timeline_slider(wnd_timeline *t, wnd_mesh *mesh, float x, float y, float scale) {
+  float w = BAR_UNITS * 2 * scale, h = 5 * scale;
+  float at = t->steps > 1 ? (float)t->step / (float)(t->steps - 1) : 1.0f;
+  mesh_quad(mesh, x, y + scale, x + w, y + scale + h, COLOR_BAR_BACK);
+  mesh_quad(mesh, x, y + scale, x + w * at, y + scale + h, COLOR_STAGE[0]);
+  float m = x + w * at;
+  mesh_quad(mesh, m - scale, y, m + 2 * scale, y + h + 2 * scale, COLOR_TEXT);
+  t->slider[0] = (int)x;
+  t->slider[1] = (int)(y + scale);
+  t->slider[2] = (int)w;
+  t->slider[3] = (int)h;
+}
+
+void wnd_overlay_progress(wnd_mesh *mesh, int window_width, int window_height, const char *name, size_t done,
+                          size_t total, double seconds, int bar[4], int track[4]) {
+  float scale = window_height >= 1100 ? 2.0f : 1.0f;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  char title[160], amount[128];
+  snprintf(title, sizeof title, "loading %.120s", name ? name : "");
+  if (total > 0)
+    snprintf(amount, sizeof amount, "%.2f of %.2f GiB (%.0f%%)  %.2f GB/s  %.1f s", (double)done / gib,
+             (double)total / gib, 100.0 * (double)done / (double)total, seconds > 0 ? (double)done / seconds / 1e9 : 0.0,
+             seconds);
+  else
+    snprintf(amount, sizeof amount, "reading the header  %.1f s", seconds);
+  const char *rows[2] = {title, amount};
+  float w, h;
+  panel_size(rows, 2, scale, &w, &h);
+  float bar_w = 2 * BAR_UNITS * scale;
+  if (bar_w + 2 * PAD_UNITS * scale > w) w = bar_w + 2 * PAD_UNITS * scale;
+  h += (float)LINE_UNITS * scale;
+  float x = ((float)window_width - w) / 2, y = ((float)window_height - h) / 2;
+  if (x < 0) x = 0;
+  if (y < 0) y = 0;
+  mesh_quad(mesh, x, y, x + w, y + h, COLOR_PANEL);
+  float tx = x + PAD_UNITS * scale, ty = y + PAD_UNITS * scale;
+  mesh_text(mesh, tx, ty, scale, title, COLOR_TEXT);
+  mesh_text(mesh, tx, ty + LINE_UNITS * scale, scale, amount, COLOR_DIM);
+  float by = ty + 2 * LINE_UNITS * scale;
+  float fill = total > 0 ? bar_w * (float)((double)(done < total ? done : total) / (double)total) : 0.0f;
+  mesh_quad(mesh, tx, by, tx + bar_w, by + 7 * scale, COLOR_BAR_BACK);
+  if (fill > 0) mesh_quad(mesh, tx, by, tx + fill, by + 7 * scale, COLOR_STAGE[0]);
+  int b[4] = {(int)tx, (int)by, (int)lroundf(fill), (int)(7 * scale)};
+  int t[4] = {(int)tx, (int)by, (int)bar_w, (int)(7 * scale)};
+  memcpy(bar, b, sizeof b);
+  memcpy(track, t, sizeof t);
+}
+
 void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4], int colorbar[4]) {
   /* Doubled only on tall windows (high-DPI screens), so that the panel never hides much of the
    * picture; whole-pixel scales keep the glyphs' strokes even. */
@@ -249,6 +322,11 @@ void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4]
   memset(colorbar, 0, 4 * sizeof *colorbar);
   wnd_lines lines = {0}, look = {0};
   main_lines(info, &lines);
+  int timeline_first = lines.count;
+  if (info->timeline) {
+    memset(info->timeline->slider, 0, sizeof info->timeline->slider);
+    wnd_overlay_timeline_lines(info->timeline, &lines);
+  }
   wnd_overlay_look_lines(info, &look);
   int surfaces = info->look ? info->look->look.surface_count : 0;
   bool bar = info->look && info->look->look.color_by != IR_COLOR_SURFACE;
@@ -268,15 +346,26 @@ void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4]
   }
   float chart_w = (float)(stage_label_units() + BAR_UNITS + 4 + text_units("00.000 ms") + 2 * PAD_UNITS) * scale;
   if (chart_w > w) w = chart_w;
-  float chart_h = info->have_stages ? (float)(6 * LINE_UNITS) * scale : 0;
+  wnd_stage_row stage_rows[WND_MAX_STAGE_ROWS];
+  int stage_count = info->have_stages ? wnd_overlay_stage_rows(&info->stages, stage_rows) : 0;
+  float chart_h = (float)(stage_count * LINE_UNITS) * scale;
   float bar_h = bar ? (float)(2 * LINE_UNITS) * scale : 0;
-  h += chart_h + bar_h;
+  float slider_h = info->timeline ? (float)LINE_UNITS * scale : 0;
+  float slider_w = (float)(2 * BAR_UNITS + 2 * PAD_UNITS) * scale;
+  if (info->timeline && slider_w > w) w = slider_w;
+  h += chart_h + bar_h + slider_h;
 
   float x = PAD_UNITS * scale, y = PAD_UNITS * scale;
   mesh_quad(mesh, x, y, x + w, y + h, COLOR_PANEL);
   float tx = x + PAD_UNITS * scale, ty = y + PAD_UNITS * scale;
-  for (int k = 0; k < lines.count; k++, ty += LINE_UNITS * scale)
+  for (int k = 0; k < lines.count; k++, ty += LINE_UNITS * scale) {
     mesh_text(mesh, tx, ty, scale, rows[k], lines.text[k][0] == '!' ? COLOR_WARN : COLOR_TEXT);
+    /* The slider under the time line's last line. */
+    if (info->timeline && k == lines.count - 1 && k >= timeline_first) {
+      ty += LINE_UNITS * scale;
+      timeline_slider(info->timeline, mesh, tx, ty, scale);
+    }
+  }
   for (int k = 0; k < look.count; k++, ty += LINE_UNITS * scale) {
     if (k < surfaces) {
       const ir_surface *s = &info->look->look.surfaces[k];
@@ -295,8 +384,8 @@ void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4]
   }
   mesh_text(mesh, tx, ty, scale, stage_title, COLOR_DIM);
   ty += LINE_UNITS * scale;
-  if (info->have_stages) {
-    stage_chart(info, mesh, tx, ty, scale);
+  if (stage_count > 0) {
+    stage_chart(stage_rows, stage_count, mesh, tx, ty, scale);
     ty += chart_h;
   }
   mesh_text(mesh, tx, ty, scale, "H help   F hide overlay", COLOR_DIM);

@@ -13,7 +13,9 @@
  * prints the frame count and median frame time. Errors go to stderr; exit 2 for bad options,
  * 1 for failures while running. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,14 @@ typedef struct win_options {
   int width, height;
   bool window_given;
   int window_width, window_height; /* --window */
-  bool vsync;
+  int vsync;       /* 1 on, 0 off, -1 not given: on, off for --bench-window */
+  bool vsync_given;
+  bool present_given;
+  wnd_present_path present; /* --present */
+  bool bench;      /* --bench-window */
+  int bench_frames;
+  bool bench_frames_given;
+  double rate;     /* --rate: time series steps a second while playing */
   const char *script;
   ir_compact_method method;
   ir_pipeline pipeline;
@@ -57,7 +66,15 @@ static void print_help(FILE *to) {
         "  --device gpu|cpu      renderer (default gpu; without a CUDA device, cpu)\n"
         "  --size WxH            fixed render resolution (default: follows the window)\n"
         "  --window WxH          initial window size (default 1280x720, or --size)\n"
-        "  --vsync               wait for the display's refresh (default off)\n"
+        "  --vsync on|off        wait for the display's refresh (default on; off with\n"
+        "                        --bench-window); --no-vsync is --vsync off\n"
+        "  --present PATH        how frames reach the window: egl-image, pbo or host-copy (default:\n"
+        "                        the first that works, in that order; docs/window.md)\n"
+        "  --bench-window        measure: the same scene headless and in the window, for each\n"
+        "                        pipeline of the P cycle (or --pipeline), printing both FPS and\n"
+        "                        their ratio, then exit\n"
+        "  --bench-frames N      frames of each measurement (default 2000)\n"
+        "  --rate STEPS          time series: steps a second while playing (default 10)\n"
         "  --method NAME         compaction method to start with:",
         to);
   for (int k = 0; k < IR_COMPACT_METHOD_COUNT; k++) fprintf(to, " %s", ir_compact_methods()[k].name);
@@ -83,6 +100,9 @@ static void print_help(FILE *to) {
         "surface/gradient/volume, M colour map (Shift+M back), R reset view, U flip the view\n"
         "(Shift+U: next up axis), S or F12 screenshot, E the surfaces as a mesh (PLY), F overlay,\n"
         "H key help, Esc or Q quit.\n"
+        "A time series (VOLUME a pattern such as data_%04d.raw, a glob, a folder, a .pvd, a 4-D\n"
+        "NRRD or NIfTI): Space play/pause, Shift+Right/Shift+Left or . and , one step, Home/End\n"
+        "first/last step, ] and [ play twice/half as fast.\n"
         "\n",
         to);
   cli_print_look_options(to);
@@ -101,7 +121,8 @@ __attribute__((format(printf, 1, 2))) static int bad_option(const char *format, 
 
 /* Returns -1 to go on, else the exit status (0 after --help). */
 static int parse_options(int argc, char **argv, win_options *o) {
-  *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_DEFAULT};
+  *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_DEFAULT,
+                     .vsync = -1, .bench_frames = 2000, .rate = 10.0};
   app_look_init(&o->look);
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i];
@@ -119,8 +140,12 @@ static int parse_options(int argc, char **argv, win_options *o) {
       print_help(stdout);
       return 0;
     }
-    if (strcmp(opt, "--vsync") == 0) {
-      o->vsync = true;
+    if (strcmp(opt, "--no-vsync") == 0) {
+      o->vsync = 0;
+      continue;
+    }
+    if (strcmp(opt, "--bench-window") == 0) {
+      o->bench = true;
       continue;
     }
     if (opt[0] != '-' || opt[1] == '\0') {
@@ -129,7 +154,8 @@ static int parse_options(int argc, char **argv, win_options *o) {
       continue;
     }
     static const char *const with_value[] = {"--device", "--size", "--window", "--script", "--method",
-                                             "--pipeline", "--iso", "--threads", "--up", "--mesh-dir", NULL};
+                                             "--pipeline", "--iso", "--threads", "--up", "--mesh-dir", "--vsync",
+                                             "--present", "--bench-frames", "--rate", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known |= strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'", opt);
@@ -166,12 +192,31 @@ static int parse_options(int argc, char **argv, win_options *o) {
       snprintf(probe, sizeof probe, "%s/mesh.ply", value);
       if (ir_mesh_check_output(probe, err) != IR_OK) return bad_option("--mesh-dir '%s': %s", value, err);
       o->mesh_dir = value;
+    } else if (strcmp(opt, "--vsync") == 0) {
+      if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) return bad_option("--vsync '%s': use on or off", value);
+      o->vsync = strcmp(value, "on") == 0;
+    } else if (strcmp(opt, "--present") == 0) {
+      if (!wnd_present_path_parse(value, &o->present))
+        return bad_option("--present '%s': use egl-image, pbo or host-copy", value);
+      o->present_given = true;
+    } else if (strcmp(opt, "--rate") == 0) {
+      if (!cli_parse_float(value, &o->rate) || !(o->rate >= 0.1 && o->rate <= 1000.0))
+        return bad_option("--rate '%s': expected time series steps a second, from 0.1 to 1000", value);
+    } else if (strcmp(opt, "--bench-frames") == 0) {
+      if (!cli_parse_int(value, 10, 1000000, &number))
+        return bad_option("--bench-frames '%s': expected a whole number from 10 to 1000000", value);
+      o->bench_frames = (int)number;
+      o->bench_frames_given = true;
     } else {
       if (!cli_parse_int(value, 1, 4096, &number)) return bad_option("--threads '%s': expected a whole number from 1 to 4096", value);
       o->threads = (int)number;
     }
   }
   if (o->method_given && !o->pipeline_given) o->pipeline = IR_PIPELINE_INK; /* a method asks for compaction */
+  if (o->bench && o->script) return bad_option("--bench-window runs its own frames; it takes no --script");
+  /* A benchmark measures the renderer and the display path, not the display's refresh. */
+  o->vsync_given = o->vsync >= 0;
+  if (o->vsync < 0) o->vsync = o->bench ? 0 : 1;
   return -1;
 }
 
@@ -180,10 +225,12 @@ static int parse_options(int argc, char **argv, win_options *o) {
 #define FRAME_HISTORY 8192
 /* Weight of the newest frame in the smoothed FPS: about the last 20 frames count. */
 #define SMOOTHING 0.05
+#define OVERLAY_REFRESH_SECONDS 0.1
 
 typedef struct win_state {
-  ir_volume volume;
-  ir_renderer *renderer;
+  app_opened opened;     /* the volume or series and its renderer (app/open.c) */
+  ir_volume volume;      /* opened.volume's fields (not owned); a series: the step drawn's range */
+  ir_renderer *renderer; /* opened.renderer */
   ir_device device;
   char device_note[160];
   SDL_Window *window;
@@ -215,6 +262,21 @@ typedef struct win_state {
 
   long frames;
   double smoothed_frame_ms, smoothed_render_ms;
+  long render_samples;
+  bool overlay_dirty;      /* input since the overlay was built */
+  double overlay_built;    /* when it was */
+  unsigned long overlay_version; /* changes with every build (gl_draw uploads it then) */
+  bool bench_running;      /* --bench-window measuring: no diagnostic frames */
+  /* A time series (opened.series): the step drawn, playback, a skipped step's message. */
+  size_t step;
+  size_t played;           /* steps shown since play began */
+  bool playing, waiting;
+  int direction;
+  double rate, step_due;
+  char step_message[IR_ERR_LEN];
+  double message_until;
+  wnd_timeline timeline;
+  bool drain;              /* show the newest frame (the end of a measurement) */
   double last_stage_time;
   long plain_since_stages; /* plain frames since the last diagnostic one */
   bool have_stages;
@@ -295,11 +357,16 @@ static void print_clip(const win_state *s) {
 
 /* The range a colour map spans: --color-range, else the source's own (computed once, when
  * first needed: the gradient's takes a pass over the volume). */
+/* The volume frames draw, with its voxels on the host: a series' current step. */
+static const ir_volume *drawn_volume(const win_state *s) {
+  return s->opened.series ? app_player_volume(s->opened.player) : &s->volume;
+}
+
 static const float *color_range(win_state *s) {
   const app_look *l = &s->look.look;
   if (l->color_range_given || l->color_by == IR_COLOR_SURFACE) return l->color_range;
   if (!s->auto_range_ready[l->color_by]) {
-    ir_color_range_auto(&s->volume, s->have_color_volume ? &s->color_volume : NULL, l->color_by,
+    ir_color_range_auto(drawn_volume(s), s->have_color_volume ? &s->color_volume : NULL, l->color_by,
                         s->auto_range[l->color_by]);
     s->auto_range_ready[l->color_by] = true;
   }
@@ -388,20 +455,19 @@ static void mesh_path(const win_state *s, char *path, size_t cap) {
 /* E: the surfaces as the frame draws them (clipping, colours), extracted on the renderer's device. */
 static void save_mesh(win_state *s) {
   char err[IR_ERR_LEN] = {0}, path[4400];
-  if (!s->extractor) {
-    ir_extractor_desc xd = {.device = s->device == IR_DEVICE_GPU ? IR_EXTRACT_GPU : IR_EXTRACT_CPU,
-                            .cpu_threads = s->options->threads};
-    if (ir_extractor_create(&xd, &s->extractor, err) != IR_OK ||
-        app_mesh_set_volume(s->extractor, &s->volume, s->have_color_volume ? &s->color_volume : NULL, err) != IR_OK) {
-      fprintf(stderr, "inkray: mesh: %s\n", err);
-      ir_extractor_destroy(s->extractor);
-      s->extractor = NULL;
-      snprintf(s->mesh_note, sizeof s->mesh_note, "!mesh failed (see the terminal)");
-      return;
-    }
+  ir_extractor_desc xd = {.device = s->device == IR_DEVICE_GPU ? IR_EXTRACT_GPU : IR_EXTRACT_CPU,
+                          .cpu_threads = s->options->threads};
+  /* The volume is set at every E: a time series' step changes under the window. */
+  if ((!s->extractor && ir_extractor_create(&xd, &s->extractor, err) != IR_OK) ||
+      app_mesh_set_volume(s->extractor, drawn_volume(s), s->have_color_volume ? &s->color_volume : NULL, err) != IR_OK) {
+    fprintf(stderr, "inkray: mesh: %s\n", err);
+    ir_extractor_destroy(s->extractor);
+    s->extractor = NULL;
+    snprintf(s->mesh_note, sizeof s->mesh_note, "!mesh failed (see the terminal)");
+    return;
   }
   ir_extract_desc d;
-  if (app_mesh_desc(&s->look.look, &s->volume, 0, NULL, true, color_range(s), &d) == 0) {
+  if (app_mesh_desc(&s->look.look, drawn_volume(s), 0, NULL, true, color_range(s), &d) == 0) {
     printf("inkray: mesh: every surface is hidden (opacity 0): nothing to extract\n");
     return;
   }
@@ -415,6 +481,100 @@ static void save_mesh(win_state *s) {
   printf("inkray: mesh %s surfaces=%d vertices=%zu triangles=%zu extract_ms=%.3f write_ms=%.3f device=%s\n", path,
          d.surface_count, saved.vertices, saved.triangles, saved.extract_ms, saved.write_ms, ir_device_name(s->device));
   snprintf(s->mesh_note, sizeof s->mesh_note, "mesh %zu triangles in %.1f ms", saved.triangles, saved.extract_ms);
+}
+
+/* ---- Time series playback ------------------------------------------------------------------------ */
+/* Frames draw `step` from now on, if it has been read (wait: until it is). A step that cannot be
+ * read is skipped: its message goes to stderr and, for a few seconds, to the overlay; frames go
+ * on drawing the step before it, and playback moves on. Returns 0 when the step is drawn from
+ * now on, -1 when it was skipped, 1 when it is not read yet (playback waits for the disk). */
+static int go_to_step(win_state *s, size_t step, int direction, bool wait) {
+  app_player *player = s->opened.player;
+  app_player_aim(player, step, direction, true);
+  app_step_info info;
+  memset(&info, 0, sizeof info);
+  int r = app_player_show(player, step, wait, &info);
+  s->waiting = r == 1;
+  if (r == 1) return 1;
+  double now = now_seconds();
+  s->step = step;
+  s->step_due = now + 1.0 / s->rate;
+  s->overlay_dirty = true;
+  if (r < 0) {
+    snprintf(s->step_message, sizeof s->step_message, "%.400s; skipped", info.err);
+    s->message_until = now + 4.0;
+    fprintf(stderr, "inkray: %s\n", s->step_message);
+    return -1;
+  }
+  /* The step's values (the isovalue keys move within them). */
+  const ir_volume *v = app_player_volume(player);
+  s->volume.value_min = v->value_min;
+  s->volume.value_max = v->value_max;
+  s->volume.nonfinite_count = v->nonfinite_count;
+  memset(s->auto_range_ready, 0, sizeof s->auto_range_ready); /* the gradient's range is the step's */
+  return 0;
+}
+
+static size_t step_after(const win_state *s, int direction) {
+  size_t n = ir_series_length(s->opened.series);
+  return direction > 0 ? (s->step + 1) % n : (s->step + n - 1) % n;
+}
+
+static void print_step(const win_state *s, const char *what) {
+  size_t n = ir_series_length(s->opened.series);
+  printf("inkray: %s step %zu/%zu %s (t %.6g)\n", what, s->step + 1, n, ir_series_step_name(s->opened.series, s->step),
+         ir_series_step_time(s->opened.series, s->step));
+}
+
+/* Each frame: while playing, the next step once its time has come and it has been read. */
+static void playback_update(win_state *s) {
+  if (!s->opened.series || !s->playing || now_seconds() < s->step_due) return;
+  if (go_to_step(s, step_after(s, s->direction), s->direction, false) == 0) s->played++;
+}
+
+/* Keys of a time series; false when the key is not one of them (or there is no series). */
+static bool on_series_key(win_state *s, SDL_Keycode key, bool shift) {
+  if (!s->opened.series) return false;
+  size_t n = ir_series_length(s->opened.series);
+  switch (key) {
+  case SDLK_SPACE:
+    s->playing = !s->playing;
+    s->step_due = now_seconds() + 1.0 / s->rate;
+    if (s->playing) {
+      s->played = 0;
+      printf("inkray: play from step %zu/%zu at %.3g steps/s\n", s->step + 1, n, s->rate);
+    } else {
+      print_step(s, "pause at");
+      printf("inkray: %zu steps played\n", s->played); /* skipped ones not counted */
+    }
+    s->overlay_dirty = true;
+    return true;
+  case SDLK_RIGHT:
+  case SDLK_LEFT:
+    if (!shift) return false; /* Left/Right alone select a surface */
+    /* fall through */
+  case SDLK_PERIOD:
+  case SDLK_COMMA: {
+    int direction = key == SDLK_RIGHT || key == SDLK_PERIOD ? 1 : -1;
+    s->playing = false;
+    go_to_step(s, step_after(s, direction), direction, true);
+    print_step(s, "at");
+    return true;
+  }
+  case SDLK_HOME:
+  case SDLK_END:
+    s->playing = false;
+    go_to_step(s, key == SDLK_HOME ? 0 : n - 1, key == SDLK_HOME ? 1 : -1, true);
+    print_step(s, "at");
+    return true;
+  case SDLK_RIGHTBRACKET:
+  case SDLK_LEFTBRACKET:
+    s->rate = key == SDLK_RIGHTBRACKET ? fmin(1000.0, s->rate * 2.0) : fmax(0.1, s->rate / 2.0);
+    printf("inkray: rate %.3g steps/s\n", s->rate);
+    s->overlay_dirty = true;
+    return true;
+  default: return false;
+  }
 }
 
 /* The P key's cycle: the single kernel and the InK pipelines (the plain baseline only through
@@ -435,6 +595,10 @@ static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
   }
   if (key == SDLK_LSHIFT || key == SDLK_RSHIFT) {
     s->shift_down = true;
+    return;
+  }
+  if (on_series_key(s, key, shift)) {
+    fflush(stdout);
     return;
   }
   if (on_look_key(s, key, shift)) {
@@ -470,6 +634,7 @@ static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
 }
 
 static void on_event(win_state *s, const SDL_Event *e) {
+  s->overlay_dirty = true;
   switch (e->type) {
   case SDL_QUIT: s->quit = true; break;
   case SDL_KEYDOWN: on_key(s, e->key.keysym.sym, e->key.keysym.mod); break;
@@ -666,7 +831,7 @@ static void take_screenshot(win_state *s, int width, int height) {
          "display=%s overlay=%d,%d,%d,%d fps=%.1f frame_ms=%.3f "
          "eye=%.9g,%.9g,%.9g target=%.9g,%.9g,%.9g up=%.9g,%.9g,%.9g fov=%.9g",
          s->screenshot_path, width, height, s->render_width, s->render_height, selected_iso(s), method_name(s),
-         ir_pipeline_name(s->pipeline), ir_device_name(s->device), s->present.interop ? "interop" : "host-copy",
+         ir_pipeline_name(s->pipeline), ir_device_name(s->device), wnd_present_path_name(s->present.path),
          r[0], r[1], r[2], r[3], s->smoothed_frame_ms > 0 ? 1000.0 / s->smoothed_frame_ms : 0, s->smoothed_frame_ms, c->eye[0], c->eye[1],
          c->eye[2], c->target[0], c->target[1], c->target[2], c->up[0], c->up[1], c->up[2], c->fov_y_degrees);
   /* The look as the frame got it, so that the frame can be drawn again exactly. */
@@ -683,14 +848,21 @@ static void take_screenshot(win_state *s, int width, int height) {
   else
     printf(" plane=off");
   const int *b = s->colorbar_rect;
-  printf(" color_by=%s colormap=%s range=%.9g,%.9g refine=%s colorbar=%d,%d,%d,%d\n", ir_color_source_name(d->color_by),
+  printf(" color_by=%s colormap=%s range=%.9g,%.9g refine=%s colorbar=%d,%d,%d,%d", ir_color_source_name(d->color_by),
          ir_colormap_name(d->colormap), d->color_range[0], d->color_range[1], d->texture_refine ? "texture" : "exact",
          b[0], b[1], b[2], b[3]);
+  /* A time series: the step drawn (0-based) and the slider's track. */
+  if (s->opened.series) {
+    const int *t = s->timeline.slider;
+    printf(" step=%zu steps=%zu slider=%d,%d,%d,%d", s->step, ir_series_length(s->opened.series), t[0], t[1], t[2], t[3]);
+  }
+  printf("\n");
   fflush(stdout);
 }
 
 static void build_overlay(win_state *s, int width, int height) {
   s->overlay_mesh.count = 0;
+  s->overlay_version++;
   memset(s->overlay_rect, 0, sizeof s->overlay_rect);
   memset(s->colorbar_rect, 0, sizeof s->colorbar_rect);
   if (!s->overlay) return;
@@ -702,7 +874,7 @@ static void build_overlay(win_state *s, int width, int height) {
       .render_ms = s->smoothed_render_ms,
       .device = ir_device_name(s->device),
       .device_note = s->device_note[0] ? s->device_note : NULL,
-      .display_path = wnd_present_path_name(&s->present),
+      .display_path = wnd_present_path_name(s->present.path),
       .method_index = s->method_index,
       .pipeline = s->pipeline,
       .isovalue = selected_iso(s),
@@ -717,20 +889,51 @@ static void build_overlay(win_state *s, int width, int height) {
       .show_help = s->help,
       .mesh_note = s->mesh_note[0] ? s->mesh_note : NULL,
   };
+  if (s->opened.series) {
+    double now = now_seconds();
+    s->timeline = (wnd_timeline){.step = s->step,
+                                 .steps = ir_series_length(s->opened.series),
+                                 .time = ir_series_step_time(s->opened.series, s->step),
+                                 .name = ir_series_step_name(s->opened.series, s->step),
+                                 .playing = s->playing,
+                                 .rate = s->rate,
+                                 .waiting = s->playing && s->waiting,
+                                 .message = now < s->message_until ? s->step_message : NULL};
+    info.timeline = &s->timeline;
+  }
   wnd_overlay_build(&info, &s->overlay_mesh, s->overlay_rect, s->colorbar_rect);
 }
 
-static void record_frame_time(win_state *s, double ms, double render_ms) {
-  if (s->history_count == 0) {
-    s->smoothed_frame_ms = ms;
-    s->smoothed_render_ms = render_ms;
-  }
+static void record_frame_time(win_state *s, double ms) {
+  if (s->history_count == 0) s->smoothed_frame_ms = ms;
   s->smoothed_frame_ms += SMOOTHING * (ms - s->smoothed_frame_ms);
-  s->smoothed_render_ms += SMOOTHING * (render_ms - s->smoothed_render_ms);
   s->history[s->history_count++ % FRAME_HISTORY] = (float)ms;
 }
 
-/* Renders, presents and draws one frame; returns false after printing an error. */
+/* The renderer's own frame time: every frame's on the CPU renderer, smoothed; on the GPU the
+ * sampled frames' (plain frames are not waited for, so their time is not known). */
+static void record_render_time(win_state *s, double render_ms, bool sampled) {
+  if (sampled || s->render_samples == 0) s->smoothed_render_ms = render_ms;
+  else s->smoothed_render_ms += SMOOTHING * (render_ms - s->smoothed_render_ms);
+  s->render_samples++;
+}
+
+/* Whether this frame rebuilds the overlay: after input, for a screenshot, and a few times a
+ * second for the changing figures (text is read at that pace; rebuilding it every frame would
+ * cost more CPU than a fast frame has). */
+static bool overlay_due(win_state *s, double now) {
+  if (!s->overlay_dirty && now - s->overlay_built < OVERLAY_REFRESH_SECONDS && !s->screenshot_pending) return false;
+  s->overlay_dirty = false;
+  s->overlay_built = now;
+  return true;
+}
+
+/* Renders, presents and draws one frame; returns false after printing an error.
+ *
+ * On the GPU the frame is only queued: the renderer returns without waiting (no stats asked
+ * for), the copy into the present ring is queued behind it, and the frame before it is drawn
+ * meanwhile (present.c). Every half second a diagnostic frame is waited for instead, timing the
+ * renderer and each stage; it is left out of the FPS. */
 static bool frame(win_state *s, int width, int height, int render_width, int render_height) {
   char err[IR_ERR_LEN] = {0};
   double t0 = now_seconds();
@@ -738,7 +941,8 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
    * every half second, but never more than one frame in five on a slow renderer. */
   bool stage_frame = s->have_stages ? t0 - s->last_stage_time >= STAGE_SAMPLE_SECONDS && s->plain_since_stages >= 4
                                     : s->frames >= 1;
-  stage_frame = stage_frame && s->device == IR_DEVICE_GPU; /* the CPU renderer has no stages */
+  stage_frame = stage_frame && s->device == IR_DEVICE_GPU && !s->bench_running; /* the CPU renderer has no stages */
+  bool cpu = s->device == IR_DEVICE_CPU;
   s->camera = wnd_view_camera(&s->view, &s->volume);
   s->render_width = render_width;
   s->render_height = render_height;
@@ -757,11 +961,15 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   desc.color_range[1] = range[1];
   s->desc = desc;
   ir_frame_stats stats = {0};
-  if (ir_render_frame(s->renderer, &desc, &stats, err) != IR_OK) {
+  bool timed = cpu || stage_frame;
+  if (ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err) != IR_OK) {
     fprintf(stderr, "inkray: rendering a %dx%d frame failed: %s\n", render_width, render_height, err);
     return false;
   }
-  s->last = stats;
+  if (timed) {
+    s->last = stats;
+    record_render_time(s, stats.frame_ms, !cpu);
+  }
   if (stage_frame) {
     s->stages = stats;
     s->have_stages = true;
@@ -770,15 +978,23 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   } else {
     s->plain_since_stages++;
   }
-  if (!wnd_present_frame(&s->present, &s->gl, s->renderer, render_width, render_height, err)) {
+  if (!wnd_present_submit(&s->present, s->renderer, render_width, render_height, err)) {
     fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
     return false;
   }
-  build_overlay(s, width, height);
-  if (!wnd_gl_draw(&s->gl, width, height, &s->overlay_mesh, err)) {
+  /* A screenshot shows the frame just rendered, so that its line describes what it shows. */
+  const wnd_frame_slot *slot = wnd_present_ready(&s->present, s->screenshot_pending || s->drain, err);
+  if (!slot) {
+    fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
+    return false;
+  }
+  if (overlay_due(s, t0)) build_overlay(s, width, height);
+  if (!wnd_gl_draw(&s->gl, slot->texture, slot->width, slot->height, width, height, s->overlay ? &s->overlay_mesh : NULL,
+                   s->overlay_version, err)) {
     fprintf(stderr, "inkray: %s\n", err);
     return false;
   }
+  wnd_present_drawn(&s->present);
   if (s->screenshot_pending) take_screenshot(s, width, height);
   SDL_GL_SwapWindow(s->window);
   if (!wnd_gl_check("swapping buffers", err)) {
@@ -787,7 +1003,7 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   }
   double ms = (now_seconds() - t0) * 1000.0;
   /* Diagnostic frames time each stage separately and would drag the FPS down. */
-  if (!stage_frame) record_frame_time(s, ms, stats.frame_ms);
+  if (!stage_frame) record_frame_time(s, ms);
   s->frames++;
   return true;
 }
@@ -807,29 +1023,115 @@ static void print_summary(const win_state *s) {
   double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   free(sorted);
   printf("inkray: %ld frames, median frame %.3f ms (%.1f FPS) over the last %ld, renderer %s, display %s\n",
-         s->frames, median, 1000.0 / median, n, ir_device_name(s->device), wnd_present_path_name(&s->present));
+         s->frames, median, 1000.0 / median, n, ir_device_name(s->device), wnd_present_path_name(s->present.path));
 }
 
 /* ---- Setup ------------------------------------------------------------------------------------- */
-static int create_renderer(win_state *s, const win_options *o) {
+/* The GPU renderer unless there is no CUDA device (then the CPU one, with a note). */
+static void choose_device(win_state *s, const win_options *o) {
   s->device = o->device;
-  if (s->device == IR_DEVICE_GPU) {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-      snprintf(s->device_note, sizeof s->device_note, "no CUDA device: CPU renderer");
-      fprintf(stderr, "inkray: no CUDA device (%s); using the CPU reference renderer\n",
-              e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-      s->device = IR_DEVICE_CPU;
-    }
+  if (s->device != IR_DEVICE_GPU) return;
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    snprintf(s->device_note, sizeof s->device_note, "no CUDA device: CPU renderer");
+    fprintf(stderr, "inkray: no CUDA device (%s); using the CPU reference renderer\n",
+            e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    s->device = IR_DEVICE_CPU;
   }
+}
+
+/* ---- Loading, with a progress bar ------------------------------------------------------------ */
+/* app_open (the voxels streamed to the GPU while they are read, statistics on the GPU) runs on a
+ * thread of its own; the window draws a progress bar from the bytes read meanwhile. The data
+ * module prints its progress line on stderr too. */
+typedef struct win_loader {
+  app_open_desc desc;
+  app_opened *opened;
+  atomic_size_t done, total;
+  atomic_bool finished;
+  int rc;
+} win_loader;
+
+static void on_load_progress(void *ctx, size_t done, size_t total) {
+  win_loader *l = ctx;
+  atomic_store(&l->done, done);
+  atomic_store(&l->total, total);
+}
+
+static void *load_thread(void *arg) {
+  win_loader *l = arg;
+  l->rc = app_open(&l->desc, l->opened);
+  if (l->rc == 0) l->rc = app_open_finish(l->opened);
+  atomic_store(&l->finished, true);
+  return NULL;
+}
+
+static void draw_progress(win_state *s, const char *name, size_t done, size_t total, double seconds) {
+  int width = 0, height = 0;
+  SDL_GL_GetDrawableSize(s->window, &width, &height);
+  s->overlay_mesh.count = 0;
+  int bar[4], track[4];
+  wnd_overlay_progress(&s->overlay_mesh, width, height, name, done, total, seconds, bar, track);
   char err[IR_ERR_LEN] = {0};
-  ir_renderer_desc desc = {.device = s->device, .volume = &s->volume, .cpu_threads = o->threads};
-  ir_status status = ir_renderer_create(&desc, &s->renderer, err);
-  if (status != IR_OK) {
-    fprintf(stderr, "inkray: cannot set up the %s renderer: %s\n", ir_device_name(s->device), err);
-    return status == IR_ERR_INPUT ? 2 : 1;
+  /* Texture 0: no frame yet, the background only. */
+  if (!wnd_gl_draw(&s->gl, 0, 0, 0, width, height, &s->overlay_mesh, ++s->overlay_version, err))
+    fprintf(stderr, "inkray: drawing the progress bar: %s\n", err);
+  SDL_GL_SwapWindow(s->window);
+}
+
+static int load_volume(win_state *s, win_options *o) {
+  win_loader *l = calloc(1, sizeof *l);
+  if (!l) {
+    fprintf(stderr, "inkray: out of memory\n");
+    return 1;
   }
+  /* A time series' bad steps (missing, mismatched, short) are skipped while playing, not
+   * refused at the start as a headless run does. */
+  o->volume.keep_bad_steps = true;
+  l->desc = (app_open_desc){.volume = &o->volume, .device = s->device, .cpu_threads = o->threads,
+                            .on_progress = on_load_progress, .progress_ctx = l};
+  l->opened = &s->opened;
+  atomic_init(&l->done, 0);
+  atomic_init(&l->total, 0);
+  atomic_init(&l->finished, false);
+  const char *name = o->volume.source ? o->volume.source : IR_DEFAULT_VOLUME;
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, load_thread, l) != 0) {
+    load_thread(l);
+  } else {
+    double t0 = now_seconds();
+    bool quit = false;
+    while (!atomic_load(&l->finished)) {
+      SDL_Event e;
+      while (SDL_PollEvent(&e)) quit |= e.type == SDL_QUIT; /* a read cannot be cut short: quit after it */
+      draw_progress(s, name, atomic_load(&l->done), atomic_load(&l->total), now_seconds() - t0);
+      SDL_Delay(15);
+    }
+    pthread_join(thread, NULL);
+    s->quit = quit;
+  }
+  int rc = l->rc;
+  free(l);
+  if (rc) return rc;
+  s->volume = s->opened.volume;
+  s->renderer = s->opened.renderer;
+  char title[300];
+  snprintf(title, sizeof title, "inkray - %s", s->volume.name);
+  SDL_SetWindowTitle(s->window, title);
+  app_open_report(&s->opened);
+  if (s->opened.series) {
+    s->rate = o->rate;
+    s->direction = 1;
+    size_t n = ir_series_length(s->opened.series);
+    printf("inkray: time series of %zu steps, %s .. %s; Space plays it at %.3g steps/s\n", n,
+           ir_series_step_name(s->opened.series, 0), ir_series_step_name(s->opened.series, n - 1), s->rate);
+    size_t bad = ir_series_bad_steps(s->opened.series);
+    if (bad)
+      fprintf(stderr, "inkray: note: %zu of the %zu steps cannot be read (missing, other dims or type, or short); they "
+                      "are skipped, each with its message\n", bad, n);
+  }
+  fflush(stdout);
   return 0;
 }
 
@@ -846,9 +1148,9 @@ static void choose_isovalue(win_state *s, const win_options *o) {
       fprintf(stderr, "inkray: note: --iso %g is outside the volume's values [%g, %g]; nothing will show\n",
               o->iso, s->volume.value_min, s->volume.value_max);
   } else if (o->look.surface_count == 0) {
-    ir_volume_stats stats;
-    ir_volume_compute_stats(&s->volume, &stats);
-    iso = stats.suggested_count > 0 ? stats.suggested_isovalues[0] : s->volume.value_min + range / 2;
+    /* The statistics app_open_finish computed where the volume is (on the GPU there). */
+    const ir_volume_stats *stats = &s->opened.stats;
+    iso = stats->suggested_count > 0 ? stats->suggested_isovalues[0] : s->volume.value_min + range / 2;
   }
   /* --surface gives the surfaces; else one at --iso or the suggested isovalue. */
   wnd_look_start(&s->look, &o->look, iso);
@@ -921,7 +1223,7 @@ static int open_window(win_state *s, const win_options *o) {
   int w = o->window_given ? o->window_width : o->size_fixed ? o->width : 1280;
   int h = o->window_given ? o->window_height : o->size_fixed ? o->height : 720;
   char title[300];
-  snprintf(title, sizeof title, "inkray - %s", s->volume.name);
+  snprintf(title, sizeof title, "inkray - loading %s", o->volume.source ? o->volume.source : IR_DEFAULT_VOLUME);
   s->window = SDL_CreateWindow(title, SDL_WINDOWPOS_CENTERED, SDL_WINDOWPOS_CENTERED, w, h,
                                SDL_WINDOW_OPENGL | SDL_WINDOW_RESIZABLE | SDL_WINDOW_ALLOW_HIGHDPI);
   if (!s->window) {
@@ -949,8 +1251,10 @@ static int open_window(win_state *s, const win_options *o) {
   }
   while (glGetError() != GL_NO_ERROR) {
   }
-  if (SDL_GL_SetSwapInterval(o->vsync ? 1 : 0) != 0 && o->vsync)
-    fprintf(stderr, "inkray: note: --vsync is not supported here: %s\n", SDL_GetError());
+  /* Without a display refresh to wait for (an offscreen or virtual display) vsync may be
+   * refused; that is only worth a note when it was asked for. */
+  if (SDL_GL_SetSwapInterval(o->vsync) != 0 && o->vsync && o->vsync_given)
+    fprintf(stderr, "inkray: note: --vsync on is not supported here: %s\n", SDL_GetError());
   char err[IR_ERR_LEN] = {0};
   if (!wnd_gl_setup(&s->gl, err)) {
     fprintf(stderr, "inkray: %s\n", err);
@@ -958,9 +1262,9 @@ static int open_window(win_state *s, const win_options *o) {
   }
   printf("inkray: OpenGL %s on %s (%s)\n", (const char *)glGetString(GL_VERSION),
          (const char *)glGetString(GL_RENDERER), (const char *)glGetString(GL_VENDOR));
-  wnd_present_setup(&s->present, s->device == IR_DEVICE_GPU);
-  printf("inkray: %s renderer, frames shown through %s\n", ir_device_name(s->device),
-         wnd_present_path_name(&s->present));
+  wnd_present_setup(&s->present, s->device == IR_DEVICE_GPU, o->present_given, o->present);
+  printf("inkray: %s renderer, frames shown through %s, vsync %s\n", ir_device_name(s->device),
+         wnd_present_path_name(s->present.path), o->vsync ? "on" : "off");
   fflush(stdout);
   return 0;
 }
@@ -990,9 +1294,156 @@ static int run(win_state *s, const win_options *o, win_script *script) {
       continue;
     }
     int render_width = o->size_fixed ? o->width : width, render_height = o->size_fixed ? o->height : height;
+    playback_update(s);
     if (!frame(s, width, height, render_width, render_height)) return 1;
     if (script && s->frames == 1) script->start = now_seconds();
   }
+  return 0;
+}
+
+/* ---- --bench-window -------------------------------------------------------------------------- */
+/* The same scene (the window's size and view, the chosen method and look) rendered headless and
+ * in the window, one pipeline and display path after the other, in one run:
+ *   headless  frames waited for one by one, the renderer's own frame time (CUDA events): its
+ *             median is the FPS `inkray --headless` reports; and the same frames queued back
+ *             to back (wall clock), what the renderer sustains with nothing else running;
+ *   window    the window's frame loop as it runs for a person (render, present ring, overlay,
+ *             swap; vsync off unless asked for), wall clock over all frames, the GPU drained at
+ *             the end.
+ * The ratio is window FPS / headless FPS; the display overhead the difference in frame time. */
+typedef struct bench_figures {
+  double headless_ms, back_to_back_ms, window_ms;
+} bench_figures;
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static bool bench_headless(win_state *s, const ir_frame_desc *desc, int frames, bench_figures *out) {
+  char err[IR_ERR_LEN] = {0};
+  double *ms = malloc((size_t)frames * sizeof *ms);
+  if (!ms) {
+    fprintf(stderr, "inkray: --bench-window: out of memory\n");
+    return false;
+  }
+  ir_frame_stats stats;
+  bool ok = true;
+  for (int k = 0; ok && k < frames / 10 + 2; k++) ok = ir_render_frame(s->renderer, desc, &stats, err) == IR_OK;
+  for (int k = 0; ok && k < frames; k++) {
+    ok = ir_render_frame(s->renderer, desc, &stats, err) == IR_OK;
+    ms[k] = stats.frame_ms;
+  }
+  double t0 = now_seconds();
+  /* Queued without waiting; the last one waits (its stats), so the wall time covers them all. */
+  for (int k = 0; ok && k < frames; k++) ok = ir_render_frame(s->renderer, desc, k + 1 < frames ? NULL : &stats, err) == IR_OK;
+  double wall = now_seconds() - t0;
+  if (!ok) {
+    fprintf(stderr, "inkray: --bench-window: rendering failed: %s\n", err);
+    free(ms);
+    return false;
+  }
+  qsort(ms, (size_t)frames, sizeof *ms, compare_doubles);
+  out->headless_ms = frames % 2 ? ms[frames / 2] : 0.5 * (ms[frames / 2 - 1] + ms[frames / 2]);
+  out->back_to_back_ms = wall * 1000.0 / frames;
+  free(ms);
+  return true;
+}
+
+/* Runs `frames` iterations of the window's loop; false after an error or a quit. */
+static bool bench_loop(win_state *s, const win_options *o, int frames) {
+  for (int k = 0; k < frames; k++) {
+    SDL_Event e;
+    while (SDL_PollEvent(&e))
+      if (e.type == SDL_QUIT) return false;
+    int width = 0, height = 0;
+    SDL_GL_GetDrawableSize(s->window, &width, &height);
+    int rw = o->size_fixed ? o->width : width, rh = o->size_fixed ? o->height : height;
+    if (!frame(s, width, height, rw, rh)) return false;
+  }
+  return true;
+}
+
+static bool bench_window(win_state *s, const win_options *o, int frames, bench_figures *out) {
+  s->bench_running = true;
+  bool ok = bench_loop(s, o, frames / 10 + 3);
+  double t0 = now_seconds();
+  ok = ok && bench_loop(s, o, frames - 1);
+  /* The last frame shows the newest one and everything is drained, so that the wall time
+   * covers every frame on the screen. */
+  s->drain = true;
+  ok = ok && bench_loop(s, o, 1);
+  s->drain = false;
+  glFinish();
+  if (s->device == IR_DEVICE_GPU) cudaDeviceSynchronize();
+  out->window_ms = (now_seconds() - t0) * 1000.0 / frames;
+  s->bench_running = false;
+  return ok;
+}
+
+static int run_bench(win_state *s, const win_options *o) {
+  /* The pipelines of the P key's cycle, or the one asked for. */
+  ir_pipeline pipelines[IR_PIPELINE_COUNT];
+  int pipeline_count = 0;
+  if (o->pipeline_given) {
+    pipelines[pipeline_count++] = o->pipeline;
+  } else {
+    ir_pipeline p = next_pipeline(IR_PIPELINE_COUNT);
+    do {
+      pipelines[pipeline_count++] = p;
+      p = next_pipeline(p);
+    } while (p != pipelines[0] && pipeline_count < IR_PIPELINE_COUNT);
+  }
+  /* Every display path this context has, best first, or the one asked for. */
+  wnd_present_path paths[WND_PRESENT_PATH_COUNT] = {WND_PRESENT_HOST};
+  int path_count = 0;
+  if (o->present_given || !wnd_present_interop(&s->present)) {
+    paths[path_count++] = s->present.path;
+  } else {
+    for (int k = s->present.path; k >= 0; k--) paths[path_count++] = (wnd_present_path)k;
+  }
+  /* The CPU renderer takes seconds a frame at this size: a few frames tell enough. */
+  int frames = s->device == IR_DEVICE_CPU && !o->bench_frames_given ? 20 : o->bench_frames;
+  int width = 0, height = 0;
+  SDL_GL_GetDrawableSize(s->window, &width, &height);
+  int rw = o->size_fixed ? o->width : width, rh = o->size_fixed ? o->height : height;
+  printf("inkray: bench-window %dx%d, %d frames a measurement, vsync %s, method %s\n", rw, rh, frames,
+         o->vsync ? "on" : "off", method_name(s));
+  fflush(stdout);
+  double worst_ratio = INFINITY;
+  for (int pi = 0; pi < pipeline_count; pi++) {
+    s->pipeline = pipelines[pi];
+    for (int di = 0; di < path_count; di++) {
+      if (paths[di] != s->present.path) {
+        wnd_present_shutdown(&s->present);
+        wnd_present_setup(&s->present, s->device == IR_DEVICE_GPU, true, paths[di]);
+      }
+      /* The headless frames draw the scene the window's next frame would. */
+      s->camera = wnd_view_camera(&s->view, &s->volume);
+      ir_frame_desc desc = {.width = rw,
+                            .height = rh,
+                            .isovalue = (float)selected_iso(s),
+                            .camera = s->camera,
+                            .method = ir_compact_methods()[s->method_index].method,
+                            .pipeline = s->pipeline};
+      app_look_apply(&s->look.look, &s->volume, &desc);
+      const float *range = color_range(s);
+      desc.color_range[0] = range[0];
+      desc.color_range[1] = range[1];
+      bench_figures f;
+      if (!bench_headless(s, &desc, frames, &f) || !bench_window(s, o, frames, &f)) return 1;
+      double ratio = f.headless_ms / f.window_ms;
+      if (s->present.path == paths[0] && ratio < worst_ratio) worst_ratio = ratio;
+      printf("inkray: bench-window pipeline=%s method=%s size=%dx%d display=%s headless_fps=%.1f headless_ms=%.4f "
+             "back_to_back_ms=%.4f window_fps=%.1f window_ms=%.4f ratio=%.3f overhead_ms=%.4f\n",
+             ir_pipeline_name(s->pipeline), method_name(s), rw, rh, wnd_present_path_name(s->present.path),
+             1000.0 / f.headless_ms, f.headless_ms, f.back_to_back_ms, 1000.0 / f.window_ms, f.window_ms, ratio,
+             f.window_ms - f.headless_ms);
+      fflush(stdout);
+    }
+  }
+  printf("inkray: bench-window done: lowest window/headless ratio %.3f on %s (target 0.9)\n", worst_ratio,
+         wnd_present_path_name(paths[0]));
   return 0;
 }
 
@@ -1026,7 +1477,12 @@ int app_window_main(int argc, char **argv) {
     return 1;
   }
   rc = init_video();
-  if (rc == 0) rc = cli_load_volume(&o.volume, &s.volume);
+  if (rc == 0) {
+    choose_device(&s, &o);
+    /* The window first, so that a big volume's load shows a progress bar in it. */
+    rc = open_window(&s, &o);
+  }
+  if (rc == 0) rc = load_volume(&s, &o);
   if (rc == 0) {
     /* --up wins; else what the file's header says; else +z. */
     s.start_up = o.up != IR_AXIS_NONE ? o.up : s.volume.up_axis != IR_AXIS_NONE ? s.volume.up_axis : IR_AXIS_Z;
@@ -1036,21 +1492,18 @@ int app_window_main(int argc, char **argv) {
     choose_isovalue(&s, &o);
     rc = load_color_volume(&s, &o);
   }
-  if (rc == 0) rc = create_renderer(&s, &o);
   if (rc == 0) {
     rc = attach_color_volume(&s);
     if (rc == 0 && s.look.look.color_by != IR_COLOR_SURFACE) print_color(&s);
   }
-  if (rc == 0) rc = open_window(&s, &o);
-  if (rc == 0) {
-    rc = run(&s, &o, o.script ? &script : NULL);
-    print_summary(&s);
+  if (rc == 0 && !s.quit) {
+    rc = o.bench ? run_bench(&s, &o) : run(&s, &o, o.script ? &script : NULL);
+    if (!o.bench) print_summary(&s);
   }
   close_window(&s);
   wnd_mesh_free(&s.overlay_mesh);
   ir_extractor_destroy(s.extractor);
-  if (s.renderer) ir_renderer_destroy(s.renderer);
-  ir_volume_free(&s.volume);
+  app_opened_close(&s.opened); /* also after a failed open: it frees what was made */
   ir_volume_free(&s.color_volume);
   wnd_script_free(&script.script);
   free(s.history);

@@ -140,6 +140,19 @@ typedef struct wnd_mesh {
 } wnd_mesh;
 void wnd_mesh_free(wnd_mesh *mesh);
 
+/* A time series' state as the overlay shows it: a line with the step, its time and file, one
+ * with the playback, a skipped step's message, and a slider. */
+typedef struct wnd_timeline {
+  size_t step, steps;   /* the step drawn (0-based) and how many there are */
+  double time;          /* its time (a .pvd timestep, else the index) */
+  const char *name;     /* its file */
+  bool playing;
+  double rate;          /* steps a second while playing */
+  bool waiting;         /* the next step is not read yet: playback waits for the disk */
+  const char *message;  /* the last skipped step's message, shown for a while; NULL: none */
+  int slider[4];        /* out: the slider's track, x, y, width, height (zeros: not drawn) */
+} wnd_timeline;
+
 /* Everything the overlay shows. */
 typedef struct wnd_overlay_info {
   int window_width, window_height;
@@ -158,6 +171,7 @@ typedef struct wnd_overlay_info {
   ir_frame_stats last;      /* the last frame */
   const wnd_look *look;     /* surfaces, clipping, colour source; NULL: none listed */
   float color_range[2];     /* the range the colour map spans (given or automatic) */
+  wnd_timeline *timeline;   /* a time series; NULL: one volume */
   bool show_help;
   const char *mesh_note;    /* the last mesh E wrote ("mesh N triangles in T ms"); NULL: none yet */
 } wnd_overlay_info;
@@ -173,6 +187,15 @@ typedef struct wnd_lines {
 void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines);
 /* The title over the stage-time chart: "GPU only" on the CPU renderer, which has no stages. */
 const char *wnd_overlay_stage_title(const wnd_overlay_info *info);
+/* The stage-time chart's rows: every stage the frame ran (its time is not zero), in the order a
+ * frame runs them: bvh, raygen, trav, isect, tail, shade, compact, control, host wait, kernel.
+ * Returns how many. */
+#define WND_MAX_STAGE_ROWS 10
+typedef struct wnd_stage_row {
+  const char *name;
+  double ms;
+} wnd_stage_row;
+int wnd_overlay_stage_rows(const ir_frame_stats *stats, wnd_stage_row rows[WND_MAX_STAGE_ROWS]);
 
 /* Appends the overlay (panels, text, bars) to `mesh` and returns the rectangle it covers,
  * as x, y, width, height in window pixels, and that of the colour bar's strip (all zero when
@@ -180,5 +203,13 @@ const char *wnd_overlay_stage_title(const wnd_overlay_info *info);
  * width, quad k in the map's colour at the middle of its part of the range. */
 #define WND_COLORBAR_STEPS 128
 void wnd_overlay_build(const wnd_overlay_info *info, wnd_mesh *mesh, int rect[4], int colorbar[4]);
+/* The time line's text lines (wnd_lines; a line starting with '!' is a warning). */
+void wnd_overlay_timeline_lines(const wnd_timeline *t, wnd_lines *lines);
+
+/* The window while a volume loads: a panel in the middle with what is read, how much of it and
+ * how fast, over a bar whose filled part is done / total of its track (bar: the filled part's
+ * x, y, width, height; track: the whole track's). total 0: the size is not known yet. */
+void wnd_overlay_progress(wnd_mesh *mesh, int window_width, int window_height, const char *name, size_t done,
+                          size_t total, double seconds, int bar[4], int track[4]);
 
 #endif

@@ -105,7 +105,8 @@ static void test_unknown_type_words(void) {
   put_le16(nii + 40, 4);
   put_le16(nii + 48, 5);
   write_bytes(scratch_path("series.nii"), nii, sizeof nii);
-  expect_input_error(scratch_path("series.nii"), "series.nii", "only 3-D", NULL);
+  /* A 4-D file is a time series: refused where one volume is wanted, saying how to open it. */
+  expect_input_error(scratch_path("series.nii"), "series.nii", "a time series of 5 steps", "open it as one");
   write_bytes(scratch_path("stub.nii"), nii, 100);
   expect_input_error(scratch_path("stub.nii"), "stub.nii", "too short", NULL);
 }

@@ -200,6 +200,100 @@ static void test_overlay_stage_title_says_gpu_only_on_the_cpu(void) {
 }
 
 /* ---- Look editing (look_edit.c) and the overlay's look lines ---------------------------------- */
+/* The chart lists every stage a frame ran, the multi pipeline's tail kernel too, in the order a
+ * frame runs them, and nothing it did not run. */
+static void test_overlay_stage_rows_are_the_stages_that_ran(void) {
+  wnd_stage_row rows[WND_MAX_STAGE_ROWS];
+  ir_frame_stats multi = {.bvh_update_ms = 0.01, .raygen_ms = 0.02, .traverse_ms = 0.3, .intersect_ms = 0.2,
+                          .shade_ms = 0.05, .tail_ms = 0.04, .tail_rays = 900, .control_ms = 0.03};
+  int n = wnd_overlay_stage_rows(&multi, rows);
+  CHECK_EQ_INT(n, 7);
+  const char *order[] = {"bvh", "raygen", "trav", "isect", "tail", "shade", "control"};
+  for (int k = 0; k < n && k < 7; k++) CHECK_MSG(strcmp(rows[k].name, order[k]) == 0, "%s", rows[k].name);
+  CHECK(rows[4].ms == 0.04);
+  /* An out-of-kernel compaction method and host round trips add their rows. */
+  multi.compact_ms = 0.07;
+  multi.host_wait_ms = 0.01;
+  n = wnd_overlay_stage_rows(&multi, rows);
+  CHECK_EQ_INT(n, 9);
+  CHECK_MSG(strcmp(rows[6].name, "compact") == 0, "%s", rows[6].name);
+  CHECK_MSG(strcmp(rows[8].name, "host wait") == 0, "%s", rows[8].name);
+  /* The single kernel: one row. */
+  ir_frame_stats single = {.kernel_ms = 0.16};
+  n = wnd_overlay_stage_rows(&single, rows);
+  CHECK_EQ_INT(n, 1);
+  CHECK_MSG(strcmp(rows[0].name, "kernel") == 0, "%s", rows[0].name);
+  /* The persistent kernel: its phases and the kernel. */
+  ir_frame_stats persistent = {.kernel_ms = 0.3, .raygen_ms = 0.01, .intersect_ms = 0.2, .shade_ms = 0.05, .compact_ms = 0.04};
+  n = wnd_overlay_stage_rows(&persistent, rows);
+  CHECK_EQ_INT(n, 5);
+  CHECK_MSG(strcmp(rows[n - 1].name, "kernel") == 0, "%s", rows[n - 1].name);
+  ir_frame_stats none = {0};
+  CHECK_EQ_INT(wnd_overlay_stage_rows(&none, rows), 0);
+}
+
+/* While a volume loads: the bar's filled part is done / total of its track; nothing filled
+ * before the size is known; the text says how much and how fast. */
+static void test_progress_bar_fills_with_the_bytes_read(void) {
+  wnd_mesh mesh = {0};
+  int bar[4], track[4];
+  const size_t gib = (size_t)1 << 30;
+  wnd_overlay_progress(&mesh, 800, 600, "big.raw", 2 * gib, 8 * gib, 1.0, bar, track);
+  CHECK(mesh.count > 0);
+  CHECK(track[2] > 100);
+  CHECK_NEAR((double)bar[2], 0.25 * track[2], 1.0);
+  CHECK(bar[0] == track[0] && bar[1] == track[1]);
+  /* In the middle of the window. */
+  CHECK(track[0] > 200 && track[0] + track[2] < 600 && track[1] > 200 && track[1] < 400);
+  mesh.count = 0;
+  wnd_overlay_progress(&mesh, 800, 600, "big.raw", 0, 0, 0.1, bar, track);
+  CHECK_EQ_INT(bar[2], 0);
+  mesh.count = 0;
+  wnd_overlay_progress(&mesh, 800, 600, "big.raw", 9 * gib, 8 * gib, 2.0, bar, track);
+  CHECK_EQ_INT(bar[2], track[2]);
+  wnd_mesh_free(&mesh);
+}
+
+/* A time series: the step (1-based), its time and file, the playback state, a skipped step's
+ * message as a warning, and a slider whose marker sits at step / (steps - 1) of its track. */
+static void test_overlay_time_line_and_slider(void) {
+  wnd_timeline t = {.step = 4, .steps = 9, .time = 0.5, .name = "ball_0004.raw", .playing = true, .rate = 10};
+  wnd_lines lines = {0};
+  wnd_overlay_timeline_lines(&t, &lines);
+  CHECK_EQ_INT(lines.count, 2);
+  CHECK_STR_CONTAINS(lines.text[0], "step 5/9");
+  CHECK_STR_CONTAINS(lines.text[0], "t 0.5");
+  CHECK_STR_CONTAINS(lines.text[0], "ball_0004.raw");
+  CHECK_STR_CONTAINS(lines.text[1], "playing 10 steps/s");
+  t.playing = false;
+  t.message = "step 3 of 9: ball_0002.raw: truncated; skipped";
+  lines.count = 0;
+  wnd_overlay_timeline_lines(&t, &lines);
+  CHECK_EQ_INT(lines.count, 3);
+  CHECK_STR_CONTAINS(lines.text[1], "paused");
+  CHECK(lines.text[2][0] == '!');
+  CHECK_STR_CONTAINS(lines.text[2], "step 3 of 9");
+
+  ir_volume v = small_volume();
+  wnd_overlay_info info = {.window_width = 640, .window_height = 480, .device = "cpu", .display_path = "host-copy",
+                           .volume = &v, .timeline = &t};
+  wnd_mesh mesh = {0};
+  int rect[4], cb[4];
+  wnd_overlay_build(&info, &mesh, rect, cb);
+  CHECK(t.slider[2] > 100 && t.slider[3] > 0);
+  CHECK(t.slider[1] + t.slider[3] <= rect[1] + rect[3]);
+  /* The filled part ends at half the track (step 4 of 0..8): a quad from the track's start. */
+  bool found = false;
+  for (size_t i = 0; i + 5 < mesh.count && !found; i += 6) {
+    const wnd_vertex *q = &mesh.vertices[i];
+    float w = q[1].x - q[0].x;
+    found = fabsf(q[0].x - (float)t.slider[0]) < 0.5f && fabsf(w - 0.5f * (float)t.slider[2]) < 1.0f &&
+            fabsf(q[0].y - (float)t.slider[1]) < 0.5f;
+  }
+  CHECK(found);
+  wnd_mesh_free(&mesh);
+}
+
 static void test_look_starts_with_one_surface_at_the_isovalue(void) {
   app_look given = {0};
   wnd_look w;
@@ -477,6 +571,9 @@ int main(void) {
   RUN(test_overlay_colour_bar_shows_the_map);
   RUN(test_script_drag_with_shift);
   RUN(test_overlay_stage_title_says_gpu_only_on_the_cpu);
+  RUN(test_overlay_stage_rows_are_the_stages_that_ran);
+  RUN(test_progress_bar_fills_with_the_bytes_read);
+  RUN(test_overlay_time_line_and_slider);
   RUN(test_up_axis_flips_and_cycles);
   RUN(test_script_parses_every_event_kind);
   RUN(test_script_errors_name_the_line);

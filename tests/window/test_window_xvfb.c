@@ -53,6 +53,8 @@ typedef struct shot {
   ir_frame_desc look; /* surfaces, clipping, colour source, map and range as the frame had them */
   int selected;       /* 1-based */
   int colorbar[4];    /* the colour bar's strip; all zero when none */
+  long step;          /* a time series: the step drawn (0-based); -1: not a series */
+  int slider[4];      /* a time series: the slider's track */
 } shot;
 
 static int parse_surfaces(const char *list, ir_frame_desc *f) {
@@ -103,7 +105,7 @@ static int parse_look_word(const char *w, shot *s) {
 }
 
 static bool parse_shot(const char *line, shot *s) {
-  *s = (shot){0};
+  *s = (shot){.step = -1};
   char *copy = strdup(line);
   if (!copy) return false;
   int fields = 0;
@@ -124,6 +126,9 @@ static bool parse_shot(const char *line, shot *s) {
       fields += sscanf(w, "target=%f,%f,%f", &c->target[0], &c->target[1], &c->target[2]) == 3;
     else if (strncmp(w, "up=", 3) == 0) fields += sscanf(w, "up=%f,%f,%f", &c->up[0], &c->up[1], &c->up[2]) == 3;
     else if (strncmp(w, "fov=", 4) == 0) fields += sscanf(w, "fov=%f", &c->fov_y_degrees);
+    else if (strncmp(w, "step=", 5) == 0) sscanf(w, "step=%ld", &s->step);
+    else if (strncmp(w, "slider=", 7) == 0)
+      sscanf(w, "slider=%d,%d,%d,%d", &s->slider[0], &s->slider[1], &s->slider[2], &s->slider[3]);
     else fields += parse_look_word(w, s);
   }
   free(copy);
@@ -565,7 +570,7 @@ static void test_gpu_request_without_a_device_falls_back(void) {
   CHECK_EQ_INT(rc, 0);
   if (strstr(output, "gpu renderer")) return; /* a machine with a CUDA device */
   CHECK_STR_CONTAINS(output, "no CUDA device");
-  CHECK_STR_CONTAINS(output, "cpu renderer, frames shown through host copy");
+  CHECK_STR_CONTAINS(output, "cpu renderer, frames shown through host-copy");
 }
 
 /* The image formats open in the window: small files kept in the repository (a generated
@@ -647,6 +652,259 @@ static void test_e_writes_the_surfaces_as_a_mesh(void) {
   ir_volume_free(&vol);
 }
 
+/* --bench-window: one line per pipeline of the P cycle with both FPS and their ratio, figures
+ * that agree with each other, and a summary; --pipeline narrows it to one. */
+static void test_bench_window_prints_both_fps_and_their_ratio(void) {
+  char output[8192];
+  int rc = run_inkray("--device cpu --bench-window --bench-frames 10 --window 64x48 builtin:sphere:24", output,
+                      sizeof output);
+  CHECK_MSG(rc == 0, "exit %d:\n%s", rc, output);
+  CHECK_STR_CONTAINS(output, "vsync off");
+  int lines = 0;
+  for (const char *p = strstr(output, "bench-window pipeline="); p; p = strstr(p + 1, "bench-window pipeline=")) {
+    char pipeline[32] = "", display[32] = "";
+    int w = 0, h = 0;
+    double headless_fps = 0, headless_ms = 0, b2b = 0, window_fps = 0, window_ms = 0, ratio = 0, overhead = 0;
+    int n = sscanf(p, "bench-window pipeline=%31s method=%*s size=%dx%d display=%31s headless_fps=%lf headless_ms=%lf "
+                      "back_to_back_ms=%lf window_fps=%lf window_ms=%lf ratio=%lf overhead_ms=%lf",
+                   pipeline, &w, &h, display, &headless_fps, &headless_ms, &b2b, &window_fps, &window_ms, &ratio, &overhead);
+    CHECK_MSG(n == 11, "line %d does not parse (%d fields): %.200s", lines, n, p);
+    if (n != 11) break;
+    CHECK_EQ_INT(w, 64);
+    CHECK_EQ_INT(h, 48);
+    CHECK(strcmp(display, "host-copy") == 0);
+    CHECK(headless_ms > 0 && window_ms > 0 && b2b > 0);
+    CHECK_NEAR(headless_fps, 1000.0 / headless_ms, 0.1 + 1e-3 * headless_fps);
+    CHECK_NEAR(ratio, headless_ms / window_ms, 2e-3);
+    CHECK_NEAR(overhead, window_ms - headless_ms, 1e-3);
+    lines++;
+  }
+  /* The P cycle: single, persistent, multi, paper. */
+  CHECK_EQ_INT(lines, 4);
+  CHECK_STR_CONTAINS(output, "bench-window done: lowest window/headless ratio");
+  rc = run_inkray("--device cpu --bench-window --bench-frames 10 --window 64x48 --pipeline multi builtin:sphere:24",
+                  output, sizeof output);
+  CHECK_EQ_INT(rc, 0);
+  CHECK_STR_CONTAINS(output, "bench-window pipeline=multi");
+  CHECK(strstr(output, "pipeline=single") == NULL);
+}
+
+/* ---- Time series ---------------------------------------------------------------------------- */
+#define SERIES_STEPS 6
+#define SERIES_N 32
+
+/* Step k of a moving ball: uint8, 128 + 40 (R - d) clamped, R = 0.25 N, its centre moving along x
+ * from 0.3 N to 0.7 N; isovalue 128 is the sphere. */
+static void write_ball_step(int k, const char *name) {
+  size_t n = SERIES_N, bytes = n * n * n;
+  uint8_t *v = malloc(bytes);
+  CHECK(v != NULL);
+  if (!v) return;
+  double cx = n * (0.3 + 0.4 * k / (SERIES_STEPS - 1)), c = 0.5 * (double)(n - 1), r = 0.25 * (double)n;
+  for (size_t z = 0; z < n; z++)
+    for (size_t y = 0; y < n; y++)
+      for (size_t x = 0; x < n; x++) {
+        double d = sqrt((x - cx) * (x - cx) + (y - c) * (y - c) + (z - c) * (z - c));
+        double q = 128.0 + 40.0 * (r - d);
+        v[(z * n + y) * n + x] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+      }
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    CHECK(fwrite(v, 1, bytes, f) == bytes);
+    fclose(f);
+  }
+  free(v);
+}
+
+/* The CPU renderer of step k, read back from its file as the window reads it. */
+static ir_renderer *step_renderer(int k, ir_volume *v) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/ball_%02d.raw", dir, k);
+  ir_volume_desc d = {.source = path, .dims = {SERIES_N, SERIES_N, SERIES_N}, .type_given = true,
+                      .type = IR_VOXEL_UINT8};
+  char err[IR_ERR_LEN] = {0};
+  if (ir_volume_load(&d, v, err) != IR_OK) {
+    CHECK_MSG(0, "%s", err);
+    return NULL;
+  }
+  ir_renderer *r = NULL;
+  ir_renderer_desc rd = {.device = IR_DEVICE_CPU, .volume = v};
+  CHECK_MSG(ir_renderer_create(&rd, &r, err) == IR_OK, "%s", err);
+  return r;
+}
+
+/* A time series in the window: Shift+Right, End, '.', ',', Home step and jump (wrapping at the
+ * ends), Space plays and pauses. Each screenshot says which step it drew, and outside the
+ * overlay it is exactly the CPU render of that step's file; the slider sits in the overlay. */
+static void test_window_steps_and_plays_a_time_series(void) {
+  for (int k = 0; k < SERIES_STEPS; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "ball_%02d.raw", k);
+    write_ball_step(k, name);
+  }
+  write_file("series.txt", "0.2 screenshot t0.png\n"
+                           "0.3 key shift+Right\n"
+                           "0.4 screenshot t1.png\n"
+                           "0.5 key End\n"
+                           "0.6 screenshot t5.png\n"
+                           "0.7 key .\n"
+                           "0.8 screenshot t0b.png\n"
+                           "0.9 key ,\n"
+                           "1.0 key Home\n"
+                           "1.1 key Space\n"
+                           "2.6 key Space\n"
+                           "2.7 screenshot tp.png\n"
+                           "2.8 quit\n");
+  char output[16384];
+  int rc = run_inkray("--device cpu --window 480x360 --rate 20 --iso 128 --dims 32x32x32 --type uint8 "
+                      "--script series.txt ball_%02d.raw",
+                      output, sizeof output);
+  CHECK_MSG(rc == 0, "exit %d:\n%s", rc, output);
+  CHECK_STR_CONTAINS(output, "time series of 6 steps");
+  CHECK_STR_CONTAINS(output, "at step 2/6 ball_01.raw");
+  CHECK_STR_CONTAINS(output, "at step 6/6 ball_05.raw");
+  CHECK_STR_CONTAINS(output, "play from step 1/6 at 20 steps/s");
+  shot shots[MAX_SHOTS];
+  int count = collect_shots(output, shots, MAX_SHOTS);
+  CHECK_EQ_INT(count, 5);
+  static const struct {
+    const char *name;
+    long step;
+  } want[] = {{"t0.png", 0}, {"t1.png", 1}, {"t5.png", 5}, {"t0b.png", 0}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    const shot *s = find_shot(shots, count, want[k].name);
+    CHECK_MSG(s != NULL, "no screenshot %s", want[k].name);
+    if (s) CHECK_MSG(s->step == want[k].step, "%s drew step %ld, expected %ld", s->path, s->step, want[k].step);
+  }
+  /* After 1.5 s of play at 20 steps a second: somewhere past step 0, as the pause line says. */
+  const shot *played = find_shot(shots, count, "tp.png");
+  const char *pause = strstr(output, "pause at step ");
+  long paused = -1;
+  CHECK(pause != NULL && sscanf(pause, "pause at step %ld/", &paused) == 1);
+  if (played) {
+    CHECK_MSG(played->step == paused - 1, "the paused screenshot drew step %ld, the pause line says %ld", played->step,
+              paused);
+  }
+  /* 1.5 s at 20 steps a second on a small volume: many steps, whatever step it ended on. */
+  long played_steps = -1;
+  const char *p = strstr(output, "inkray: ");
+  for (; p; p = strstr(p + 1, "inkray: "))
+    if (sscanf(p, "inkray: %ld steps played", &played_steps) == 1) break;
+  CHECK_MSG(played_steps >= 5, "only %ld steps played in 1.5 s at 20 steps/s", played_steps);
+  for (int k = 0; k < count; k++) {
+    const shot *s = &shots[k];
+    /* The overlay leaves most of the picture, where the ball is, to compare. */
+    CHECK(s->overlay[2] * s->overlay[3] < s->width * s->height / 2);
+    if (s->step < 0 || s->step >= SERIES_STEPS) {
+      CHECK_MSG(0, "%s: no step in its line", s->path);
+      continue;
+    }
+    CHECK(s->slider[2] > 0 && inside(s->overlay, s->slider[0], s->slider[1]));
+    ir_volume v;
+    ir_renderer *r = step_renderer((int)s->step, &v);
+    if (!r) continue;
+    check_shot(s, r);
+    ir_renderer_destroy(r);
+    ir_volume_free(&v);
+  }
+}
+
+/* A step that cannot be read (its compressed data corrupt in the middle, which only the read
+ * finds): skipped with a message naming the step, the window going on drawing the step before
+ * it; stepping past it and playing over it go on. */
+static void test_window_skips_a_bad_step(void) {
+  char command[512];
+  for (int k = 0; k < SERIES_STEPS; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "bad_%02d.raw", k);
+    write_ball_step(k, name);
+    snprintf(command, sizeof command, "gzip -f '%s/%s'", dir, name);
+    CHECK_EQ_INT(system(command), 0);
+  }
+  /* Step 3's deflate stream damaged a third of the way in; its gzip trailer left whole. */
+  char path[256];
+  snprintf(path, sizeof path, "%s/bad_02.raw.gz", dir);
+  FILE *f = fopen(path, "r+b");
+  CHECK(f != NULL);
+  if (!f) return;
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, size / 3, SEEK_SET);
+  unsigned char junk[40];
+  for (int k = 0; k < 40; k++) junk[k] = (unsigned char)(0x5a ^ (k * 37));
+  CHECK(fwrite(junk, 1, sizeof junk, f) == sizeof junk);
+  fclose(f);
+  write_file("bad.txt", "0.2 key .\n"
+                        "0.3 key .\n"
+                        "0.4 screenshot skipped.png\n"
+                        "0.5 key .\n"
+                        "0.6 screenshot after.png\n"
+                        "0.7 key Space\n"
+                        "2.2 key Space\n"
+                        "2.3 quit\n");
+  char output[16384];
+  int rc = run_inkray("--device cpu --window 480x360 --rate 20 --iso 128 --dims 32x32x32 --type uint8 "
+                      "--script bad.txt bad_%02d.raw.gz",
+                      output, sizeof output);
+  CHECK_MSG(rc == 0, "exit %d:\n%s", rc, output);
+  CHECK_STR_CONTAINS(output, "step 3 of 6: bad_02.raw.gz: corrupt gzip data");
+  CHECK_STR_CONTAINS(output, "; skipped");
+  CHECK_STR_CONTAINS(output, "at step 4/6 bad_03.raw.gz");
+  long played_steps = -1;
+  for (const char *p = strstr(output, "inkray: "); p; p = strstr(p + 1, "inkray: "))
+    if (sscanf(p, "inkray: %ld steps played", &played_steps) == 1) break;
+  CHECK_MSG(played_steps >= 5, "playback stopped at the bad step: %ld steps played", played_steps);
+  shot shots[MAX_SHOTS];
+  int count = collect_shots(output, shots, MAX_SHOTS);
+  const shot *skipped = find_shot(shots, count, "skipped.png"), *after = find_shot(shots, count, "after.png");
+  CHECK(skipped != NULL && after != NULL);
+  if (!skipped || !after) return;
+  CHECK_EQ_INT(skipped->step, 2);
+  CHECK_EQ_INT(after->step, 3);
+  /* Bad steps the series' opening finds (a missing file, a short one): kept, each skipped with
+   * its message when reached; a headless run refuses such a series (tests/headless). */
+  for (int k = 0; k < SERIES_STEPS; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "gap_%02d.raw", k);
+    if (k != 2) write_ball_step(k, name);
+  }
+  snprintf(path, sizeof path, "%s/gap_04.raw", dir);
+  CHECK_EQ_INT(truncate(path, 1000), 0);
+  write_file("gap.txt", "0.2 key Space\n"
+                        "1.7 key Space\n"
+                        "1.8 quit\n");
+  char gap_output[16384];
+  rc = run_inkray("--device cpu --window 240x180 --rate 20 --iso 128 --dims 32x32x32 --type uint8 "
+                  "--script gap.txt gap_%02d.raw",
+                  gap_output, sizeof gap_output);
+  CHECK_MSG(rc == 0, "exit %d:\n%s", rc, gap_output);
+  CHECK_STR_CONTAINS(gap_output, "2 of the 6 steps cannot be read");
+  CHECK_STR_CONTAINS(gap_output, "step 3 of 6: gap_02.raw");
+  CHECK_STR_CONTAINS(gap_output, "step 5 of 6: gap_04.raw");
+  played_steps = -1;
+  for (const char *p = strstr(gap_output, "inkray: "); p; p = strstr(p + 1, "inkray: "))
+    if (sscanf(p, "inkray: %ld steps played", &played_steps) == 1) break;
+  CHECK_MSG(played_steps >= 6, "playback stopped at a bad step: %ld steps played", played_steps);
+
+  /* At the bad step the picture is still step 2's (index 1); after it, step 4's (index 3). */
+  const shot *shown[2] = {skipped, after};
+  const int drawn[2] = {1, 3};
+  for (int k = 0; k < 2; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "ball_%02d.raw", drawn[k]);
+    write_ball_step(drawn[k], name); /* the reference's file, as the other test writes it */
+    ir_volume v;
+    ir_renderer *r = step_renderer(drawn[k], &v);
+    if (!r) continue;
+    check_shot(shown[k], r);
+    ir_renderer_destroy(r);
+    ir_volume_free(&v);
+  }
+}
+
 static void test_bad_input_exits_2_with_a_message(void) {
   static const struct {
     const char *args, *expect;
@@ -669,6 +927,10 @@ static void test_bad_input_exits_2_with_a_message(void) {
       {"--surface", "--surface needs a value"},
       {"--depth d.raw", "--depth"},
       {"--mesh-dir /nonexistent/folder", "--mesh-dir '/nonexistent/folder'"},
+      {"--present fast", "--present 'fast'"},
+      {"--vsync maybe", "--vsync 'maybe'"},
+      {"--bench-frames 3", "--bench-frames '3'"},
+      {"--bench-window --script quit.txt", "--bench-window runs its own frames"},
   };
   write_file("badline.txt", "0 key Tab\n0 hop\n");
   write_file("badkey.txt", "0 key Nokey\n");
@@ -705,6 +967,9 @@ int main(void) {
   RUN(test_gpu_request_without_a_device_falls_back);
   RUN(test_e_writes_the_surfaces_as_a_mesh);
   RUN(test_bad_input_exits_2_with_a_message);
+  RUN(test_bench_window_prints_both_fps_and_their_ratio);
+  RUN(test_window_steps_and_plays_a_time_series);
+  RUN(test_window_skips_a_bad_step);
   RUN(test_window_opens_dicom_tiff_and_vti);
   int rc = check_summary();
   if (rc == 0) {
