@@ -340,6 +340,13 @@ static ir_status read_tiled(TIFF *tif, const char *path, size_t page, const tiff
   size_t sample = ir_sample_size(pg->type);
   if (tw == 0 || th == 0 || tile_size <= 0 || (size_t)tile_size < (size_t)tw * th * sample)
     return ir_input_error(err, path, "page %zu: bad tile layout", page + 1);
+  /* Tiles are multiples of 16 (TIFF 6.0, section 15): one wider or taller than its page so
+   * rounded holds no pixel and only asks for memory, so refuse it before the tile buffer. */
+  if ((uint64_t)tw > ((uint64_t)pg->width + 15) / 16 * 16 || (uint64_t)th > ((uint64_t)pg->height + 15) / 16 * 16 ||
+      (uint64_t)tile_size > (uint64_t)tw * th * sample * 4)
+    return ir_input_error(err, path, "page %zu: tiles of %ux%u (%lld bytes) do not fit its %ux%u pixels",
+                          page + 1, (unsigned)tw, (unsigned)th, (long long)tile_size, (unsigned)pg->width,
+                          (unsigned)pg->height);
   unsigned char *buf = malloc((size_t)tile_size);
   if (!buf) {
     snprintf(err, IR_ERR_LEN, "%s: out of host memory for a tile", path);

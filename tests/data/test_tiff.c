@@ -392,6 +392,9 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   TIFFWriteScanline(tif, &row, 1, 0);
   TIFFClose(tif);
   expect_refused(path, "1-bit samples");
+  /* A 1x1 page in tiles of millions of pixels (found by the fuzzer): refused before the tile
+   * buffer is allocated. */
+  expect_refused(INKRAY_TEST_DATA_DIR "/fuzz_corpus/tiff_tile_larger_than_page.tif", "do not fit");
   /* Not a TIFF; a pattern matching nothing; a bad pattern. */
   path = scratch_path("text.tif");
   write_text(path, "hello");
