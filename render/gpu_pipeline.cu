@@ -162,9 +162,11 @@ static __global__ void round_end_kernel(ir_gpu_counters *c, ir_zero_list z, cuda
 }
 
 /* Graph only, after ray generation: the first round's grids follow the rays generated (the
- * previous frame's last round left them at full size). */
+ * previous frame's last round left them at full size). One thread: device-side node updates
+ * from several threads to the same node race (the graph then launches a node with a torn
+ * grid, seen as a rare illegal address in the paper pipeline, which updates three nodes). */
 static __global__ void loop_begin_kernel(ir_gpu_counters *c, const ir_resize *resize) {
-  resize_grids(resize, c->trav_in, c);
+  if (threadIdx.x == 0 && blockIdx.x == 0) resize_grids(resize, c->trav_in, c);
 }
 
 static ir_zero_list round_zero_list(const struct ir_gpu_state *g, int mode) {
@@ -342,7 +344,7 @@ static ir_status enqueue_prologue(ir_pass *p, bool graph) {
   ir_status st = compact_gen(p);
   if (st == IR_OK && p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_GEN, 0));
   if (st == IR_OK && graph) {
-    loop_begin_kernel<<<1, 32, 0, p->stream>>>(g->d_counters, resize_slot(g, p->slot));
+    loop_begin_kernel<<<1, 1, 0, p->stream>>>(g->d_counters, resize_slot(g, p->slot));
     IR_CUDA(cudaGetLastError());
   }
   return st;

@@ -95,6 +95,8 @@ static void free_color_texture(struct ir_gpu_state *g) {
 
 ir_status ir_gpu_set_color_volume(ir_renderer *r, char err[IR_ERR_LEN]) {
   struct ir_gpu_state *g = r->gpu;
+  /* A frame still running reads the old texture: let it finish before the array goes. */
+  IR_CUDA(cudaStreamSynchronize(g->stream));
   free_color_texture(g);
   if (!r->color_volume) return IR_OK;
   ir_status st = upload_texture(r->color_volume, r->color_volume->voxels, g->device, &g->color_array, &g->color_tex,
