@@ -279,11 +279,13 @@ static ir_status reserve_mesh(struct ir_gpu_extract *x, size_t vertices, size_t 
   }
   ir_status st = IR_OK;
   if (grow_v) {
+    /* Whether the kept surfaces have colours to keep: read before the flag is cleared below. */
+    const bool kept_colors = x->mesh_colors;
     x->vertex_cap = 0, x->mesh_colors = false; /* until every buffer below has grown */
     if ((st = grow_keep((void **)&x->d_positions, vertices * 12, kept_vertices * 12, x->stream, err)) != IR_OK ||
         (st = grow_keep((void **)&x->d_normals, vertices * 12, kept_vertices * 12, x->stream, err)) != IR_OK ||
         (st = grow_keep((void **)&x->d_values, vertices * 4, kept_vertices * 4, x->stream, err)) != IR_OK ||
-        (st = grow_keep((void **)&x->d_colors, colors ? vertices * 4 : 0, x->mesh_colors ? kept_vertices * 4 : 0,
+        (st = grow_keep((void **)&x->d_colors, colors ? vertices * 4 : 0, kept_colors ? kept_vertices * 4 : 0,
                         x->stream, err)) != IR_OK)
       return st;
     x->vertex_cap = vertices;
