@@ -43,21 +43,25 @@ mkdir -p "$build"
   finish 1
 }
 py=$venv/bin/python
+# --system-site-packages reaches the base interpreter's packages only; where python3 is itself a
+# virtual environment's (NumPy, CuPy and PyTorch installed there), its site-packages join by a .pth.
+"${PYTHON:-python3}" -c 'import site, sys; sys.prefix != sys.base_prefix and print("\n".join(site.getsitepackages()))' \
+  >"$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/inkray-parent-env.pth"
 "$py" -c 'import sys, numpy; print("python", sys.version.split()[0], "numpy", numpy.__version__)' | tee "$logs/versions.txt"
 for lib in cupy torch; do
   "$py" -c "import $lib; print('$lib', $lib.__version__)" 2>&1 | tail -1 | tee -a "$logs/versions.txt"
 done
 
-pip=("$py" -m pip --disable-pip-version-check --no-index --find-links "$root/.whl")
+pip_install() { "$py" -m pip --disable-pip-version-check install --no-index --find-links "$root/.whl" "$@"; }
 t0=$(date +%s)
-if "${pip[@]}" install scikit-build-core pytest >"$logs/pip-requirements.log" 2>&1 &&
-   "${pip[@]}" install --no-deps scipy scikit-image lazy-loader >>"$logs/pip-requirements.log" 2>&1 &&
-   "${pip[@]}" install -v --no-build-isolation -C "build-dir=$build/build" \
+if pip_install scikit-build-core pytest >"$logs/pip-requirements.log" 2>&1 &&
+   pip_install --no-deps scipy scikit-image lazy-loader >>"$logs/pip-requirements.log" 2>&1 &&
+   pip_install -v --no-build-isolation -C "build-dir=$build/build" \
      -C "cmake.define.CMAKE_CUDA_ARCHITECTURES=${INKRAY_CUDA_ARCH:-90}" -C cmake.define.INKRAY_WINDOW=OFF \
      "$root" >"$logs/pip-install.log" 2>&1; then
   note "pip install .: ok in $(( $(date +%s) - t0 )) s"
 else
-  tail -40 "$logs/pip-requirements.log" "$logs/pip-install.log"
+  tail -n 40 "$logs/pip-requirements.log" "$logs/pip-install.log"
   note "pip install .: FAILED (see pip-install.log; the wheels in .whl/ are listed in this script's header)"
   finish 1
 fi

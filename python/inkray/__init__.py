@@ -139,6 +139,13 @@ def _surface_specs(surfaces: Any) -> List[tuple]:
     return specs
 
 
+def _pipeline_and_method(pipeline: Optional[str], method: Optional[str]) -> Tuple[str, str]:
+    """The program's rule: the single kernel unless a compaction method asks for an InK pipeline."""
+    if pipeline is None:
+        pipeline = "single" if method is None else "persistent"
+    return pipeline, "ink-compact" if method is None else method
+
+
 def _camera_spec(camera: Any) -> Optional[tuple]:
     if camera is None:
         return None
@@ -235,8 +242,8 @@ class Renderer:
         surfaces: Any = None,
         clip_box: Optional[Sequence[float]] = None,
         clip_plane: Optional[Sequence[float]] = None,
-        pipeline: str = "multi",
-        method: str = "ink-compact",
+        pipeline: Optional[str] = None,
+        method: Optional[str] = None,
         color_by: Any = None,
         colormap: str = "viridis",
         color_range: Optional[Sequence[float]] = None,
@@ -254,6 +261,7 @@ class Renderer:
                 self.set_color_volume(color_by)
             color_by = "volume"
         width, height = (int(size[0]), int(size[1]))
+        pipeline, method = _pipeline_and_method(pipeline, method)
         image, timings, depth_buffer = self._impl.render(
             width=width,
             height=height,
@@ -290,8 +298,8 @@ def render(
     surfaces: Any = None,
     clip_box: Optional[Sequence[float]] = None,
     clip_plane: Optional[Sequence[float]] = None,
-    pipeline: str = "multi",
-    method: str = "ink-compact",
+    pipeline: Optional[str] = None,
+    method: Optional[str] = None,
     device: Optional[str] = None,
     threads: int = 0,
     color_by: Any = None,
@@ -317,9 +325,12 @@ def render(
       :class:`Camera`, or a dict of either's fields.
     - ``clip_box``: (x0, x1, y0, y1, z0, z1), fractions 0..1 of the volume along x, y, z;
       ``clip_plane``: (nx, ny, nz, d) keeps the world points p with n.p + d >= 0.
-    - ``pipeline``: ``'multi'`` (the InK multi-kernel pipeline), ``'single'``, ``'paper'`` or
-      ``'plain'``; ``method``: the compaction method of the multi-kernel pipelines
-      (``inkray.compaction_methods()``).
+    - ``pipeline``: ``'single'`` (one kernel a frame, the fastest), ``'persistent'`` (the InK
+      pipeline in one kernel, rays compacted in each block's pool), ``'multi'`` (the InK
+      multi-kernel pipeline), ``'paper'`` or ``'plain'`` (``inkray.pipelines()``); ``method``:
+      the compaction method of the InK pipelines (``inkray.compaction_methods()``, default
+      ``'ink-compact'``). As in the program, None draws with ``'single'``, or with
+      ``'persistent'`` when a method is given.
     - ``device``: ``'gpu'``, ``'cpu'`` (the multithreaded reference renderer) or None (the GPU
       when there is one); ``threads``: CPU threads (0: all cores).
     - ``color_by``: None (the surfaces' colours), ``'gradient'`` or an array of the volume's shape,

@@ -57,7 +57,7 @@ class Renderer:
         camera: Optional[tuple] = None,
         clip_box: Optional[Sequence[float]] = None,
         clip_plane: Optional[Sequence[float]] = None,
-        pipeline: str = "multi",
+        pipeline: str = "single",
         method: str = "ink-compact",
         color_by: str = "surface",
         colormap: str = "viridis",

@@ -1,6 +1,7 @@
 /* Arrays in: borrows the memory of a Python array, whichever protocol it speaks.
  *
- * Order: the buffer protocol (NumPy, memoryview, array.array: host memory), then DLPack
+ * Order: the buffer protocol (NumPy, memoryview, array.array: host memory; not for an object
+ * that also has `__cuda_array_interface__`, whose buffer protocol only refuses), then DLPack
  * (`__dlpack__`: PyTorch, CuPy, JAX, NumPy; host or device; the versioned capsule when the
  * producer offers it, else the legacy one), then `__cuda_array_interface__` (Numba, CuPy, and
  * anything else that only speaks it). Nothing is copied; the memory stays valid until
@@ -401,7 +402,10 @@ static int get_cai(PyObject *obj, const char *what, cudaStream_t stream, irpy_ar
 int irpy_array_get(PyObject *obj, const char *what, cudaStream_t stream, irpy_array *out) {
   memset(out, 0, sizeof *out);
   int rc;
-  if (PyObject_CheckBuffer(obj)) rc = get_buffer(obj, what, out);
+  /* A device array may speak the buffer protocol too, only to refuse it (CuPy 14 raises
+   * TypeError from __getbuffer__ for device memory): the device protocols come first for it. */
+  bool device_array = PyObject_HasAttrString(obj, "__cuda_array_interface__");
+  if (PyObject_CheckBuffer(obj) && !device_array) rc = get_buffer(obj, what, out);
   else if (PyObject_HasAttrString(obj, "__dlpack__")) rc = get_dlpack(obj, what, stream, out);
   else if (PyObject_HasAttrString(obj, "__cuda_array_interface__")) rc = get_cai(obj, what, stream, out);
   else {

@@ -442,7 +442,7 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
   int width = 0, height = 0, stage_timing = 0, want_depth = 0;
   PyObject *iso = Py_None, *surfaces = Py_None, *camera = Py_None, *clip_box = Py_None, *clip_plane = Py_None;
   PyObject *color_range = Py_None, *tail = Py_None;
-  const char *pipeline = "multi", *method = "ink-compact", *color_by = "surface", *colormap = "viridis";
+  const char *pipeline = "single", *method = "ink-compact", *color_by = "surface", *colormap = "viridis";
   const char *refine = "exact", *output = "numpy";
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iiOOOOOssssOspspO", keywords, &width, &height, &iso, &surfaces,
                                    &camera, &clip_box, &clip_plane, &pipeline, &method, &color_by, &colormap,

@@ -161,7 +161,13 @@ def test_every_format_loads_its_known_voxels_like_the_program(tmp_path, kind):
     python_options = {}
     if options:
         python_options = {"shape": SHAPE, "dtype": "uint16", "endian": "big", "spacing": (3, 2, 1)}
-    volume = inkray.load(path, **python_options)
+    try:
+        volume = inkray.load(path, **python_options)
+    except ValueError as e:
+        # A build without an optional library (libtiff, expat) says so; nothing else is skipped.
+        if "was built without" in str(e):
+            pytest.skip(str(e))
+        raise
     assert volume.array.flags.c_contiguous and volume.array.shape == SHAPE
     np.testing.assert_array_equal(volume.array, expected)
     assert volume.array.dtype == expected.dtype
