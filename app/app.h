@@ -140,6 +140,9 @@ void cli_print_look_options(FILE *to);
 /* Puts the look into a frame for volume v: surfaces, clip box (fractions -> voxel coordinates),
  * clip plane, colour source, map and range (`range` resolved by the caller when not given). */
 void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f);
+/* Warns on `to` when the look draws nothing whatever the isovalue: every surface at opacity 0,
+ * or a clip plane that keeps no part of the volume (or of the clip box). Returns the warnings. */
+int app_look_warn_empty(const app_look *look, const ir_volume *v, FILE *to);
 
 /* --depth files: the format is named by the extension (.pfm, .nrrd; any case). */
 typedef enum app_depth_format { APP_DEPTH_UNKNOWN = 0, APP_DEPTH_PFM, APP_DEPTH_NRRD } app_depth_format;

@@ -662,6 +662,7 @@ static void pick_suggested(const ir_volume_stats *st, int wanted, hl_options *o)
 static int resolve_isovalues(const ir_volume *v, const ir_volume_stats *stats, hl_options *o) {
   if (v->nonfinite_count > 0 && v->nonfinite_count == ir_volume_voxel_count(v))
     fprintf(stderr, "inkray: warning: every voxel of %s is NaN or Inf; nothing will be drawn\n", v->name);
+  app_look_warn_empty(&o->look, v, stderr);
   if (o->look.surface_count > 0) {
     /* The surfaces are drawn together: one configuration per pipeline and method, labelled with
      * the first surface's isovalue. */

@@ -283,3 +283,42 @@ void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f) 
   f->color_range[1] = look->color_range[1];
   f->texture_refine = look->texture_refine;
 }
+
+/* A look that hides everything renders an empty picture that looks like a fault: say why, as the
+ * out-of-range isovalue warning does. The plane is tested at the corners of what the box keeps
+ * (or of the whole volume): n.x + d is linear, so it is negative everywhere inside exactly when
+ * it is negative at every corner. */
+int app_look_warn_empty(const app_look *look, const ir_volume *v, FILE *to) {
+  int warnings = 0;
+  if (look->surface_count > 0) {
+    int hidden = 0;
+    for (int k = 0; k < look->surface_count; k++) hidden += look->surfaces[k].opacity <= 0.0f;
+    if (hidden == look->surface_count) {
+      fprintf(to, "inkray: warning: every --surface has opacity 0; nothing will be drawn\n");
+      warnings++;
+    }
+  }
+  if (look->clip_plane_on) {
+    float lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+      float extent = (float)v->dims[k] * (v->spacing[k] > 0.0f ? v->spacing[k] : 1.0f);
+      lo[k] = look->clip_box_on ? look->clip_box[2 * k] * extent : 0.0f;
+      hi[k] = look->clip_box_on ? look->clip_box[2 * k + 1] * extent : extent;
+    }
+    bool kept = false;
+    for (int c = 0; c < 8 && !kept; c++) {
+      float p[3] = {c & 1 ? hi[0] : lo[0], c & 2 ? hi[1] : lo[1], c & 4 ? hi[2] : lo[2]};
+      const float *n = look->clip_plane;
+      kept = n[0] * p[0] + n[1] * p[1] + n[2] * p[2] + n[3] >= 0.0f;
+    }
+    if (!kept) {
+      fprintf(to, "inkray: warning: --clip-plane %g,%g,%g,%g keeps no part of the volume%s (it spans 0..%g, 0..%g, "
+              "0..%g in world units); nothing will be drawn\n",
+              look->clip_plane[0], look->clip_plane[1], look->clip_plane[2], look->clip_plane[3],
+              look->clip_box_on ? " inside --clip-box" : "", (double)v->dims[0] * v->spacing[0],
+              (double)v->dims[1] * v->spacing[1], (double)v->dims[2] * v->spacing[2]);
+      warnings++;
+    }
+  }
+  return warnings;
+}

@@ -1152,6 +1152,7 @@ static void choose_isovalue(win_state *s, const win_options *o) {
     const ir_volume_stats *stats = &s->opened.stats;
     iso = stats->suggested_count > 0 ? stats->suggested_isovalues[0] : s->volume.value_min + range / 2;
   }
+  app_look_warn_empty(&o->look, &s->volume, stderr);
   /* --surface gives the surfaces; else one at --iso or the suggested isovalue. */
   wnd_look_start(&s->look, &o->look, iso);
 }

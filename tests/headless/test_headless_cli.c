@@ -397,6 +397,34 @@ static void test_look_options_run_and_say_what_is_drawn(void) {
   run_inkray(NULL, outside, &result);
   CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
   CHECK_STR_CONTAINS(result.output, "--surface isovalue 500 is outside");
+  /* Looks that draw nothing whatever the isovalue are named too: every surface transparent, a
+   * clip plane beyond the volume, a plane that keeps nothing of the clip box. */
+  static const struct {
+    const char *options[6], *expect;
+  } empty[] = {
+      {{"--surface", "0:white:0", "--surface", "-4:red:0", NULL}, "every --surface has opacity 0"},
+      {{"--clip-plane", "1,0,0,-40", NULL}, "--clip-plane 1,0,0,-40 keeps no part of the volume (it spans"},
+      {{"--clip-box", "0,0.25,0,1,0,1", "--clip-plane", "1,0,0,-8", NULL},
+       "--clip-plane 1,0,0,-8 keeps no part of the volume inside --clip-box"},
+  };
+  for (size_t k = 0; k < sizeof empty / sizeof empty[0]; k++) {
+    const char *empty_args[24] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1",
+                                  "--size", "8x8", "--no-stages"};
+    int n = 12;
+    for (int j = 0; empty[k].options[j]; j++) empty_args[n++] = empty[k].options[j];
+    empty_args[n++] = "builtin:sphere:16";
+    empty_args[n] = NULL;
+    run_inkray(NULL, empty_args, &result);
+    CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, empty[k].expect);
+  }
+  /* A plane that keeps part of the volume, and one transparent surface among others: no warning. */
+  const char *kept[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1", "--size",
+                        "8x8", "--no-stages", "--surface", "0:white:0", "--surface", "-4", "--clip-plane", "1,0,0,-8",
+                        "builtin:sphere:16", NULL};
+  run_inkray(NULL, kept, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK(strstr(result.output, "nothing will be drawn") == NULL);
 }
 
 /* Writes n float32 voxels f(i) = i / plane (the z index of an n^3 cube with planes of `plane`). */
