@@ -592,6 +592,7 @@ static ir_status finish_read(const ir_header *h, const char *path, const ir_volu
     }
   }
   memcpy(out->spacing, desc->spacing_given ? desc->spacing : h->spacing, sizeof out->spacing);
+  if (h->note[0] && !desc->spacing_given && !out->note[0]) snprintf(out->note, sizeof out->note, "%s", h->note);
   out->up_axis = h->up_axis;
   if (h->up_axis != IR_AXIS_NONE && h->up_source)
     snprintf(out->up_source, sizeof out->up_source, "%s", h->up_source);

@@ -158,10 +158,20 @@ ir_status ir_nifti_parse(const unsigned char *bytes, size_t len, const char *pat
                           "datatype %d (%s) is not supported (UINT8, INT16, UINT16 or FLOAT32)",
                           datatype, nii_type_name(datatype));
   }
+  /* A pixdim of 0 (or NaN) is common in files written without a voxel size; spacing 1 is the
+   * usual guess, but it changes the picture's proportions, so the note names the fields. */
+  char guessed[64] = "";
   for (int k = 0; k < 3; k++) {
-    float s = fabsf(nii_f32(&r, NII_PIXDIM + 4 * (size_t)(k + 1)));
+    float raw = nii_f32(&r, NII_PIXDIM + 4 * (size_t)(k + 1)), s = fabsf(raw);
     h->spacing[k] = isfinite(s) && s > 0 ? s : 1.0f;
+    if (!(isfinite(s) && s > 0)) {
+      size_t used = strlen(guessed);
+      snprintf(guessed + used, sizeof guessed - used, "%spixdim[%d] = %g", used ? ", " : "", k + 1, (double)raw);
+    }
   }
+  if (guessed[0])
+    snprintf(h->note, sizeof h->note, "warning: %s in the header: spacing 1 assumed there (give --spacing X,Y,Z)",
+             guessed);
   float offset = nii_f32(&r, NII_VOX_OFFSET);
   if (!isfinite(offset) || offset < (float)IR_NIFTI_HEADER_BYTES || offset > 1e9f ||
       offset != floorf(offset))

@@ -56,6 +56,8 @@ typedef struct ir_header {
   const char *up_source; /* the header field that said it (a string literal) */
   size_t steps;         /* a 4-D file (NRRD dimension 4, NIfTI dim[4]): time steps of dims
                            voxels each, one after another (0 or 1: a 3-D volume) */
+  char note[160];       /* what the header left to a guess (NIfTI pixdim 0: spacing 1), shown as
+                           the volume's note unless --spacing replaces the guess; empty if none */
 } ir_header;
 
 void ir_header_init(ir_header *h);

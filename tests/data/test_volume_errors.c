@@ -332,6 +332,30 @@ static void test_nifti_nonfinite_scaling_is_refused(void) {
   ir_volume_free(&v);
 }
 
+/* A NIfTI pixdim of 0 loads with spacing 1, and the volume's note says so naming the fields;
+ * --spacing replaces the guess (no note); a real pixdim gives no note. */
+static void test_nifti_zero_pixdim_is_named(void) {
+  unsigned char file[352 + 8 * 2] = {0};
+  nifti_int16_header(file, 2, 2, 2, 0.0f, 0.0f);
+  put_le32(file + 76 + 4 * 2, float_bits(0.5f)); /* pixdim[2]: y given */
+  write_bytes(scratch_path("pixdim0.nii"), file, sizeof file);
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  CHECK_MSG(load(scratch_path("pixdim0.nii"), &v, err) == IR_OK, "%s", err);
+  CHECK_STR_CONTAINS(v.note, "warning: pixdim[1] = 0, pixdim[3] = 0 in the header: spacing 1 assumed there");
+  CHECK(v.spacing[0] == 1.0f && v.spacing[1] == 0.5f && v.spacing[2] == 1.0f);
+  ir_volume_free(&v);
+  ir_volume_desc given = {.spacing_given = true, .spacing = {2, 3, 4}};
+  CHECK_MSG(load_with(scratch_path("pixdim0.nii"), &given, &v, err) == IR_OK, "%s", err);
+  CHECK(v.note[0] == '\0' && v.spacing[0] == 2.0f && v.spacing[2] == 4.0f);
+  ir_volume_free(&v);
+  for (int k = 1; k <= 3; k++) put_le32(file + 76 + 4 * k, float_bits(0.8f));
+  write_bytes(scratch_path("pixdim_ok.nii"), file, sizeof file);
+  CHECK_MSG(load(scratch_path("pixdim_ok.nii"), &v, err) == IR_OK, "%s", err);
+  CHECK(v.note[0] == '\0' && v.spacing[0] == 0.8f);
+  ir_volume_free(&v);
+}
+
 /* A NUL byte in a text header is binary data, not a long field: the message says so. */
 static void test_nul_byte_in_a_header_is_named(void) {
   static const char nrrd[] = "NRRD0004\ntype: uc\0har\ndimension: 3\nsizes: 2 2 2\nencoding: raw\n"
@@ -371,6 +395,7 @@ int main(void) {
   RUN(test_sizes_are_checked_before_allocating);
   RUN(test_volume_larger_than_available_memory_names_both_sizes);
   RUN(test_nifti_nonfinite_scaling_is_refused);
+  RUN(test_nifti_zero_pixdim_is_named);
   RUN(test_nul_byte_in_a_header_is_named);
   RUN(test_bad_dims_in_a_file_name_are_named);
   return check_summary();
