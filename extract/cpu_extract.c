@@ -139,6 +139,30 @@ static float derivative_at(const cpu_pass *p, const uint32_t pt[3], int k, float
   return ir_mc_derivative(fm, has_m, f0, fp, has_p, g->spacing[k]);
 }
 
+/* IR_EXTRACT_VALUES_LOCAL_RANGE: every cell around a crossed edge uses the edge's vertex, so the
+ * largest value range of the cells whose triangles use it is that of the (up to four) cells
+ * around the edge from a along `axis`. In float, as the GPU's local_range. */
+static float local_range(const cpu_pass *p, const uint32_t a[3], int axis) {
+  const ir_mc_grid *g = p->g;
+  int b = (axis + 1) % 3, c = (axis + 2) % 3;
+  float largest = 0.0f;
+  for (int ob = -1; ob <= 0; ob++)
+    for (int oc = -1; oc <= 0; oc++) {
+      if ((ob < 0 && a[b] == 0) || (oc < 0 && a[c] == 0)) continue;
+      uint32_t cell[3] = {a[0], a[1], a[2]};
+      cell[b] = (uint32_t)((int64_t)a[b] + ob), cell[c] = (uint32_t)((int64_t)a[c] + oc);
+      if (cell[0] + 1 >= g->dims[0] || cell[1] + 1 >= g->dims[1] || cell[2] + 1 >= g->dims[2]) continue;
+      float lo = p->iso, hi = p->iso;
+      for (int corner = 0; corner < 8; corner++) {
+        float v = value_at(p, cell[0] + (corner & 1), cell[1] + ((corner >> 1) & 1), cell[2] + ((corner >> 2) & 1));
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      largest = hi - lo > largest ? hi - lo : largest;
+    }
+  return largest;
+}
+
 static void write_vertex(const cpu_pass *p, size_t id, uint32_t x, uint32_t y, uint32_t z, int axis) {
   const ir_mc_grid *g = p->g;
   const ir_mc_job *job = p->job;
@@ -160,6 +184,8 @@ static void write_vertex(const cpu_pass *p, size_t id, uint32_t x, uint32_t y, u
     float ca = ir_mc_voxel(p->ex->color_voxels, p->ex->color_type, ir_mc_index(g, a[0], a[1], a[2]));
     float cb = ir_mc_voxel(p->ex->color_voxels, p->ex->color_type, ir_mc_index(g, b[0], b[1], b[2]));
     value = ca + t * (cb - ca);
+  } else if (job->values == IR_EXTRACT_VALUES_LOCAL_RANGE) {
+    value = local_range(p, a, axis);
   }
   m->values[id] = value;
   if (job->colors != IR_EXTRACT_COLORS_NONE) {

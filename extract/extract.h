@@ -78,6 +78,9 @@ typedef enum ir_extract_values {
   IR_EXTRACT_VALUES_ISOVALUE = 0, /* the isovalue of the vertex's surface */
   IR_EXTRACT_VALUES_GRADIENT,     /* the gradient magnitude, data units per world unit */
   IR_EXTRACT_VALUES_COLOR_GRID,   /* the colour grid (ir_extractor_set_color_grid) at the vertex */
+  IR_EXTRACT_VALUES_LOCAL_RANGE,  /* scikit-image's vertex values: the largest value range,
+                                     max(iso, corner max) - min(iso, corner min), of the (up to
+                                     four) cells around the vertex's grid edge */
 } ir_extract_values;
 
 typedef enum ir_extract_colors {

@@ -211,8 +211,8 @@ static ir_status build_job(const ir_extractor *ex, const ir_extract_desc *d, ir_
     }
   }
   r->exact = r->box_on || r->plane_on || !ex->all_finite;
-  if ((unsigned)d->values > IR_EXTRACT_VALUES_COLOR_GRID) {
-    snprintf(err, IR_ERR_LEN, "values %d: use isovalue, gradient or colour grid", (int)d->values);
+  if ((unsigned)d->values > IR_EXTRACT_VALUES_LOCAL_RANGE) {
+    snprintf(err, IR_ERR_LEN, "values %d: use isovalue, gradient, colour grid or local range", (int)d->values);
     return IR_ERR_INPUT;
   }
   if (d->values == IR_EXTRACT_VALUES_COLOR_GRID && !ex->color_voxels) {

@@ -38,6 +38,30 @@ static __device__ float color_voxel(const ir_gx_mesh_out &m, const ir_mc_grid &g
   }
 }
 
+/* IR_EXTRACT_VALUES_LOCAL_RANGE: the CPU's local_range (cpu_extract.c), operation for operation. */
+template <int TYPE>
+static __device__ float local_range(const ir_mc_grid &g, float iso, const void *__restrict__ voxels, const uint32_t a[3],
+                                    int axis) {
+  int b = (axis + 1) % 3, c = (axis + 2) % 3;
+  float largest = 0.0f;
+  for (int ob = -1; ob <= 0; ob++)
+    for (int oc = -1; oc <= 0; oc++) {
+      if ((ob < 0 && a[b] == 0) || (oc < 0 && a[c] == 0)) continue;
+      uint32_t cell[3] = {a[0], a[1], a[2]};
+      cell[b] = (uint32_t)((int64_t)a[b] + ob), cell[c] = (uint32_t)((int64_t)a[c] + oc);
+      if (cell[0] + 1 >= g.dims[0] || cell[1] + 1 >= g.dims[1] || cell[2] + 1 >= g.dims[2]) continue;
+      float lo = iso, hi = iso;
+      for (int corner = 0; corner < 8; corner++) {
+        const uint32_t q[3] = {cell[0] + (corner & 1), cell[1] + ((corner >> 1) & 1), cell[2] + ((corner >> 2) & 1)};
+        float v = voxel<TYPE>(g, voxels, q);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      largest = hi - lo > largest ? hi - lo : largest;
+    }
+  return largest;
+}
+
 /* The vertex on the edge leaving grid point a along `axis`: the CPU's write_vertex. */
 template <int TYPE>
 static __device__ void write_vertex(const ir_mc_grid &g, float iso, const void *__restrict__ voxels,
@@ -61,6 +85,8 @@ static __device__ void write_vertex(const ir_mc_grid &g, float iso, const void *
   } else if (m.values_from == IR_EXTRACT_VALUES_COLOR_GRID) {
     float ca = color_voxel(m, g, a), cb = color_voxel(m, g, b);
     value = ca + t * (cb - ca);
+  } else if (m.values_from == IR_EXTRACT_VALUES_LOCAL_RANGE) {
+    value = local_range<TYPE>(g, iso, voxels, a, axis);
   }
   m.values[i] = value;
   if (m.colors)

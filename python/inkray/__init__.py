@@ -503,8 +503,8 @@ def marching_cubes(
       values (scikit-image's direction), computed in world units (spacing applied);
     - ``values`` (V,) float32: with ``values='local'`` (the default) scikit-image's, the largest
       value range of the cells around the vertex ("the maximum value of the data in the local
-      region", one more pass over the mesh); ``'isovalue'`` or ``'gradient'`` (the gradient
-      magnitude) come from the extraction itself at no extra cost.
+      region"), ``'isovalue'`` or ``'gradient'`` (the gradient magnitude): each is computed as
+      the extraction writes the vertex.
 
     It runs inkray's extraction (``extract/``): on the GPU when there is one (``device=None``) or
     the volume is on it, else the CPU reference on all cores (``threads``); both give the same
@@ -550,8 +550,7 @@ def marching_cubes(
     with lock:
         extractor.set_grid(volume, spacing, stream=_arrays.current_stream(volume))
         pos, nrm, val, tri, _, c_order = extractor.extract(
-            float(level), method=compaction, output="device" if to_device else "numpy",
-            values="isovalue" if values == "local" else values)
+            float(level), method=compaction, output="device" if to_device else "numpy", values=values)
         if to_device:  # the extractor's buffers serve its next call: copy them out now
             pos, nrm, val, tri = (_arrays.device_copy(a, volume) for a in (pos, nrm, val, tri))
         extractor.release_grid()  # a cached extractor keeps no volume alive
@@ -559,12 +558,6 @@ def marching_cubes(
         pos, nrm, val, tri = (np.asarray(a) for a in (pos, nrm, val, tri))
     if len(tri) == 0:
         raise ValueError(f"no surface at level {level}: the volume's values do not cross it")
-    if values == "local":
-        if to_device:
-            spacing_xyz = tuple(float(s) for s in (reversed(spacing) if c_order else spacing))
-            val = _arrays.local_values_on_device(volume, pos, float(level), spacing_xyz, c_order)
-        else:
-            val = np.asarray(_inkray.local_values(volume, pos, float(level), spacing))
     if c_order:  # x, y, z -> the array's (z, y, x); a reflection, which turns the winding over
         pos, nrm = _arrays.reverse_columns(pos), _arrays.reverse_columns(nrm)
     if c_order == (gradient_direction == "ascent"):

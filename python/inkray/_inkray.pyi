@@ -97,7 +97,6 @@ class Extractor:
     @property
     def stream(self) -> int: ...
 
-def local_values(volume: Any, positions: Any, level: float, spacing: Optional[Sequence[float]] = None) -> HostBuffer: ...
 def load(
     path: str,
     *,

@@ -8,17 +8,15 @@
  * Host meshes come back as HostBuffers over the module's own arrays (freed with ir_mesh_free
  * when the last of them goes); device meshes as DeviceArrays over the extractor's buffers, valid
  * until its next call, which the package copies into arrays of the caller's library.
- *
- * local_values computes scikit-image's per-vertex values (the largest value range of the cells
- * around the vertex's edge) for a host mesh of a host array.
+ * values='local' asks the extraction for scikit-image's per-vertex values (the largest value
+ * range of the cells around the vertex's edge, IR_EXTRACT_VALUES_LOCAL_RANGE), computed as each
+ * vertex is written on whichever device extracts.
  */
 #include "python/src/py_internal.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "extract/extract.h"
 #include "pythread.h"
@@ -203,7 +201,7 @@ static PyObject *extract_stats(const ir_extract_stats *s) {
                        s->grew ? Py_True : Py_False);
 }
 
-/* extract(isovalue, *, method='ink-compact', output='numpy', values='isovalue')
+/* extract(isovalue, *, method='ink-compact', output='numpy', values='isovalue'; or 'gradient', 'local')
  * -> (positions (V, 3) x y z, normals (V, 3), values (V,), triangles (F, 3) int32, stats). */
 static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwargs) {
   static char *keywords[] = {"isovalue", "method", "output", "values", NULL};
@@ -226,6 +224,7 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   desc.output = device_out ? IR_MESH_DEVICE : IR_MESH_HOST;
   if (strcmp(values, "isovalue") == 0) desc.values = IR_EXTRACT_VALUES_ISOVALUE;
   else if (strcmp(values, "gradient") == 0) desc.values = IR_EXTRACT_VALUES_GRADIENT;
+  else if (strcmp(values, "local") == 0) desc.values = IR_EXTRACT_VALUES_LOCAL_RANGE;
   else return irpy_error(PyExc_ValueError, "values '%s': use local, isovalue or gradient", values);
   if (!self->have_grid) return irpy_error(PyExc_ValueError, "no volume given to the extractor (set_grid)");
 
@@ -316,121 +315,8 @@ static PyTypeObject extractor_type = {
     .tp_getset = extractor_getset,
 };
 
-/* ---- scikit-image's vertex values ---------------------------------------------------------------------- */
-/* scikit-image gives each vertex the largest value range, max(level, corner max) - min(level,
- * corner min), of the cells whose triangles use it (its "maximum value of the data in the local
- * region"). In marching cubes every cell around a crossed edge uses the edge's vertex, so that is
- * the largest range of the (up to four) cells around the vertex's edge. The edge runs along the
- * axis whose coordinate is farthest from a whole number (extract.h keeps a vertex at least 1/256
- * of its edge from a grid point; the other coordinates are whole up to rounding). */
-static float local_value(const ir_volume *v, const float *position, double level) {
-  double t[3], best = -1.0;
-  int axis = 0;
-  for (int k = 0; k < 3; k++) {
-    t[k] = (double)position[k] / (double)v->spacing[k];
-    double frac = t[k] - floor(t[k]);
-    double away = frac < 0.5 ? frac : 1.0 - frac;
-    if (away > best) best = away, axis = k;
-  }
-  long at[3];
-  for (int k = 0; k < 3; k++) at[k] = (long)(k == axis ? floor(t[k]) : nearbyint(t[k]));
-  int b = (axis + 1) % 3, c = (axis + 2) % 3;
-  double largest = 0.0;
-  for (int ob = -1; ob <= 0; ob++)
-    for (int oc = -1; oc <= 0; oc++) {
-      long cell[3];
-      cell[axis] = at[axis], cell[b] = at[b] + ob, cell[c] = at[c] + oc;
-      bool inside = true;
-      for (int k = 0; k < 3; k++) inside = inside && cell[k] >= 0 && cell[k] + 1 < (long)v->dims[k];
-      if (!inside) continue;
-      double lo = level, hi = level;
-      for (int corner = 0; corner < 8; corner++) {
-        double value = ir_volume_value_at(v, (size_t)cell[0] + (corner & 1), (size_t)cell[1] + ((corner >> 1) & 1),
-                                          (size_t)cell[2] + ((corner >> 2) & 1));
-        if (value < lo) lo = value;
-        if (value > hi) hi = value;
-      }
-      if (hi - lo > largest) largest = hi - lo;
-    }
-  return (float)largest;
-}
-
-/* The vertices split into one contiguous range per core (a pass over a large mesh reads 32
- * voxels a vertex). */
-typedef struct local_values_part {
-  const ir_volume *v;
-  const float *positions;
-  float *out;
-  double level;
-  size_t begin, end;
-} local_values_part;
-
-static void *local_values_worker(void *arg) {
-  const local_values_part *part = arg;
-  for (size_t i = part->begin; i < part->end; i++) part->out[i] = local_value(part->v, part->positions + 3 * i, part->level);
-  return NULL;
-}
-
-static void local_values_all(const ir_volume *v, const float *positions, size_t count, double level, float *out) {
-  enum { MAX_PARTS = 256, MIN_VERTICES_PER_PART = 1 << 16 };
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t parts = cores > 0 ? (size_t)cores : 1;
-  if (parts > MAX_PARTS) parts = MAX_PARTS;
-  if (parts > count / MIN_VERTICES_PER_PART) parts = count / MIN_VERTICES_PER_PART;
-  if (parts < 1) parts = 1;
-  local_values_part part[MAX_PARTS];
-  pthread_t thread[MAX_PARTS];
-  bool started[MAX_PARTS] = {false};
-  for (size_t k = 0; k < parts; k++) {
-    part[k] = (local_values_part){v, positions, out, level, count * k / parts, count * (k + 1) / parts};
-    /* Part 0 runs here; a part whose thread cannot start runs here too. */
-    started[k] = k > 0 && pthread_create(&thread[k], NULL, local_values_worker, &part[k]) == 0;
-  }
-  for (size_t k = 0; k < parts; k++)
-    if (!started[k]) local_values_worker(&part[k]);
-  for (size_t k = 1; k < parts; k++)
-    if (started[k]) pthread_join(thread[k], NULL);
-}
-
-/* local_values(volume, positions, level, spacing=None) -> HostBuffer float32 (V,): positions
- * (V, 3) are the extractor's x, y, z (origin 0), spacing in the array's axis order. */
-static PyObject *local_values(PyObject *self, PyObject *args, PyObject *kwargs) {
-  static char *keywords[] = {"volume", "positions", "level", "spacing", NULL};
-  PyObject *volume, *positions, *spacing = Py_None;
-  double level = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOd|O", keywords, &volume, &positions, &level, &spacing))
-    return NULL;
-  irpy_array a, p;
-  if (irpy_array_get(volume, "volume", NULL, &a) != 0) return NULL;
-  if (irpy_array_get(positions, "positions", NULL, &p) != 0) {
-    irpy_array_release(&a);
-    return NULL;
-  }
-  PyObject *result = NULL;
-  ir_volume v;
-  if (a.device || p.device) {
-    irpy_error(PyExc_ValueError, "local_values reads host arrays");
-  } else if (p.ndim != 2 || p.shape[1] != 3 || p.dtype != IRPY_FLOAT32 || !irpy_array_c_contiguous(&p)) {
-    irpy_error(PyExc_ValueError, "positions must be a C-contiguous (V, 3) float32 array");
-  } else if (irpy_volume_from_array(&a, spacing, "volume", &v) == 0) {
-    Py_ssize_t count = p.shape[0];
-    float *out = NULL;
-    result = irpy_host_buffer_alloc(IRPY_FLOAT32, 1, &count, (void **)&out);
-    if (result) {
-      const float *xyz = p.data;
-      Py_BEGIN_ALLOW_THREADS
-      local_values_all(&v, xyz, (size_t)count, level, out);
-      Py_END_ALLOW_THREADS
-    }
-  }
-  irpy_array_release(&p);
-  irpy_array_release(&a);
-  return result;
-}
 
 PyMethodDef irpy_extract_methods[] = {
-    {"local_values", (PyCFunction)(void (*)(void))local_values, METH_VARARGS | METH_KEYWORDS,
-     "local_values(volume, positions, level, spacing=None): scikit-image's vertex values (host arrays)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -415,6 +415,67 @@ static void test_values_and_colours(void) {
   free(v);
 }
 
+/* scikit-image's vertex values recomputed from each vertex's position alone, in double: the
+ * largest max(iso, corners) - min(iso, corners) over the cells around the edge the vertex sits on
+ * (the axis whose coordinate is farthest from a whole number). */
+static double local_range_from_position(const float *v, int n, const float pos[3], double iso) {
+  double t[3], best = -1.0;
+  int axis = 0;
+  for (int k = 0; k < 3; k++) {
+    t[k] = pos[k];
+    double frac = t[k] - floor(t[k]), away = frac < 0.5 ? frac : 1.0 - frac;
+    if (away > best) best = away, axis = k;
+  }
+  long at[3];
+  for (int k = 0; k < 3; k++) at[k] = (long)(k == axis ? floor(t[k]) : nearbyint(t[k]));
+  int b = (axis + 1) % 3, c = (axis + 2) % 3;
+  double largest = 0.0;
+  for (int ob = -1; ob <= 0; ob++)
+    for (int oc = -1; oc <= 0; oc++) {
+      long cell[3];
+      cell[axis] = at[axis], cell[b] = at[b] + ob, cell[c] = at[c] + oc;
+      bool inside = true;
+      for (int k = 0; k < 3; k++) inside = inside && cell[k] >= 0 && cell[k] + 1 < n;
+      if (!inside) continue;
+      double lo = iso, hi = iso;
+      for (int corner = 0; corner < 8; corner++) {
+        long x = cell[0] + (corner & 1), y = cell[1] + ((corner >> 1) & 1), z = cell[2] + ((corner >> 2) & 1);
+        double value = v[(size_t)x + (size_t)n * ((size_t)y + (size_t)n * (size_t)z)];
+        lo = value < lo ? value : lo;
+        hi = value > hi ? value : hi;
+      }
+      largest = hi - lo > largest ? hi - lo : largest;
+    }
+  return largest;
+}
+
+/* IR_EXTRACT_VALUES_LOCAL_RANGE equals the range recomputed from the positions, on a torus cut by
+ * the grid's faces (cells missing on one side of boundary edges) and with two surfaces. */
+static void test_local_range_values(void) {
+  int n = 20;
+  float *v = make_shape(shape_torus, n);
+  for (int k = 0; k < n * n; k++) v[k] = 2.0f; /* the z = 0 plane inside both: edges on the grid's faces cross */
+  ir_extract_grid g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n);
+  ir_extract_desc d = one_surface(0.0f);
+  d.surface_count = 2, d.isovalues[1] = 1.25f;
+  d.values = IR_EXTRACT_VALUES_LOCAL_RANGE;
+  ir_mesh m = extract_cpu(&g, &d, 0);
+  CHECK(m.vertex_count > 100);
+  size_t worst = 0;
+  double worst_error = 0.0;
+  for (int s = 0; s < m.surface_count; s++)
+    for (size_t i = m.surface_vertex_start[s]; i < m.surface_vertex_start[s + 1]; i++) {
+      double want = local_range_from_position(v, n, m.positions + 3 * i, d.isovalues[s]);
+      double error = fabs(m.values[i] - want);
+      if (error > worst_error) worst_error = error, worst = i;
+      CHECK(m.values[i] > 0.0f);
+    }
+  CHECK_MSG(worst_error <= 1e-6, "vertex %zu: value %g, recomputed %g", worst, (double)m.values[worst],
+            local_range_from_position(v, n, m.positions + 3 * worst, 0.0));
+  ir_mesh_free(&m);
+  free(v);
+}
+
 /* ---- Argument checks ------------------------------------------------------------------------------------ */
 static void test_bad_arguments_are_refused_with_a_reason(void) {
   char err[IR_ERR_LEN];
@@ -497,6 +558,7 @@ int main(void) {
   RUN(test_non_finite_voxels_void_their_cells);
   RUN(test_surfaces_are_appended_in_order);
   RUN(test_values_and_colours);
+  RUN(test_local_range_values);
   RUN(test_bad_arguments_are_refused_with_a_reason);
   return check_summary();
 }

@@ -156,6 +156,9 @@ static void test_values_and_colours(void) {
   d.colors = IR_EXTRACT_COLORS_SURFACE;
   for (int s = 0; s < 2; s++) d.surface_rgba[s][0] = 0.3f * s, d.surface_rgba[s][1] = 0.9f, d.surface_rgba[s][3] = 1.0f;
   compare_all_methods("torus, colour grid values, surface colours", &g, &cg, d);
+  d.values = IR_EXTRACT_VALUES_LOCAL_RANGE;
+  d.colors = IR_EXTRACT_COLORS_NONE;
+  compare_all_methods("torus, local range values (scikit-image's), two surfaces", &g, NULL, d);
   free(v);
   free(c);
 }
