@@ -18,7 +18,7 @@
  * A first stretch of frames lets the image size grow step by step, so that the per-pixel buffers
  * grow (and the captured graphs go) between frames that reuse the graphs and buffers of others.
  *
- *   test_render_stress [--seed N] [--frames N] [--small] [--only K] [--verbose] [FILTER]
+ *   test_render_stress [--seed N] [--frames N] [--small] [--only K] [--verbose] [--no-cpu] [FILTER]
  *   test_render_stress --probe        exit 0 with a CUDA device, 77 without
  *
  * --small: a few hundred frames of small images on a small volume (compute-sanitizer).
@@ -26,7 +26,8 @@
  * contains it; "host": only frames the host drives (the multi-kernel pipelines' host loop, the
  * single, persistent and plain kernels: no CUDA graph, which racecheck cannot run; see
  * tests/render/CMakeLists.txt). --only K renders frame K alone (its look depends only on the seed,
- * K and the options), on a fresh renderer. --verbose prints every frame's look before it is drawn.
+ * K and the options), on a fresh renderer. --verbose prints every frame's look before it is drawn;
+ * --no-cpu leaves out the CPU comparisons.
  * Every frame's look derives from (seed, frame number): a failure prints both, the look and the
  * command that replays the run. Exit 77 without a CUDA device.
  */
@@ -85,6 +86,7 @@ typedef struct options {
   int frames;
   bool small;
   bool verbose;
+  bool no_cpu; /* --no-cpu: leave out the CPU comparisons (to tell a GPU fault from the tolerance) */
   long only; /* -1: all frames */
   const char *filter;
 } options;
@@ -647,8 +649,9 @@ static double now_ms(void) {
 }
 
 static void print_replay(FILE *out, const options *o, long frame) {
-  fprintf(out, "  replay: test_render_stress --seed %" PRIu64 " --frames %d%s%s%s   (this frame alone: add --only %ld)\n",
-          o->seed, o->frames, o->small ? " --small" : "", o->filter ? " " : "", o->filter ? o->filter : "", frame);
+  fprintf(out, "  replay: test_render_stress --seed %" PRIu64 " --frames %d%s%s%s%s   (this frame alone: add --only %ld)\n",
+          o->seed, o->frames, o->small ? " --small" : "", o->no_cpu ? " --no-cpu" : "", o->filter ? " " : "",
+          o->filter ? o->filter : "", frame);
 }
 
 /* One frame: draws and checks it. Returns 0 when it passed, 1 on a mismatch, 2 when the renderer
@@ -708,7 +711,7 @@ static int run_frame(renderers *R, const options *o, const scene *s, long frame,
   }
   /* The CPU against the image just compared with the reference (not the plain caster's, which
    * differs by design). */
-  if (result == 0 && R->cpu && f->pipeline != IR_PIPELINE_PLAIN && cpu_wanted(o, frame, n)) {
+  if (result == 0 && !o->no_cpu && f->pipeline != IR_PIPELINE_PLAIN && cpu_wanted(o, frame, n)) {
     ir_frame_desc g = *f;
     g.pipeline = IR_PIPELINE_SINGLE;
     g.stage_timing = false;
@@ -794,7 +797,7 @@ static void print_summary(const options *o, const tally *t, long frames) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: test_render_stress [--seed N] [--frames N] [--small] [--only K] [--verbose] [FILTER]\n"
+  fprintf(stderr, "usage: test_render_stress [--seed N] [--frames N] [--small] [--only K] [--verbose] [--no-cpu] [FILTER]\n"
                   "       test_render_stress --probe\n");
 }
 
@@ -813,6 +816,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) o.only = atol(argv[++i]);
     else if (strcmp(argv[i], "--small") == 0) o.small = true;
     else if (strcmp(argv[i], "--verbose") == 0) o.verbose = true;
+    else if (strcmp(argv[i], "--no-cpu") == 0) o.no_cpu = true;
     else if (argv[i][0] != '-' && !o.filter) o.filter = argv[i];
     else {
       usage();
