@@ -468,8 +468,13 @@ static ir_status capture_frame(ir_pass *p, bool resize, cudaGraphExec_t *out) {
       cudaError_t e2 = cudaStreamEndCapture(body_stream, &body);
       if (st == IR_OK) e = e2;
     }
+    /* The tail kernel strides over the rays left (never more than the capacity): its grid is
+     * sized for the threshold only up to the capacity. Sized for the threshold itself, a
+     * threshold beyond the image (up to IR_TAIL_OFF - 1, which the API allows) launched up to
+     * 2^24 blocks of idle threads every frame, slow on the GPU and far slower under
+     * compute-sanitizer (test_render_stress draws such thresholds). */
     if (e == cudaSuccess && st == IR_OK && p->tail_rays > 0)
-      e = launch_tail(p, p->tail_rays);
+      e = launch_tail(p, p->tail_rays < p->g->capacity ? p->tail_rays : (uint32_t)p->g->capacity);
   }
   cudaError_t e3 = cudaStreamEndCapture(p->stream, &graph);
   if (e == cudaSuccess && st == IR_OK) e = e3;

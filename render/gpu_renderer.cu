@@ -238,6 +238,12 @@ static ir_status ensure_capacity(ir_renderer *r, size_t pixels, char err[IR_ERR_
   IR_CUDA(cudaMalloc(&g->d_paint, n * sizeof(float4)));
   IR_CUDA(cudaMalloc(&g->d_hit_surf, n));
   IR_CUDA(cudaMalloc(&g->d_sections, 4 * g->sections_stride));
+  /* Zeroed once: the InK-Compact section form moves each block's staged survivors in whole
+   * 16-byte chunks, reading up to three staged words past the block's count (never stored).
+   * Those words may never have been written; zeroed, compute-sanitizer's initcheck does not
+   * report the read (test_render_stress_initcheck). The frames reset the section state
+   * themselves, as before. */
+  IR_CUDA(cudaMemsetAsync(g->d_sections, 0, 4 * g->sections_stride, g->stream));
   iota_kernel<<<grid, IR_BLOCK, 0, g->stream>>>(g->d_identity, (uint32_t)n);
   IR_CUDA(cudaGetLastError());
   cudaError_t e = ir_compact_ctx_reserve(g->cctx, n);

@@ -7,7 +7,8 @@
 # Usage: scripts/gpu-check.sh [--no-bench]
 # Environment: OUT (results), INKRAY_BUILD_DIR (default ./build-gpu), INKRAY_CUDA_ARCH (default 90),
 #   INKRAY_SHARED_DATA (optional extra datasets, default ../shared/data),
-#   INKRAY_CMAKE_ARGS (more configure arguments).
+#   INKRAY_CMAKE_ARGS (more configure arguments),
+#   INKRAY_STRESS_SEED (the renderer stress run's seed, default 2024), INKRAY_STRESS_FRAMES (10000).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/out}
@@ -40,6 +41,19 @@ ctest --test-dir "$build" --output-on-failure -L 'gpu|cpu' -E fuzz >"$logs/ctest
 rc=$?
 grep -E "tests passed|tests failed|\*\*\*" "$logs/ctest.log" | tail -20
 note "tests: $(grep -E 'tests passed' "$logs/ctest.log" | tail -1) (rc $rc)"
+
+# The renderer stress test with another seed than ctest's (24) and more frames; its log's last
+# lines are the summary, and a failure names the seed, the frame and the command to replay it.
+stress_seed=${INKRAY_STRESS_SEED:-2024}
+"$build/tests/render/test_render_stress" --seed "$stress_seed" --frames "${INKRAY_STRESS_FRAMES:-10000}" \
+  >"$logs/stress.log" 2>&1
+stress_rc=$?
+tail -8 "$logs/stress.log"
+grep -m 3 -A 8 '^FAILED' "$logs/stress.log"
+stress_result=$(grep -E '^stress:' "$logs/stress.log" | tail -1 | cut -d' ' -f2-)
+[[ -n $stress_result ]] || stress_result=$(tail -1 "$logs/stress.log")
+note "stress: seed $stress_seed, ${INKRAY_STRESS_FRAMES:-10000} frames: $stress_result (rc $stress_rc)"
+((stress_rc == 0 || stress_rc == 77)) || rc=1
 
 if [[ ${1:-} != --no-bench ]]; then
   "$build/inkray" compact-bench --quick --csv "$out/compact-bench.csv" >"$logs/compact-bench.txt" 2>&1
