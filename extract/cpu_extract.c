@@ -175,8 +175,9 @@ static void write_vertex(const cpu_pass *p, size_t id, uint32_t x, uint32_t y, u
   ir_vec3 grad = ir_mc_lerp3(ga, gb, t);
   ir_vec3 pos = ir_mc_position(g, x, y, z, axis, t), n = ir_mc_normal(grad);
   ir_mesh *m = p->mesh;
-  m->positions[3 * id] = pos.x, m->positions[3 * id + 1] = pos.y, m->positions[3 * id + 2] = pos.z;
-  m->normals[3 * id] = n.x, m->normals[3 * id + 1] = n.y, m->normals[3 * id + 2] = n.z;
+  const int first = job->axes_zyx ? 2 : 0, last = 2 - first; /* where x and z go */
+  m->positions[3 * id + first] = pos.x, m->positions[3 * id + 1] = pos.y, m->positions[3 * id + last] = pos.z;
+  m->normals[3 * id + first] = n.x, m->normals[3 * id + 1] = n.y, m->normals[3 * id + last] = n.z;
   float value = p->iso;
   if (job->values == IR_EXTRACT_VALUES_GRADIENT) {
     value = sqrtf(ir_dot(grad, grad));
@@ -220,7 +221,9 @@ static void generate_brick(void *ctx, size_t slot) {
     for (int i = 0; i < 3 * ir_mc_case_triangles(entry); i++) {
       uint32_t off[3];
       int axis = ir_mc_edge(ir_mc_case_edge(entry, i), off);
-      tri[3 * tid + (size_t)i] = (uint32_t)(vertex_offset + vertex_number(p, x + off[0], y + off[1], z + off[2], axis));
+      /* flip_winding: each triangle's corners in reverse order (c, b, a). */
+      int at = p->job->flip_winding ? i - i % 3 + 2 - i % 3 : i;
+      tri[3 * tid + (size_t)at] = (uint32_t)(vertex_offset + vertex_number(p, x + off[0], y + off[1], z + off[2], axis));
     }
     tid += (size_t)ir_mc_case_triangles(entry);
   }

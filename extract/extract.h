@@ -112,6 +112,12 @@ typedef struct ir_extract_desc {
   float color_range[2];       /* values mapped to the colour map's ends */
   ir_compact_method method;   /* GPU: the compaction method (zero: InK-Compact); the CPU ignores it */
   ir_mesh_output output;      /* GPU: host arrays (default) or device arrays kept by the extractor */
+  /* Layout for callers whose arrays are indexed [z][y][x] (NumPy's C order): positions and
+   * normals written as (z, y, x), and each triangle's vertices in reverse order (c, b, a), which
+   * the mirror image of the axes needs to keep its side. Both are written so by the kernels that
+   * write the mesh: no pass over it afterwards. Default (false): x, y, z and the table's order. */
+  bool axes_zyx;
+  bool flip_winding;
 } ir_extract_desc;
 
 /* What a call did and cost. Times in milliseconds. */

@@ -29,6 +29,7 @@ typedef struct ir_mc_job {
   float color_range[2];
   ir_compact_method method;
   ir_mesh_output output;
+  bool axes_zyx, flip_winding; /* ir_extract_desc's */
 } ir_mc_job;
 
 struct ir_gpu_extract; /* gpu_extract.cu */

@@ -252,6 +252,8 @@ static ir_status build_job(const ir_extractor *ex, const ir_extract_desc *d, ir_
     return IR_ERR_INPUT;
   }
   job->output = d->output;
+  job->axes_zyx = d->axes_zyx;
+  job->flip_winding = d->flip_winding;
   return IR_OK;
 }
 

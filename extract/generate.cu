@@ -77,8 +77,9 @@ static __device__ void write_vertex(const ir_mc_grid &g, float iso, const void *
   ir_vec3 grad = ir_mc_lerp3(ga, gb, t);
   ir_vec3 pos = ir_mc_position(&g, a[0], a[1], a[2], axis, t), n = ir_mc_normal(grad);
   size_t i = (size_t)id;
-  m.positions[3 * i] = pos.x, m.positions[3 * i + 1] = pos.y, m.positions[3 * i + 2] = pos.z;
-  m.normals[3 * i] = n.x, m.normals[3 * i + 1] = n.y, m.normals[3 * i + 2] = n.z;
+  const int first = m.axes_zyx ? 2 : 0, last = 2 - first; /* where x and z go */
+  m.positions[3 * i + first] = pos.x, m.positions[3 * i + 1] = pos.y, m.positions[3 * i + last] = pos.z;
+  m.normals[3 * i + first] = n.x, m.normals[3 * i + 1] = n.y, m.normals[3 * i + last] = n.z;
   float value = iso;
   if (m.values_from == IR_EXTRACT_VALUES_GRADIENT) {
     value = sqrtf(ir_dot(grad, grad));
@@ -152,7 +153,9 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS)
     uint32_t off[3], q[3];
     int axis = ir_mc_edge(ir_mc_case_edge(entry, k), off);
     for (int j = 0; j < 3; j++) q[j] = p[j] + off[j];
-    out[k] = m.vertex_offset + vertex_number(g, t, brick, slot, q, axis);
+    /* flip_winding: each triangle's corners in reverse order (c, b, a). */
+    int at = m.flip_winding ? k - k % 3 + 2 - k % 3 : k;
+    out[at] = m.vertex_offset + vertex_number(g, t, brick, slot, q, axis);
   }
 }
 

@@ -451,6 +451,7 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   m.vertex_offset = (uint32_t)v0, m.triangle_offset = (uint32_t)t0;
   m.surface = s;
   m.values_from = job->values, m.colors_from = job->colors, m.surface_rgba = job->surface_rgba[s];
+  m.axes_zyx = job->axes_zyx, m.flip_winding = job->flip_winding;
   m.colormap = x->d_colormap, m.colormap_size = job->colormap_size;
   m.color_range[0] = job->color_range[0], m.color_range[1] = job->color_range[1];
   m.color_voxels = x->d_color, m.color_type = x->color_type;

@@ -192,6 +192,7 @@ typedef struct ir_gx_mesh_out {
   float color_range[2];
   const void *color_voxels;
   int color_type;
+  bool axes_zyx, flip_winding; /* ir_extract_desc's */
 } ir_gx_mesh_out;
 
 cudaError_t ir_gx_launch_vertices(const ir_mc_grid &g, float iso, const void *voxels, const ir_gx_tables &t,

@@ -549,8 +549,9 @@ def marching_cubes(
     to_device = kind == "gpu" and (output == "device" or on_gpu)
     with lock:
         extractor.set_grid(volume, spacing, stream=_arrays.current_stream(volume))
-        pos, nrm, val, tri, _, c_order = extractor.extract(
-            float(level), method=compaction, output="device" if to_device else "numpy", values=values)
+        pos, nrm, val, tri, _, _ = extractor.extract(
+            float(level), method=compaction, output="device" if to_device else "numpy", values=values,
+            array_axes=True, ascent=gradient_direction == "ascent")
         if to_device:  # the extractor's buffers serve its next call: copy them out now
             pos, nrm, val, tri = (_arrays.device_copy(a, volume) for a in (pos, nrm, val, tri))
         extractor.release_grid()  # a cached extractor keeps no volume alive
@@ -558,10 +559,6 @@ def marching_cubes(
         pos, nrm, val, tri = (np.asarray(a) for a in (pos, nrm, val, tri))
     if len(tri) == 0:
         raise ValueError(f"no surface at level {level}: the volume's values do not cross it")
-    if c_order:  # x, y, z -> the array's (z, y, x); a reflection, which turns the winding over
-        pos, nrm = _arrays.reverse_columns(pos), _arrays.reverse_columns(nrm)
-    if c_order == (gradient_direction == "ascent"):
-        tri = _arrays.reverse_columns(tri)
     if output == "numpy" and to_device:
         pos, tri, nrm, val = (_arrays.to_numpy(a) for a in (pos, tri, nrm, val))
     return pos, tri, nrm, val

@@ -162,13 +162,6 @@ def to_numpy(array: Any) -> np.ndarray:
     return np.asarray(array)
 
 
-def reverse_columns(array: Any) -> Any:
-    """array[:, ::-1] (a view where the library has negative strides; PyTorch copies)."""
-    if library_of(array) == "torch":
-        return array.flip(1)
-    return array[:, ::-1]
-
-
 def value_range(volume: Any) -> tuple:
     """(min, max) of a NumPy, CuPy or PyTorch array, NaN ignored."""
     lib = library_of(volume)

@@ -201,14 +201,20 @@ static PyObject *extract_stats(const ir_extract_stats *s) {
                        s->grew ? Py_True : Py_False);
 }
 
-/* extract(isovalue, *, method='ink-compact', output='numpy', values='isovalue'; or 'gradient', 'local')
- * -> (positions (V, 3) x y z, normals (V, 3), values (V,), triangles (F, 3) int32, stats). */
+/* extract(isovalue, *, method='ink-compact', output='numpy', values='isovalue'; or 'gradient', 'local',
+ *         array_axes=False, ascent=False)
+ * -> (positions (V, 3) x y z, normals (V, 3), values (V,), triangles (F, 3) int32, stats, c_order).
+ * array_axes: positions and normals in the array's axis order (z, y, x for a C-order array) and
+ * triangles wound as scikit-image winds them for gradient_direction 'descent' (or 'ascent'),
+ * written so by the extraction itself. */
 static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwargs) {
-  static char *keywords[] = {"isovalue", "method", "output", "values", NULL};
+  static char *keywords[] = {"isovalue", "method", "output", "values", "array_axes", "ascent", NULL};
   extractor_obj *self = (extractor_obj *)obj;
   double isovalue = 0;
   const char *method = "ink-compact", *output = "numpy", *values = "isovalue";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$sss", keywords, &isovalue, &method, &output, &values))
+  int array_axes = 0, ascent = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$ssspp", keywords, &isovalue, &method, &output, &values,
+                                   &array_axes, &ascent))
     return NULL;
   if (!isfinite(isovalue)) return irpy_error(PyExc_ValueError, "level %g: must be a finite number", isovalue);
   ir_extract_desc desc = {.surface_count = 1};
@@ -227,6 +233,13 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   else if (strcmp(values, "local") == 0) desc.values = IR_EXTRACT_VALUES_LOCAL_RANGE;
   else return irpy_error(PyExc_ValueError, "values '%s': use local, isovalue or gradient", values);
   if (!self->have_grid) return irpy_error(PyExc_ValueError, "no volume given to the extractor (set_grid)");
+  if (array_axes) {
+    /* A C-order array's axes are z, y, x: the mirror image of the extractor's x, y, z, which
+     * turns the winding over; scikit-image's 'descent' winding is the other way round from the
+     * table's, so the two cancel for a C-order array with 'descent'. */
+    desc.axes_zyx = self->c_order;
+    desc.flip_winding = self->c_order == (bool)ascent;
+  }
 
   mesh_owner *owner = PyObject_New(mesh_owner, &mesh_owner_type);
   if (!owner) return NULL;
@@ -291,7 +304,8 @@ static PyMethodDef extractor_methods[] = {
     {"set_grid", (PyCFunction)(void (*)(void))extractor_set_grid, METH_VARARGS | METH_KEYWORDS,
      "set_grid(volume, spacing=None, *, stream=None): the array to extract from (spacing in its axis order)."},
     {"extract", (PyCFunction)(void (*)(void))extractor_extract, METH_VARARGS | METH_KEYWORDS,
-     "extract(isovalue, *, method, output, values) -> (positions, normals, values, triangles, stats, c_order)"},
+     "extract(isovalue, *, method, output, values, array_axes, ascent) -> (positions, normals, values, triangles, "
+     "stats, c_order)"},
     {"release_grid", extractor_release_grid, METH_NOARGS,
      "release_grid(): drop the volume (the next extract needs set_grid first)."},
     {NULL, NULL, 0, NULL},

@@ -476,6 +476,31 @@ static void test_local_range_values(void) {
   free(v);
 }
 
+/* axes_zyx and flip_winding: the same mesh, positions and normals with x and z swapped, each
+ * triangle's corners reversed; the other arrays untouched. */
+static void test_array_axes_layout(void) {
+  int n = 18;
+  float *v = make_shape(shape_torus, n);
+  ir_extract_grid g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n);
+  ir_extract_desc d = one_surface(0.0f);
+  d.values = IR_EXTRACT_VALUES_GRADIENT;
+  ir_mesh a = extract_cpu(&g, &d, 0);
+  d.axes_zyx = true, d.flip_winding = true;
+  ir_mesh b = extract_cpu(&g, &d, 0);
+  CHECK(a.vertex_count > 100 && a.vertex_count == b.vertex_count && a.triangle_count == b.triangle_count);
+  bool same = a.vertex_count == b.vertex_count && a.triangle_count == b.triangle_count;
+  for (size_t i = 0; same && i < a.vertex_count; i++)
+    for (int k = 0; k < 3; k++)
+      same = same && a.positions[3 * i + k] == b.positions[3 * i + 2 - k] && a.normals[3 * i + k] == b.normals[3 * i + 2 - k] &&
+             a.values[i] == b.values[i];
+  for (size_t t = 0; same && t < a.triangle_count; t++)
+    for (int k = 0; k < 3; k++) same = same && a.triangles[3 * t + k] == b.triangles[3 * t + 2 - k];
+  CHECK_MSG(same, "axes_zyx / flip_winding changed more than the layout");
+  ir_mesh_free(&a);
+  ir_mesh_free(&b);
+  free(v);
+}
+
 /* ---- Argument checks ------------------------------------------------------------------------------------ */
 static void test_bad_arguments_are_refused_with_a_reason(void) {
   char err[IR_ERR_LEN];
@@ -559,6 +584,7 @@ int main(void) {
   RUN(test_surfaces_are_appended_in_order);
   RUN(test_values_and_colours);
   RUN(test_local_range_values);
+  RUN(test_array_axes_layout);
   RUN(test_bad_arguments_are_refused_with_a_reason);
   return check_summary();
 }

@@ -159,6 +159,8 @@ static void test_values_and_colours(void) {
   d.values = IR_EXTRACT_VALUES_LOCAL_RANGE;
   d.colors = IR_EXTRACT_COLORS_NONE;
   compare_all_methods("torus, local range values (scikit-image's), two surfaces", &g, NULL, d);
+  d.axes_zyx = true, d.flip_winding = true;
+  compare_all_methods("torus, local range values, z y x axes, triangles reversed", &g, NULL, d);
   free(v);
   free(c);
 }
