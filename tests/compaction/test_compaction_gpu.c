@@ -10,7 +10,8 @@
  *
  * Redzone's device-side refusal of bad removal lists (out of range, duplicates in the red zone).
  *
- * --sanitize: the reduced set (n <= 65537) to run under compute-sanitizer memcheck/racecheck.
+ * --sanitize: the reduced set (n <= 65537) to run under compute-sanitizer memcheck/racecheck
+ * (ctest: test_compaction_gpu_memcheck, _racecheck). --probe: exit 0 with a device, 77 without.
  * Skips (exit 77) where there is no CUDA device.
  */
 #include <stdbool.h>
@@ -603,15 +604,19 @@ static bool setup(void) {
 }
 
 int main(int argc, char **argv) {
+  bool probe = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--sanitize") == 0) sanitize_mode = true;
+    else if (strcmp(argv[i], "--probe") == 0) probe = true;
     else {
-      fprintf(stderr, "usage: %s [--sanitize]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--sanitize] [--probe]\n", argv[0]);
       return 2;
     }
   }
   int devices = 0;
   cudaError_t err = cudaGetDeviceCount(&devices);
+  /* --probe: only whether there is a device (0) or not (77), so that a sanitizer run skips. */
+  if (probe) return err == cudaSuccess && devices > 0 ? 0 : 77;
   if (err != cudaSuccess || devices == 0) {
     char reason[160];
     snprintf(reason, sizeof reason, "no CUDA device: %s",
