@@ -377,6 +377,39 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   /* --series is refused for other formats. */
   CHECK_INFO_REFUSES("--series 1.2 builtin:sphere:8", "--series");
 }
+/* A slice that goes bad partway through a series is refused with its name and the place, never
+ * skipped (the series would load without it) or read as far as it goes. */
+static void test_corrupt_slice_in_a_series_is_named(void) {
+  /* Compressed: the last fragment of the middle slice cut short. */
+  series_spec s = {.dir = kept_path("cut_rle"), .uid = "1.2.826.0.1.18", .slices = 3, .slope = 1,
+                   .gap = 1, .skip = -1, .compression = DICOM_RLE};
+  write_series(&s);
+  const char *victim = fmt_path("%s/IM%02d_%s", s.dir, (1 * 7 + 3) % 11, s.uid);
+  size_t n = 0;
+  unsigned char *bytes = read_bytes(victim, &n);
+  write_bytes(victim, bytes, n - 10);
+  free(bytes);
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "IM10_1.2.826.0.1.18: truncated: a pixel data fragment claims");
+  CHECK_STR_CONTAINS(err, "(at byte ");
+  CHECK(strchr(err, '\n') == NULL);
+  /* Uncompressed: the Pixel Data element claims more than the file holds. */
+  series_spec u = {.dir = kept_path("cut_raw"), .uid = "1.2.826.0.1.19", .slices = 3, .slope = 1,
+                   .gap = 1, .skip = -1};
+  write_series(&u);
+  victim = fmt_path("%s/IM%02d_%s", u.dir, (2 * 7 + 3) % 11, u.uid);
+  bytes = read_bytes(victim, &n);
+  write_bytes(victim, bytes, n - 7);
+  free(bytes);
+  CHECK_EQ_INT(load(u.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "IM06_1.2.826.0.1.19: truncated: element (7FE0,0010) claims 80 bytes, 73 are left");
+  /* The file named alone says the same. */
+  CHECK_EQ_INT(load(victim, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "truncated: element (7FE0,0010) claims 80 bytes");
+  CHECK_INFO_REFUSES(fmt_path("'%s'", u.dir), "IM06_1.2.826.0.1.19: truncated: element (7FE0,0010)");
+}
 #else
 static void test_refused_without_gdcm(void) {
   const char *dir = kept_path("series");
@@ -401,6 +434,7 @@ int main(void) {
   RUN(test_two_series_in_one_folder);
   RUN(test_missing_and_uneven_slices);
   RUN(test_bad_files_are_one_line_and_exit_2);
+  RUN(test_corrupt_slice_in_a_series_is_named);
 #else
   RUN(test_refused_without_gdcm);
 #endif
