@@ -330,8 +330,11 @@ bool structure_check::walk() {
   std::string syntax;
   bool part10 = n_ >= 132 && std::memcmp(b_ + 128, "DICM", 4) == 0;
   if (part10) {
-    /* The meta group: explicit VR little endian, whatever the data set's syntax. */
+    /* The meta group: explicit VR little endian, whatever the data set's syntax. GDCM guesses
+     * (a byte order among others) when it is missing, and checking its guess is not possible. */
     pos = 132;
+    if (n_ - pos < 8 || b_[pos] != 0x02 || b_[pos + 1] != 0x00)
+      return fail(pos, "no File Meta Information (group 0002) after the preamble");
     while (n_ - pos >= 8 && b_[pos] == 0x02 && b_[pos + 1] == 0x00) {
       size_t at = pos;
       const unsigned char *vr = b_ + pos + 4;
@@ -351,6 +354,14 @@ bool structure_check::walk() {
   }
   bool explicit_vr = syntax != "1.2.840.10008.1.2";
   big_ = syntax == "1.2.840.10008.1.2.2";
+  /* GDCM switches byte order when the first group looks swapped: one that reads as a small
+   * even group in the syntax's order is the only first element both read the same way. */
+  if (n_ - pos >= 8) {
+    uint16_t first = u16(pos);
+    if (first < 0x0004 || first > 0x7fe0 || (first & 1))
+      return fail(pos, "the data set's first element (%04X,%04X) is not a plausible one", first,
+                  u16(pos + 2));
+  }
   /* GDCM reads a data set whose first element has no VR as implicit, whatever the meta says;
    * files without a meta group have their syntax guessed the same way. */
   if (n_ - pos >= 8 && !is_vr(b_ + pos + 4)) explicit_vr = false;
