@@ -354,6 +354,9 @@ bool structure_check::walk() {
   }
   bool explicit_vr = syntax != "1.2.840.10008.1.2";
   big_ = syntax == "1.2.840.10008.1.2.2";
+  /* GDCM asserts (aborts) when the file ends right after its meta group; an image file has a
+   * data set there anyway. */
+  if (part10 && n_ - pos < 8) return fail(pos, "no data set after the File Meta Information");
   /* GDCM switches byte order when the first group looks swapped: one that reads as a small
    * even group in the syntax's order is the only first element both read the same way. */
   if (n_ - pos >= 8) {
