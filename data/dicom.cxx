@@ -506,14 +506,15 @@ header_kind read_header(const std::string &path, slice_info &s, std::string &why
   return header_kind::image;
 }
 
-bool sample_type_of(const gdcm::PixelFormat &pf, ir_sample_type *out) {
-  switch (pf.GetScalarType()) {
-  case gdcm::PixelFormat::FLOAT32: *out = IR_SAMPLE_FLOAT32; return true;
-  case gdcm::PixelFormat::FLOAT64: *out = IR_SAMPLE_FLOAT64; return true;
-  default: break;
-  }
-  bool sgn = pf.GetPixelRepresentation() == 1;
-  switch (pf.GetBitsAllocated()) {
+/* The sample type of BitsAllocated and PixelRepresentation (0 unsigned, 1 signed; GDCM marks
+ * float pixel data 3 for 32 bits and 4 for 64). Decided here rather than by
+ * gdcm::PixelFormat::GetScalarType, which asserts (aborts) on other combinations. */
+bool sample_type_of(unsigned bits, unsigned representation, ir_sample_type *out) {
+  if (representation == 3 && bits == 32) return *out = IR_SAMPLE_FLOAT32, true;
+  if (representation == 4 && bits == 64) return *out = IR_SAMPLE_FLOAT64, true;
+  if (representation > 1) return false;
+  bool sgn = representation == 1;
+  switch (bits) {
   case 8: *out = sgn ? IR_SAMPLE_INT8 : IR_SAMPLE_UINT8; return true;
   case 16: *out = sgn ? IR_SAMPLE_INT16 : IR_SAMPLE_UINT16; return true;
   case 32: *out = sgn ? IR_SAMPLE_INT32 : IR_SAMPLE_UINT32; return true;
@@ -680,7 +681,8 @@ ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type,
     return ir_input_error(err, src, "%s: GDCM cannot read the image (truncated or corrupt)", name);
   const gdcm::Pixmap &image = reader.GetPixmap();
   ir_sample_type t;
-  if (!sample_type_of(image.GetPixelFormat(), &t) || t != type)
+  const gdcm::PixelFormat &pf = image.GetPixelFormat();
+  if (!sample_type_of(pf.GetBitsAllocated(), pf.GetPixelRepresentation(), &t) || t != type)
     return ir_input_error(err, src, "%s: its pixel format differs from the series' first file",
                           name);
   /* GDCM reads a file cut short inside uncompressed pixel data, padding the rest. */
@@ -724,12 +726,12 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
   ir_status status = order_slices(slices, src, &slice_spacing, note, err);
   if (status != IR_OK) return status;
   const slice_info &first = slices.front();
-  gdcm::PixelFormat pf(1, (unsigned short)first.bits, (unsigned short)first.bits,
-                       (unsigned short)(first.bits - 1), (unsigned short)first.sign);
   ir_sample_type type;
-  if (!sample_type_of(pf, &type))
-    return ir_input_error(err, src, "%u-bit pixels are not supported (8, 16 or 32 bits)",
-                          first.bits);
+  if (!sample_type_of(first.bits, first.sign, &type))
+    return ir_input_error(err, src,
+                          "%u-bit pixels of PixelRepresentation %u are not supported (8, 16 or "
+                          "32 bits, unsigned 0 or signed 1)",
+                          first.bits, first.sign);
   size_t dims[3] = {first.cols, first.rows, multi ? (size_t)first.frames : slices.size()};
   size_t bytes = 0;
   if (!ir_sample_byte_count(dims, type, &bytes, src, err)) return IR_ERR_INPUT;

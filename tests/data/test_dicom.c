@@ -348,6 +348,20 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
     CHECK(dicom_patch_us(p, 0x0028, 0x0011, 65000) == 0);
   }
   CHECK_INFO_REFUSES(fmt_path("'%s'", h.dir), "more than the files can hold");
+  /* A PixelRepresentation that is neither 0 nor 1, or bits that are not 8, 16 or 32: refused
+   * with one line (GDCM's pixel format asserted on the first; found by the fuzzer). */
+  series_spec pr = {.dir = kept_path("representation"), .uid = "1.2.826.0.1.20", .slices = 2,
+                    .slope = 1, .gap = 1, .skip = -1};
+  write_series(&pr);
+  for (int k = 0; k < 2; k++)
+    CHECK(dicom_patch_us(fmt_path("%s/IM%02d_%s", pr.dir, (k * 7 + 3) % 11, pr.uid), 0x0028, 0x0103, 7) == 0);
+  CHECK_INFO_REFUSES(fmt_path("'%s'", pr.dir), "16-bit pixels of PixelRepresentation 7 are not supported");
+  series_spec b12 = {.dir = kept_path("bits12"), .uid = "1.2.826.0.1.21", .slices = 2, .slope = 1,
+                     .gap = 1, .skip = -1};
+  write_series(&b12);
+  for (int k = 0; k < 2; k++)
+    CHECK(dicom_patch_us(fmt_path("%s/IM%02d_%s", b12.dir, (k * 7 + 3) % 11, b12.uid), 0x0028, 0x0100, 13) == 0);
+  CHECK_INFO_REFUSES(fmt_path("'%s'", b12.dir), "13-bit pixels of PixelRepresentation 0");
   /* One slice of another size. */
   series_spec m = {.dir = kept_path("mismatch"), .uid = "1.2.826.0.1.15", .slices = 3, .slope = 1,
                    .gap = 1, .skip = -1};
