@@ -462,6 +462,16 @@ header_kind read_header(const std::string &path, slice_info &s, std::string &why
   const gdcm::File &file = reader.GetFile();
   const gdcm::DataSet &ds = file.GetDataSet();
   if (!ds.FindDataElement(gdcm::Tag(0x0028, 0x0010))) return header_kind::not_image;
+  /* GDCM's PixmapReader asserts that a RecognitionCode, where there is one, is ACR-NEMA's. */
+  const gdcm::Tag recognition(0x0008, 0x0010);
+  if (ds.FindDataElement(recognition) && !ds.GetDataElement(recognition).IsEmpty()) {
+    const gdcm::ByteValue *bv = ds.GetDataElement(recognition).GetByteValue();
+    std::string code = bv && bv->GetPointer() ? std::string(bv->GetPointer(), bv->GetLength()) : "";
+    if (code.compare(0, 8, "ACR-NEMA") != 0 && code.compare(0, 7, "ACRNEMA") != 0) {
+      why = "RecognitionCode (0008,0010) is present but not ACR-NEMA's";
+      return header_kind::corrupt;
+    }
+  }
   s.path = path;
   const gdcm::TransferSyntax &ts = file.GetHeader().GetDataSetTransferSyntax();
   s.encapsulated = ts.IsEncapsulated();
