@@ -37,6 +37,9 @@
 #include <unistd.h>
 
 #include <gdcmAttribute.h>
+#include <gdcmDict.h>
+#include <gdcmDicts.h>
+#include <gdcmGlobal.h>
 #include <gdcmPixmapReader.h>
 #include <gdcmSequenceOfItems.h>
 #include <gdcmReader.h>
@@ -449,6 +452,29 @@ void read_frame_geometry(const gdcm::DataSet &ds, slice_info &s) {
   }
 }
 
+/* GDCM reads the image's attributes through gdcm::Attribute (so does us_value), which asserts
+ * (aborts) when an element's VR does not agree with the dictionary's: such an element of a
+ * public tag is refused here. UN is the VR of a tag a writer did not know; it is let through
+ * except in the image pixel module (group 0028), which GDCM reads whatever it says. */
+bool vrs_match_dictionary(const gdcm::DataSet &ds, std::string &why) {
+  const gdcm::Dict &dict = gdcm::Global::GetInstance().GetDicts().GetPublicDict();
+  for (const gdcm::DataElement &de : ds.GetDES()) {
+    const gdcm::Tag &tag = de.GetTag();
+    const gdcm::VR vr = de.GetVR();
+    if (tag.IsPrivate() || tag.GetElement() == 0 || vr == gdcm::VR::INVALID) continue;
+    if (vr == gdcm::VR::UN && tag.GetGroup() != 0x0028) continue;
+    const gdcm::VR want = dict.GetDictEntry(tag).GetVR();
+    if (want == gdcm::VR::INVALID || want == gdcm::VR::UN || want.Compatible(vr)) continue;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "element (%04X,%04X) has VR %s, the standard's is %s",
+                  tag.GetGroup(), tag.GetElement(), gdcm::VR::GetVRString(vr),
+                  gdcm::VR::GetVRString(want));
+    why = buf;
+    return false;
+  }
+  return true;
+}
+
 enum class header_kind { image, not_image, corrupt };
 
 /* The header up to the pixel data, once the whole file's structure is sound (else corrupt,
@@ -462,6 +488,7 @@ header_kind read_header(const std::string &path, slice_info &s, std::string &why
   const gdcm::File &file = reader.GetFile();
   const gdcm::DataSet &ds = file.GetDataSet();
   if (!ds.FindDataElement(gdcm::Tag(0x0028, 0x0010))) return header_kind::not_image;
+  if (!vrs_match_dictionary(ds, why)) return header_kind::corrupt;
   /* GDCM's PixmapReader asserts that a RecognitionCode, where there is one, is ACR-NEMA's. */
   const gdcm::Tag recognition(0x0008, 0x0010);
   if (ds.FindDataElement(recognition) && !ds.GetDataElement(recognition).IsEmpty()) {
