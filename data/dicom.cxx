@@ -149,6 +149,7 @@ private:
   bool big_ = false;
   std::string why_;
   std::vector<unsigned char> inflated_; /* a deflated data set, inflated */
+  bool jpeg_ = false;                   /* a JPEG (ISO 10918) transfer syntax */
 
   uint16_t u16(size_t at) const {
     return big_ ? (uint16_t)(b_[at] << 8 | b_[at + 1]) : (uint16_t)(b_[at] | b_[at + 1] << 8);
@@ -165,7 +166,53 @@ private:
   bool elements(size_t &pos, size_t end, bool explicit_vr, bool undefined, int depth);
   bool items(size_t &pos, size_t end, bool explicit_vr, bool undefined, int depth, bool fragments);
   bool inflate_data_set(size_t from);
+  bool jpeg_frame_header(size_t at, size_t len);
 };
+
+/* GDCM's JPEG codecs assert (abort) on what libjpeg merely warns about while reading the
+ * headers (bytes between segments, a JFIF version other than 1, a thumbnail of the wrong
+ * size, an unknown Adobe transform) and on frame headers they do not expect (precisions other
+ * than 8, 12 and 16 bits, colour). Only grey images are read here, so the headers of each
+ * fragment that starts an image (SOI) are walked up to the scan, checked before GDCM. */
+bool structure_check::jpeg_frame_header(size_t at, size_t len) {
+  const unsigned char *j = b_ + at;
+  if (len < 2 || j[0] != 0xff || j[1] != 0xd8) return true; /* the rest of a frame */
+  size_t pos = 2;
+  bool frame = false;
+  while (pos + 4 <= len) {
+    if (j[pos] != 0xff) return fail(at + pos, "JPEG data: bytes between segments");
+    unsigned marker = j[pos + 1];
+    if (marker == 0xff) {
+      pos++;
+      continue;
+    }
+    if (marker == 0xda) {
+      if (!frame) break;
+      return true;
+    }
+    size_t seg = (size_t)j[pos + 2] << 8 | j[pos + 3];
+    if (seg < 2 || pos + 2 + seg > len) return fail(at + pos, "JPEG data: a segment is cut short");
+    const unsigned char *v = j + pos + 4;
+    size_t vlen = seg - 2;
+    bool sof = marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
+    if (sof) {
+      if (vlen < 6) return fail(at + pos, "JPEG data: the frame header is cut short");
+      unsigned precision = v[0], components = v[5];
+      if (components != 1)
+        return fail(at + pos, "JPEG data of %u components: only grey images are read", components);
+      if (precision != 8 && precision != 12 && precision != 16)
+        return fail(at + pos, "JPEG data of %u-bit precision: GDCM reads 8, 12 or 16", precision);
+      frame = true;
+    } else if (marker == 0xe0 && vlen >= 14 && std::memcmp(v, "JFIF", 5) == 0) {
+      if (v[5] != 1 || vlen - 14 != 3u * v[12] * v[13])
+        return fail(at + pos, "JPEG data: a JFIF header libjpeg warns about");
+    } else if (marker == 0xee && vlen >= 12 && std::memcmp(v, "Adobe", 5) == 0 && v[11] > 2) {
+      return fail(at + pos, "JPEG data: an unknown Adobe transform");
+    }
+    pos += 2 + seg;
+  }
+  return fail(at, "JPEG data without a frame header before its scan");
+}
 
 bool structure_check::fail(size_t at, const char *fmt, ...) {
   char buf[200];
@@ -268,6 +315,7 @@ bool structure_check::elements(size_t &pos, size_t end, bool explicit_vr, bool u
 /* The items of a sequence (data sets) or of encapsulated pixel data (fragments of bytes). */
 bool structure_check::items(size_t &pos, size_t end, bool explicit_vr, bool undefined, int depth,
                             bool fragments) {
+  size_t index = 0; /* of fragments, the first being the offset table */
   while (pos < end) {
     size_t at = pos;
     if (end - pos < 8) return fail(at, "truncated: an item header is cut short");
@@ -288,6 +336,7 @@ bool structure_check::items(size_t &pos, size_t end, bool explicit_vr, bool unde
       return fail(at, "truncated: %s claims %u bytes, %zu are left",
                   fragments ? "a pixel data fragment" : "an item", (unsigned)len, end - pos);
     if (fragments) {
+      if (jpeg_ && index++ > 0 && !jpeg_frame_header(pos, len)) return false;
       pos += len;
       continue;
     }
@@ -357,6 +406,10 @@ bool structure_check::walk() {
   }
   bool explicit_vr = syntax != "1.2.840.10008.1.2";
   big_ = syntax == "1.2.840.10008.1.2.2";
+  /* 1.2.840.10008.1.2.4.50 to .4.79: JPEG baseline, extended, lossless (not JPEG-LS, .80). */
+  jpeg_ = syntax.compare(0, 21, "1.2.840.10008.1.2.4.5") == 0 ||
+          syntax.compare(0, 21, "1.2.840.10008.1.2.4.6") == 0 ||
+          syntax.compare(0, 21, "1.2.840.10008.1.2.4.7") == 0;
   /* GDCM asserts (aborts) when the file ends right after its meta group; an image file has a
    * data set there anyway. */
   if (part10 && n_ - pos < 8) return fail(pos, "no data set after the File Meta Information");
