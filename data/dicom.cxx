@@ -17,7 +17,11 @@
  * then column spacing: y, then x). Modality and SeriesDescription go into the volume.
  * Refused: several samples a pixel (colour), slices of different sizes or orientations,
  * single-frame slices without a position, series mixing multi-frame files, pixel data
- * shorter than the header says. */
+ * shorter than the header says, and files whose structure is corrupt: each file's elements
+ * (and JPEG headers) are walked before GDCM reads it, since GDCM allocates what a corrupt
+ * length claims and asserts (aborts the process) on much that is malformed; a corrupt Part 10
+ * file in a folder is an error naming it and the byte, never a slice left out.
+ * tests/data/fuzz_dicom.cxx fuzzes all of this. */
 #include <algorithm>
 #include <cctype>
 #include <cmath>
