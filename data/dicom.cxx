@@ -154,6 +154,7 @@ private:
   std::string why_;
   std::vector<unsigned char> inflated_; /* a deflated data set, inflated */
   bool jpeg_ = false;                   /* a JPEG (ISO 10918) transfer syntax */
+  bool j2k_ = false;                    /* a JPEG 2000 transfer syntax */
 
   uint16_t u16(size_t at) const {
     return big_ ? (uint16_t)(b_[at] << 8 | b_[at + 1]) : (uint16_t)(b_[at] | b_[at + 1] << 8);
@@ -171,7 +172,37 @@ private:
   bool items(size_t &pos, size_t end, bool explicit_vr, bool undefined, int depth, bool fragments);
   bool inflate_data_set(size_t from);
   bool jpeg_frame_header(size_t at, size_t len);
+  bool j2k_main_header(size_t at, size_t len, bool first);
 };
+
+/* GDCM finds out whether JPEG 2000 data are lossless by walking the codestream's main header
+ * itself, without checking that a marker segment's length fits in what is left (it reads on
+ * past the fragment) or that COD is long enough. So each fragment that starts a codestream
+ * (SOC) has its main header walked here up to SOD, every segment within the fragment. The
+ * first fragment must be a codestream: DICOM has no JP2 file boxes, which GDCM parses too. */
+bool structure_check::j2k_main_header(size_t at, size_t len, bool first) {
+  const unsigned char *j = b_ + at;
+  bool soc = len >= 2 && j[0] == 0xff && j[1] == 0x4f;
+  if (!soc) return first ? fail(at, "JPEG 2000 data that do not start a codestream") : true;
+  size_t pos = 2;
+  while (pos + 2 <= len) {
+    unsigned marker = (unsigned)j[pos] << 8 | j[pos + 1];
+    pos += 2;
+    if (marker == 0xff93) return true; /* SOD: GDCM stops here */
+    bool no_length = (marker >= 0xff30 && marker <= 0xff3f) || marker == 0xff4f ||
+                     marker == 0xffd9 || marker == 0xff92;
+    if (no_length) continue;
+    if (len - pos < 2) break;
+    size_t seg = (size_t)j[pos] << 8 | j[pos + 1];
+    if (seg < 2) return true; /* GDCM stops here too */
+    if (seg > len - pos)
+      return fail(at + pos - 2, "JPEG 2000 data: marker %04X claims %zu bytes, %zu are left",
+                  marker, seg, len - pos);
+    if (marker == 0xff52 && seg < 12) return fail(at + pos - 2, "JPEG 2000 data: COD is cut short");
+    pos += seg;
+  }
+  return fail(at, "JPEG 2000 data: the main header is cut short");
+}
 
 /* GDCM's JPEG codecs assert (abort) on what libjpeg merely warns about while reading the
  * headers (bytes between segments, a JFIF version other than 1, a thumbnail of the wrong
@@ -340,7 +371,9 @@ bool structure_check::items(size_t &pos, size_t end, bool explicit_vr, bool unde
       return fail(at, "truncated: %s claims %u bytes, %zu are left",
                   fragments ? "a pixel data fragment" : "an item", (unsigned)len, end - pos);
     if (fragments) {
-      if (jpeg_ && index++ > 0 && !jpeg_frame_header(pos, len)) return false;
+      if (index > 0 && jpeg_ && !jpeg_frame_header(pos, len)) return false;
+      if (index > 0 && j2k_ && !j2k_main_header(pos, len, index == 1)) return false;
+      index++;
       pos += len;
       continue;
     }
@@ -414,6 +447,9 @@ bool structure_check::walk() {
   jpeg_ = syntax.compare(0, 21, "1.2.840.10008.1.2.4.5") == 0 ||
           syntax.compare(0, 21, "1.2.840.10008.1.2.4.6") == 0 ||
           syntax.compare(0, 21, "1.2.840.10008.1.2.4.7") == 0;
+  /* .4.90 to .4.93 JPEG 2000, .4.201 to .4.203 High-Throughput JPEG 2000. */
+  j2k_ = syntax.compare(0, 21, "1.2.840.10008.1.2.4.9") == 0 ||
+         syntax.compare(0, 21, "1.2.840.10008.1.2.4.2") == 0;
   /* GDCM asserts (aborts) when the file ends right after its meta group; an image file has a
    * data set there anyway. */
   if (part10 && n_ - pos < 8) return fail(pos, "no data set after the File Meta Information");
