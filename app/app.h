@@ -11,6 +11,7 @@
 #include "data/volume.h"
 #include "extract/extract.h"
 #include "render/render.h"
+#include "app/options.h"
 
 /* argv[0] of each entry point is the subcommand's name; options follow. */
 int app_info_main(int argc, char **argv);          /* info.c: inkray info VOLUME */
@@ -20,21 +21,9 @@ int app_headless_main(int argc, char **argv);      /* headless.c: inkray --headl
 int app_window_main(int argc, char **argv);        /* window.c: inkray [VOLUME] with a window */
 bool app_window_available(void);                   /* built with SDL2 + GLEW */
 
-/* ---- Shared option parsing (cli.c) ------------------------------------------------------------ */
-/* Volume options every subcommand that loads a volume accepts:
- *   --dims XxYxZ  --type uint8|uint16|int16|float32  --endian little|big  --spacing sx,sy,sz
- *   --series UID (DICOM)  --array NAME (.vti)
- * If argv[*i] is one of them, consumes it (and its value), fills `desc` and returns 1;
- * returns 0 if argv[*i] is not a volume option; returns -1 and fills `err` on a bad value. */
-int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc, char err[IR_ERR_LEN]);
-/* Help text for the options above. */
+/* ---- Shared option parsing (options.h, options.c; help and loading in cli.c) ------------------- */
+/* Help text for the volume options. */
 void cli_print_volume_options(FILE *to);
-
-/* Parses "WxH" (e.g. 1024x768) into positive ints. */
-bool cli_parse_size2(const char *text, int *w, int *h);
-/* Parses a whole number / a float, the whole string, with range checks. */
-bool cli_parse_int(const char *text, long min, long max, long *out);
-bool cli_parse_float(const char *text, double *out);
 
 /* Checks before any work starts that `path` can be written as the output of `option` (--png,
  * --csv, ...): not a folder, its folder exists and is writable. Returns false with one line in
@@ -106,36 +95,7 @@ int app_player_show(app_player *p, size_t step, bool wait, app_step_info *info);
 const ir_volume *app_player_volume(const app_player *p); /* the step drawn, on the host */
 void app_player_destroy(app_player *p);
 
-/* ---- Look options (look.c): what is drawn, shared by headless runs and the window ---------------
- *   --surface ISO[:COLOR[:OPACITY]]   repeatable, up to IR_MAX_SURFACES; COLOR #rrggbb or a name
- *   --clip-box X0,X1,Y0,Y1,Z0,Z1      fractions of the volume along each axis
- *   --clip-plane NX,NY,NZ,D           keeps world points with n.x + D >= 0
- *   --color-by gradient|FILE          colour surfaces by a second quantity (FILE: a volume of the
- *                                     same dims, loaded with the main volume's format options)
- *   --colormap NAME  --color-range LO,HI
- *   --refine exact|texture            crossing refinement (exact float trilinear by default)
- *   --depth FILE                      headless: the last frame's depth as a 32-bit float image */
-typedef struct app_look {
-  int surface_count;                /* 0: the --iso values / the volume's default isovalue */
-  ir_surface surfaces[IR_MAX_SURFACES]; /* color[0] < 0: none given; app_look_apply uses
-                                           ir_surface_default_color(index) */
-  bool clip_box_on;
-  float clip_box[6];                /* x0, x1, y0, y1, z0, z1 as fractions 0..1 */
-  bool clip_plane_on;
-  float clip_plane[4];
-  ir_color_source color_by;
-  const char *color_file;           /* IR_COLOR_VOLUME: the second volume's path */
-  ir_colormap colormap;
-  bool color_range_given;
-  float color_range[2];
-  bool texture_refine;
-  const char *depth_path;
-} app_look;
-
-/* Defaults: no surfaces given, no clipping, surface colours, viridis, exact refinement. */
-void app_look_init(app_look *look);
-/* Like cli_parse_volume_option, for the look options above. */
-int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char err[IR_ERR_LEN]);
+/* ---- Look options (look.c; parsed in options.c) ----------------------------------------------- */
 void cli_print_look_options(FILE *to);
 /* Puts the look into a frame for volume v: surfaces, clip box (fractions -> voxel coordinates),
  * clip plane, colour source, map and range (`range` resolved by the caller when not given). */
@@ -144,9 +104,6 @@ void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f);
  * or a clip plane that keeps no part of the volume (or of the clip box). Returns the warnings. */
 int app_look_warn_empty(const app_look *look, const ir_volume *v, FILE *to);
 
-/* --depth files: the format is named by the extension (.pfm, .nrrd; any case). */
-typedef enum app_depth_format { APP_DEPTH_UNKNOWN = 0, APP_DEPTH_PFM, APP_DEPTH_NRRD } app_depth_format;
-app_depth_format app_depth_format_of(const char *path);
 /* Writes w*h float depths (row 0 at the top, +INFINITY where nothing was hit) as a 32-bit float
  * image: a Portable FloatMap (little-endian, rows bottom to top as the format has them) or a
  * NRRD (raw little-endian floats, row 0 first, a `content` line saying what the values are).

@@ -172,113 +172,8 @@ static int bad_option(const char *fmt, const char *a, const char *b) {
   return 2;
 }
 
-static void list_methods(char *buf, size_t cap) {
-  const ir_compact_method_info *methods = ir_compact_methods();
-  buf[0] = '\0';
-  for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
-    strncat(buf, methods[m].name, cap - strlen(buf) - 1);
-    strncat(buf, ", ", cap - strlen(buf) - 1);
-  }
-  strncat(buf, "all", cap - strlen(buf) - 1);
-}
-
-static int parse_methods(const char *text, hl_options *o) {
-  memset(o->use_method, 0, sizeof o->use_method);
-  if (strcmp(text, "all") == 0) {
-    for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) o->use_method[m] = true;
-    return 0;
-  }
-  char buf[256];
-  if (!*text || strlen(text) >= sizeof buf) return bad_option("--method '%s': expected a method name%s", text, "");
-  strcpy(buf, text);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    ir_compact_method m;
-    if (!ir_compact_method_parse(tok, &m)) {
-      char valid[256];
-      list_methods(valid, sizeof valid);
-      return bad_option("--method: unknown method '%s'; valid: %s", tok, valid);
-    }
-    o->use_method[m] = true;
-  }
-  return 0;
-}
-
-static int parse_pipelines(const char *text, hl_options *o) {
-  memset(o->use_pipeline, 0, sizeof o->use_pipeline);
-  if (strcmp(text, "all") == 0) {
-    o->use_pipeline[IR_PIPELINE_MULTI] = o->use_pipeline[IR_PIPELINE_PAPER] = o->use_pipeline[IR_PIPELINE_SINGLE] = true;
-    o->use_pipeline[IR_PIPELINE_PERSISTENT] = true;
-    return 0;
-  }
-  if (strcmp(text, "both") == 0) { /* the two of earlier versions */
-    o->use_pipeline[IR_PIPELINE_MULTI] = o->use_pipeline[IR_PIPELINE_SINGLE] = true;
-    return 0;
-  }
-  char word[64];
-  for (const char *p = text; *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    ir_pipeline pl;
-    snprintf(word, sizeof word, "%.*s", (int)(len < sizeof word ? len : sizeof word - 1), p);
-    if (len >= sizeof word || !ir_pipeline_parse(word, &pl))
-      return bad_option("--pipeline '%s': use persistent, multi, paper, single, plain (comma-separated) or all%s",
-                        text, "");
-    o->use_pipeline[pl] = true;
-    p = end ? end + 1 : p + len;
-  }
-  return 0;
-}
-
-static int parse_isovalues(const char *text, hl_options *o) {
-  o->iso_count = 0;
-  o->suggested_wanted = 0;
-  if (strcmp(text, "suggested") == 0) {
-    o->suggested_wanted = -1;
-    return 0;
-  }
-  if (strncmp(text, "suggested:", 10) == 0) {
-    long n = 0;
-    if (!cli_parse_int(text + 10, 1, HL_MAX_ISOVALUES, &n))
-      return bad_option("--iso '%s': expected suggested:N with N from 1 to 16%s", text, "");
-    o->suggested_wanted = (int)n;
-    return 0;
-  }
-  char buf[512];
-  if (!*text || strlen(text) >= sizeof buf)
-    return bad_option("--iso '%s': expected numbers V[,V...] or suggested[:N]%s", text, "");
-  strcpy(buf, text);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (o->iso_count == HL_MAX_ISOVALUES) return bad_option("--iso '%s': at most 16 isovalues%s", text, "");
-    if (!cli_parse_float(tok, &o->isovalues[o->iso_count]))
-      return bad_option("--iso: '%s' is not a number; expected V[,V...] or suggested[:N]%s", tok, "");
-    o->iso_count++;
-  }
-  return 0;
-}
-
-static int parse_count(const char *opt, const char *value, long min, long max, int *out) {
-  long n = 0;
-  if (!cli_parse_int(value, min, max, &n)) {
-    fprintf(stderr, "inkray: %s '%s': expected a whole number from %ld to %ld (see inkray --headless --help)\n",
-            opt, value, min, max);
-    return 2;
-  }
-  *out = (int)n;
-  return 0;
-}
-
-static int parse_real(const char *opt, const char *value, double min, double max, float *out) {
-  double x = 0;
-  if (!cli_parse_float(value, &x) || x < min || x > max) {
-    fprintf(stderr, "inkray: %s '%s': expected a number from %g to %g (see inkray --headless --help)\n",
-            opt, value, min, max);
-    return 2;
-  }
-  *out = (float)x;
-  return 0;
-}
+/* The one line of a parser in options.c, as the other bad options print it. */
+static int bad_value(const char *err) { return bad_option("%s%s", err, ""); }
 
 /* Returns -1 to go on, else the exit status (0 after --help). */
 static int parse_options(int argc, char **argv, hl_options *o) {
@@ -336,40 +231,38 @@ static int parse_options(int argc, char **argv, hl_options *o) {
       if (!ir_device_parse(value, &o->device)) rc = bad_option("--device '%s': use gpu or cpu%s", value, "");
       o->device_given = true;
     } else if (strcmp(opt, "--frames") == 0) {
-      rc = parse_count(opt, value, 1, 1000000, &o->frames);
+      rc = app_parse_count(opt, value, 1, 1000000, &o->frames, err) ? 0 : bad_value(err);
       o->frames_given = true;
     } else if (strcmp(opt, "--warmup") == 0) {
-      rc = parse_count(opt, value, 0, 100000, &o->warmup);
+      rc = app_parse_count(opt, value, 0, 100000, &o->warmup, err) ? 0 : bad_value(err);
       o->warmup_given = true;
     } else if (strcmp(opt, "--orbit") == 0) {
-      rc = parse_count(opt, value, 1, 3600, &o->orbit);
+      rc = app_parse_count(opt, value, 1, 3600, &o->orbit, err) ? 0 : bad_value(err);
       o->orbit_given = true;
     } else if (strcmp(opt, "--threads") == 0) {
-      rc = parse_count(opt, value, 1, 4096, &o->cpu_threads);
+      rc = app_parse_count(opt, value, 1, 4096, &o->cpu_threads, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--tail-rays") == 0) {
-      int tail = 0;
-      if (strcmp(value, "auto") == 0) o->tail_rays = 0;
-      else if (strcmp(value, "off") == 0) o->tail_rays = IR_TAIL_OFF;
-      else if ((rc = parse_count(opt, value, 1, 1 << 28, &tail)) == 0) o->tail_rays = (uint32_t)tail;
+      rc = app_parse_tail_rays(value, &o->tail_rays, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--size") == 0) {
       if (!cli_parse_size2(value, &o->width, &o->height))
         rc = bad_option("--size '%s': expected WxH with each from 1 to 16384, e.g. 1024x1024%s", value, "");
       o->size_given = true;
     } else if (strcmp(opt, "--elevation") == 0) {
-      rc = parse_real(opt, value, -89.0, 89.0, &o->elevation);
+      rc = app_parse_real(opt, value, -89.0, 89.0, &o->elevation, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--distance") == 0) {
-      rc = parse_real(opt, value, 0.05, 100.0, &o->distance);
+      rc = app_parse_real(opt, value, 0.05, 100.0, &o->distance, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--iso") == 0) {
       o->iso_given = true;
-      rc = parse_isovalues(value, o);
+      rc = app_parse_isovalues(value, HL_MAX_ISOVALUES, o->isovalues, &o->iso_count, &o->suggested_wanted, err)
+               ? 0 : bad_value(err);
     } else if (strcmp(opt, "--up") == 0) {
       if (!ir_axis_parse(value, &o->up)) rc = bad_option("--up '%s': use x, y, z, -x, -y or -z%s", value, "");
     } else if (strcmp(opt, "--method") == 0) {
       method_given = true;
-      rc = parse_methods(value, o);
+      rc = app_parse_methods(value, o->use_method, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--pipeline") == 0) {
       pipeline_given = true;
-      rc = parse_pipelines(value, o);
+      rc = app_parse_pipelines(value, o->use_pipeline, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--csv") == 0) {
       o->csv_path = value;
     } else if (strcmp(opt, "--mesh") == 0) {

@@ -9,17 +9,23 @@
  * vectors), never by file name or instance number; the slice spacing is the measured distance
  * between neighbours (a spread up to 10% of it is accepted with a note giving the spacing
  * used; more, or two slices at one position, is refused as a missing or duplicate slice).
- * Multi-frame files (enhanced CT/MR and others) are read through gdcm::ImageReader, which
- * takes the origin, spacing and rescaling from the functional groups. Pixel data in any
+ * Multi-frame files (enhanced CT/MR and others) take the origin, spacing and rescaling from
+ * their functional groups (the shared ones, else the first frame's), else from the top level. Pixel data in any
  * transfer syntax GDCM decodes (JPEG lossless, JPEG 2000, JPEG-LS, RLE, deflate). Rescale
  * slope and intercept are applied (HU for CT), and the values kept in the narrowest voxel type
  * that holds them exactly (ir_volume_from_samples); spacing from PixelSpacing (row spacing,
  * then column spacing: y, then x). Modality and SeriesDescription go into the volume.
  * Refused: several samples a pixel (colour), slices of different sizes or orientations,
  * single-frame slices without a position, series mixing multi-frame files, pixel data
- * shorter than the header says. */
+ * shorter than the header says, and files whose structure is corrupt: each file's elements
+ * (and JPEG headers) are walked before GDCM reads it, since GDCM allocates what a corrupt
+ * length claims and asserts (aborts the process) on much that is malformed; a corrupt Part 10
+ * file in a folder is an error naming it and the byte, never a slice left out.
+ * tests/data/fuzz_dicom.cxx fuzzes all of this. */
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,12 +35,20 @@
 #include <vector>
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gdcmAttribute.h>
-#include <gdcmImageReader.h>
+#include <gdcmDict.h>
+#include <gdcmDicts.h>
+#include <gdcmGlobal.h>
+#include <gdcmPixmapReader.h>
+#include <gdcmSequenceOfItems.h>
 #include <gdcmReader.h>
 #include <gdcmTrace.h>
+#include <zlib.h>
 
 #include "data/volume_internal.h"
 
@@ -59,6 +73,7 @@ struct slice_info {
   double position[3] = {0, 0, 0}, orientation[6] = {1, 0, 0, 0, 1, 0};
   double pixel_spacing[2] = {1, 1};
   double slope = 1, intercept = 0;
+  double frame_spacing = 1; /* multi-frame: the distance between frames */
   double depth = 0; /* position along the slice normal */
 };
 
@@ -103,24 +118,480 @@ template <uint16_t G, uint16_t E> unsigned us_value(const gdcm::DataSet &ds, uns
 /* A cheap look before GDCM parses a file: Part 10 files have "DICM" after the 128-byte
  * preamble; old files without one start with a group 0002 or 0008 tag. Anything else (a raw
  * volume, notes, thumbnails) is skipped without reading it. */
-bool looks_like_dicom(const std::string &path) {
+bool looks_like_dicom(const std::string &path, bool *part10) {
+  *part10 = false;
   FILE *f = std::fopen(path.c_str(), "rb");
   if (!f) return false;
   unsigned char b[132];
   size_t got = std::fread(b, 1, sizeof b, f);
   std::fclose(f);
-  if (got == sizeof b && std::memcmp(b + 128, "DICM", 4) == 0) return true;
+  if (got == sizeof b && std::memcmp(b + 128, "DICM", 4) == 0) return *part10 = true;
   return got >= 8 && (b[0] == 0x08 || b[0] == 0x02) && b[1] == 0x00 && b[3] == 0x00;
 }
 
-/* The header up to the pixel data; false for files that are not DICOM. */
-bool read_header(const std::string &path, slice_info &s) {
+/* ---- The file's structure, checked before GDCM reads it ----------------------------------
+ * GDCM allocates every element's value at its declared length before reading it, and recurses
+ * into nested sequences without a limit: a corrupt length of 4 GB in a file of 1 KB is a 4 GB
+ * allocation, and deeply nested sequences exhaust the stack. So each file's elements are walked
+ * here first (tags and lengths only, in the file's transfer syntax): every declared length must
+ * fit in what is left of the file, or of the sequence or item that holds it, sequences and
+ * items must close, and nesting is limited. The first problem is reported with the element
+ * and the byte where it starts. */
+const int kMaxNesting = 16;
+const uint32_t kUndefined = 0xffffffffu;
+
+class structure_check {
+public:
+  structure_check(const unsigned char *b, size_t n) : b_(b), n_(n) {}
+  /* The whole file; false with `why` set on the first problem. */
+  bool file(std::string &why);
+  bool walk();
+
+private:
+  const unsigned char *b_;
+  size_t n_;
+  bool big_ = false;
+  std::string why_;
+  std::vector<unsigned char> inflated_; /* a deflated data set, inflated */
+  bool jpeg_ = false;                   /* a JPEG (ISO 10918) transfer syntax */
+  bool j2k_ = false;                    /* a JPEG 2000 transfer syntax */
+
+  uint16_t u16(size_t at) const {
+    return big_ ? (uint16_t)(b_[at] << 8 | b_[at + 1]) : (uint16_t)(b_[at] | b_[at + 1] << 8);
+  }
+  uint32_t u32(size_t at) const {
+    return big_ ? (uint32_t)b_[at] << 24 | (uint32_t)b_[at + 1] << 16 | (uint32_t)b_[at + 2] << 8 | b_[at + 3]
+                : (uint32_t)b_[at] | (uint32_t)b_[at + 1] << 8 | (uint32_t)b_[at + 2] << 16 |
+                      (uint32_t)b_[at + 3] << 24;
+  }
+  bool fail(size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+  bool starts_item(size_t at, size_t end) const {
+    return end - at >= 8 && u16(at) == 0xfffe && u16(at + 2) == 0xe000;
+  }
+  bool elements(size_t &pos, size_t end, bool explicit_vr, bool undefined, int depth);
+  bool items(size_t &pos, size_t end, bool explicit_vr, bool undefined, int depth, bool fragments);
+  bool inflate_data_set(size_t from);
+  bool jpeg_frame_header(size_t at, size_t len);
+  bool j2k_main_header(size_t at, size_t len, bool first);
+};
+
+/* GDCM finds out whether JPEG 2000 data are lossless by walking the codestream's main header
+ * itself, without checking that a marker segment's length fits in what is left (it reads on
+ * past the fragment) or that COD is long enough. So each fragment that starts a codestream
+ * (SOC) has its main header walked here up to SOD, every segment within the fragment. The
+ * first fragment must be a codestream: DICOM has no JP2 file boxes, which GDCM parses too. */
+bool structure_check::j2k_main_header(size_t at, size_t len, bool first) {
+  const unsigned char *j = b_ + at;
+  bool soc = len >= 2 && j[0] == 0xff && j[1] == 0x4f;
+  if (!soc) return first ? fail(at, "JPEG 2000 data that do not start a codestream") : true;
+  size_t pos = 2;
+  while (pos + 2 <= len) {
+    unsigned marker = (unsigned)j[pos] << 8 | j[pos + 1];
+    pos += 2;
+    if (marker == 0xff93) return true; /* SOD: GDCM stops here */
+    bool no_length = (marker >= 0xff30 && marker <= 0xff3f) || marker == 0xff4f ||
+                     marker == 0xffd9 || marker == 0xff92;
+    if (no_length) continue;
+    if (len - pos < 2) break;
+    size_t seg = (size_t)j[pos] << 8 | j[pos + 1];
+    if (seg < 2) return true; /* GDCM stops here too */
+    if (seg > len - pos)
+      return fail(at + pos - 2, "JPEG 2000 data: marker %04X claims %zu bytes, %zu are left",
+                  marker, seg, len - pos);
+    if (marker == 0xff52 && seg < 12) return fail(at + pos - 2, "JPEG 2000 data: COD is cut short");
+    pos += seg;
+  }
+  return fail(at, "JPEG 2000 data: the main header is cut short");
+}
+
+/* GDCM's JPEG codecs assert (abort) on what libjpeg merely warns about while reading the
+ * headers (bytes between segments, a JFIF version other than 1, a thumbnail of the wrong
+ * size, an unknown Adobe transform) and on frame headers they do not expect (precisions other
+ * than 8, 12 and 16 bits, colour). Only grey images are read here, so the headers of each
+ * fragment that starts an image (SOI) are walked up to the scan, checked before GDCM. */
+bool structure_check::jpeg_frame_header(size_t at, size_t len) {
+  const unsigned char *j = b_ + at;
+  if (len < 2 || j[0] != 0xff || j[1] != 0xd8) return true; /* the rest of a frame */
+  size_t pos = 2;
+  bool frame = false;
+  while (pos + 4 <= len) {
+    if (j[pos] != 0xff) return fail(at + pos, "JPEG data: bytes between segments");
+    unsigned marker = j[pos + 1];
+    if (marker == 0xff) {
+      pos++;
+      continue;
+    }
+    if (marker == 0xda) {
+      if (!frame) break;
+      return true;
+    }
+    size_t seg = (size_t)j[pos + 2] << 8 | j[pos + 3];
+    if (seg < 2 || pos + 2 + seg > len) return fail(at + pos, "JPEG data: a segment is cut short");
+    const unsigned char *v = j + pos + 4;
+    size_t vlen = seg - 2;
+    bool sof = marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
+    if (sof) {
+      if (vlen < 6) return fail(at + pos, "JPEG data: the frame header is cut short");
+      unsigned precision = v[0], components = v[5];
+      if (components != 1)
+        return fail(at + pos, "JPEG data of %u components: only grey images are read", components);
+      if (precision != 8 && precision != 12 && precision != 16)
+        return fail(at + pos, "JPEG data of %u-bit precision: GDCM reads 8, 12 or 16", precision);
+      frame = true;
+    } else if (marker == 0xe0 && vlen >= 14 && std::memcmp(v, "JFIF", 5) == 0) {
+      if (v[5] != 1 || vlen - 14 != 3u * v[12] * v[13])
+        return fail(at + pos, "JPEG data: a JFIF header libjpeg warns about");
+    } else if (marker == 0xee && vlen >= 12 && std::memcmp(v, "Adobe", 5) == 0 && v[11] > 2) {
+      return fail(at + pos, "JPEG data: an unknown Adobe transform");
+    }
+    pos += 2 + seg;
+  }
+  return fail(at, "JPEG data without a frame header before its scan");
+}
+
+bool structure_check::fail(size_t at, const char *fmt, ...) {
+  char buf[200];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  why_ = std::string(buf) + " (at byte " + std::to_string(at) + ")";
+  return false;
+}
+
+/* VRs with a 4-byte length after two reserved bytes in explicit VR encoding. */
+bool long_vr(const unsigned char *vr) {
+  static const char *const names[] = {"OB", "OD", "OF", "OL", "OV", "OW", "SQ", "SV",
+                                      "UC", "UN", "UR", "UT", "UV"};
+  for (const char *n : names)
+    if (vr[0] == n[0] && vr[1] == n[1]) return true;
+  return false;
+}
+
+/* The VRs of PS3.5 6.2. GDCM reads an element with another VR in explicit VR data as if it
+ * were implicit, taking its value's first bytes for a 4-byte length: refused here instead. */
+bool is_vr(const unsigned char *vr) {
+  static const char *const names[] = {"AE", "AS", "AT", "CS", "DA", "DS", "DT", "FD", "FL",
+                                      "IS", "LO", "LT", "OB", "OD", "OF", "OL", "OV", "OW",
+                                      "PN", "SH", "SL", "SQ", "SS", "ST", "SV", "TM", "UC",
+                                      "UI", "UL", "UN", "UR", "US", "UT", "UV"};
+  for (const char *n : names)
+    if (vr[0] == n[0] && vr[1] == n[1]) return true;
+  return false;
+}
+
+/* Data elements from pos up to end (a defined length) or to an item delimiter (undefined). */
+bool structure_check::elements(size_t &pos, size_t end, bool explicit_vr, bool undefined,
+                               int depth) {
+  while (pos < end) {
+    size_t at = pos;
+    if (end - pos < 8) return fail(at, "truncated: an element header is cut short");
+    uint16_t group = u16(pos), element = u16(pos + 2);
+    if (group == 0xfffe) {
+      if (element == 0xe00d && undefined) {
+        pos += 8;
+        return true;
+      }
+      return fail(at, "an item tag (FFFE,%04X) among the elements", element);
+    }
+    uint32_t len;
+    bool sequence = false, encapsulated = false;
+    if (explicit_vr) {
+      const unsigned char *vr = b_ + pos + 4;
+      if (!is_vr(vr)) return fail(at, "element (%04X,%04X) has no valid VR ('%c%c')", group, element,
+                                   std::isprint(vr[0]) ? vr[0] : '?', std::isprint(vr[1]) ? vr[1] : '?');
+      if (long_vr(vr)) {
+        if (end - pos < 12) return fail(at, "truncated: an element header is cut short");
+        len = u32(pos + 8);
+        pos += 12;
+      } else {
+        len = u16(pos + 6);
+        pos += 8;
+      }
+      sequence = vr[0] == 'S' && vr[1] == 'Q';
+      /* Undefined-length UN holds implicit VR little endian elements (PS3.5 6.2.2). */
+      if (vr[0] == 'U' && vr[1] == 'N' && len == kUndefined) {
+        size_t inner = pos;
+        if (depth >= kMaxNesting) return fail(at, "sequences nested deeper than %d", kMaxNesting);
+        bool saved = big_;
+        big_ = false;
+        bool ok = items(inner, end, false, true, depth + 1, false);
+        big_ = saved;
+        if (!ok) return false;
+        pos = inner;
+        continue;
+      }
+    } else {
+      len = u32(pos + 4);
+      pos += 8;
+      /* Without VRs a sequence shows by its undefined length or an item at its start. */
+      sequence = len == kUndefined || starts_item(pos, end);
+    }
+    encapsulated = group == 0x7fe0 && element == 0x0010 && len == kUndefined;
+    if (len == kUndefined && !sequence && !encapsulated)
+      return fail(at, "element (%04X,%04X) has an undefined length", group, element);
+    if (len != kUndefined && len > end - pos)
+      return fail(at, "truncated: element (%04X,%04X) claims %u bytes, %zu are left", group,
+                  element, (unsigned)len, end - pos);
+    if (encapsulated) {
+      if (!items(pos, end, explicit_vr, true, depth, true)) return false;
+    } else if (sequence) {
+      if (depth >= kMaxNesting) return fail(at, "sequences nested deeper than %d", kMaxNesting);
+      size_t stop = len == kUndefined ? end : pos + len;
+      if (!items(pos, stop, explicit_vr, len == kUndefined, depth + 1, false)) return false;
+    } else {
+      pos += len;
+    }
+  }
+  if (undefined) return fail(pos, "truncated: an item has no delimiter");
+  return true;
+}
+
+/* The items of a sequence (data sets) or of encapsulated pixel data (fragments of bytes). */
+bool structure_check::items(size_t &pos, size_t end, bool explicit_vr, bool undefined, int depth,
+                            bool fragments) {
+  size_t index = 0; /* of fragments, the first being the offset table */
+  while (pos < end) {
+    size_t at = pos;
+    if (end - pos < 8) return fail(at, "truncated: an item header is cut short");
+    if (u16(pos) != 0xfffe)
+      return fail(at, "expected an item in %s, found (%04X,%04X)",
+                  fragments ? "the pixel data" : "a sequence", u16(pos), u16(pos + 2));
+    uint16_t element = u16(pos + 2);
+    uint32_t len = u32(pos + 4);
+    pos += 8;
+    if (element == 0xe0dd && undefined) return true;
+    if (element != 0xe000) return fail(at, "unexpected tag (FFFE,%04X)", element);
+    if (len == kUndefined) {
+      if (fragments) return fail(at, "a pixel data fragment has an undefined length");
+      if (!elements(pos, end, explicit_vr, true, depth)) return false;
+      continue;
+    }
+    if (len > end - pos)
+      return fail(at, "truncated: %s claims %u bytes, %zu are left",
+                  fragments ? "a pixel data fragment" : "an item", (unsigned)len, end - pos);
+    if (fragments) {
+      if (index > 0 && jpeg_ && !jpeg_frame_header(pos, len)) return false;
+      if (index > 0 && j2k_ && !j2k_main_header(pos, len, index == 1)) return false;
+      index++;
+      pos += len;
+      continue;
+    }
+    size_t stop = pos + len;
+    if (!elements(pos, stop, explicit_vr, false, depth)) return false;
+  }
+  if (undefined)
+    return fail(pos, "truncated: %s has no delimiter", fragments ? "the pixel data" : "a sequence");
+  return true;
+}
+
+/* Deflated explicit VR little endian: the data set after the meta group is a raw deflate
+ * stream; it is checked inflated (as GDCM reads it). */
+bool structure_check::inflate_data_set(size_t from) {
+  z_stream z = {};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return fail(from, "cannot inflate the data set");
+  z.next_in = const_cast<unsigned char *>(b_ + from);
+  z.avail_in = (uInt)(n_ - from);
+  unsigned char chunk[16384];
+  int rc = Z_OK;
+  /* Deflate expands at most about 1032 times: the file's size bounds this buffer. */
+  while (rc == Z_OK) {
+    z.next_out = chunk;
+    z.avail_out = sizeof chunk;
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) break;
+    inflated_.insert(inflated_.end(), chunk, chunk + (sizeof chunk - z.avail_out));
+    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) break; /* cut short */
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) return fail(from, "the deflated data set is corrupt or cut short");
+  return true;
+}
+
+bool structure_check::file(std::string &why) {
+  bool ok = walk();
+  why = why_;
+  return ok;
+}
+
+bool structure_check::walk() {
+  size_t pos = 0;
+  std::string syntax;
+  bool part10 = n_ >= 132 && std::memcmp(b_ + 128, "DICM", 4) == 0;
+  if (part10) {
+    /* The meta group: explicit VR little endian, whatever the data set's syntax. GDCM guesses
+     * (a byte order among others) when it is missing, and checking its guess is not possible. */
+    pos = 132;
+    if (n_ - pos < 8 || b_[pos] != 0x02 || b_[pos + 1] != 0x00)
+      return fail(pos, "no File Meta Information (group 0002) after the preamble");
+    while (n_ - pos >= 8 && b_[pos] == 0x02 && b_[pos + 1] == 0x00) {
+      size_t at = pos;
+      const unsigned char *vr = b_ + pos + 4;
+      if (!is_vr(vr)) return fail(at, "meta element has no valid VR");
+      size_t hdr = long_vr(vr) ? 12 : 8;
+      if (n_ - pos < hdr) return fail(at, "truncated: a meta element is cut short");
+      uint32_t len = hdr == 12 ? u32(pos + 8) : u16(pos + 6);
+      if (len > n_ - pos - hdr)
+        return fail(at, "truncated: meta element (0002,%04X) claims %u bytes, %zu are left",
+                    u16(pos + 2), (unsigned)len, n_ - pos - hdr);
+      if (u16(pos + 2) == 0x0010) {
+        syntax.assign(reinterpret_cast<const char *>(b_ + pos + hdr), len);
+        while (!syntax.empty() && (syntax.back() == '\0' || syntax.back() == ' ')) syntax.pop_back();
+      }
+      pos += hdr + len;
+    }
+  }
+  bool explicit_vr = syntax != "1.2.840.10008.1.2";
+  big_ = syntax == "1.2.840.10008.1.2.2";
+  /* 1.2.840.10008.1.2.4.50 to .4.79: JPEG baseline, extended, lossless (not JPEG-LS, .80). */
+  jpeg_ = syntax.compare(0, 21, "1.2.840.10008.1.2.4.5") == 0 ||
+          syntax.compare(0, 21, "1.2.840.10008.1.2.4.6") == 0 ||
+          syntax.compare(0, 21, "1.2.840.10008.1.2.4.7") == 0;
+  /* .4.90 to .4.93 JPEG 2000, .4.201 to .4.203 High-Throughput JPEG 2000. */
+  j2k_ = syntax.compare(0, 21, "1.2.840.10008.1.2.4.9") == 0 ||
+         syntax.compare(0, 21, "1.2.840.10008.1.2.4.2") == 0;
+  /* GDCM asserts (aborts) when the file ends right after its meta group; an image file has a
+   * data set there anyway. */
+  if (part10 && n_ - pos < 8) return fail(pos, "no data set after the File Meta Information");
+  /* GDCM switches byte order when the first group looks swapped: one that reads as a small
+   * even group in the syntax's order is the only first element both read the same way. */
+  if (n_ - pos >= 8) {
+    uint16_t first = u16(pos);
+    if (first < 0x0004 || first > 0x7fe0 || (first & 1))
+      return fail(pos, "the data set's first element (%04X,%04X) is not a plausible one", first,
+                  u16(pos + 2));
+  }
+  /* GDCM reads a data set whose first element has no VR as implicit, whatever the meta says;
+   * files without a meta group have their syntax guessed the same way. */
+  if (n_ - pos >= 8 && !is_vr(b_ + pos + 4)) explicit_vr = false;
+  bool ok;
+  if (syntax == "1.2.840.10008.1.2.1.99") {
+    ok = inflate_data_set(pos);
+    if (ok) {
+      structure_check inner(inflated_.data(), inflated_.size());
+      size_t p = 0;
+      ok = inner.elements(p, inflated_.size(), true, false, 0);
+      if (!ok) why_ = "in the deflated data set: " + inner.why_;
+    }
+  } else {
+    ok = elements(pos, n_, explicit_vr, false, 0);
+  }
+  return ok;
+}
+
+/* Mapped, not read: only the tags and lengths are looked at, and multi-frame files are large. */
+bool check_structure(const std::string &path, std::string &why) {
+  int fd = open(path.c_str(), O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0) close(fd);
+    why = "cannot open the file";
+    return false;
+  }
+  size_t n = (size_t)st.st_size;
+  void *map = n ? mmap(nullptr, n, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  close(fd);
+  if (n && map == MAP_FAILED) {
+    why = "cannot map the file";
+    return false;
+  }
+  bool ok = structure_check(static_cast<const unsigned char *>(map), n).file(why);
+  if (n) munmap(map, n);
+  return ok;
+}
+
+/* The data set of the first item of sequence `tag` in ds, or null. Only elements GDCM already
+ * holds as sequences are looked into: nothing is parsed here. */
+const gdcm::DataSet *first_item(const gdcm::DataSet &ds, uint16_t group, uint16_t element) {
+  const gdcm::Tag tag(group, element);
+  if (!ds.FindDataElement(tag)) return nullptr;
+  const gdcm::DataElement &de = ds.GetDataElement(tag);
+  if (de.IsEmpty()) return nullptr;
+  const gdcm::SequenceOfItems *sq = dynamic_cast<const gdcm::SequenceOfItems *>(&de.GetValue());
+  if (!sq || sq->GetNumberOfItems() < 1) return nullptr;
+  return &sq->GetItem(1).GetNestedDataSet();
+}
+
+/* Functional group macro `macro` of an enhanced multi-frame file: from the shared group, else
+ * from the first frame's (PS3.3 C.7.6.16). */
+const gdcm::DataSet *functional_group(const gdcm::DataSet &ds, uint16_t group, uint16_t element) {
+  for (uint16_t groups : {uint16_t(0x9229), uint16_t(0x9230)}) {
+    const gdcm::DataSet *fg = first_item(ds, 0x5200, groups);
+    const gdcm::DataSet *macro = fg ? first_item(*fg, group, element) : nullptr;
+    if (macro) return macro;
+  }
+  return nullptr;
+}
+
+/* Spacing, position and rescaling of a multi-frame file, read here from its functional groups
+ * rather than through gdcm::ImageReader, whose geometry helpers assert (abort the process) on
+ * functional groups that are missing or malformed. Values not there keep the top level's. */
+void read_frame_geometry(const gdcm::DataSet &ds, slice_info &s) {
+  double v[3];
+  if (parse_numbers(trimmed_string(ds, 0x0018, 0x0088), v, 1) && v[0] > 0) s.frame_spacing = v[0];
+  if (const gdcm::DataSet *pm = functional_group(ds, 0x0028, 0x9110)) {
+    if (parse_numbers(trimmed_string(*pm, 0x0028, 0x0030), v, 2) && v[0] > 0 && v[1] > 0) {
+      s.pixel_spacing[0] = v[0];
+      s.pixel_spacing[1] = v[1];
+    }
+    if (parse_numbers(trimmed_string(*pm, 0x0018, 0x0088), v, 1) && v[0] > 0) s.frame_spacing = v[0];
+    else if (parse_numbers(trimmed_string(*pm, 0x0018, 0x0050), v, 1) && v[0] > 0) s.frame_spacing = v[0];
+  }
+  if (const gdcm::DataSet *pp = functional_group(ds, 0x0020, 0x9113))
+    s.have_position = parse_numbers(trimmed_string(*pp, 0x0020, 0x0032), s.position, 3) || s.have_position;
+  if (const gdcm::DataSet *pv = functional_group(ds, 0x0028, 0x9145)) {
+    if (parse_numbers(trimmed_string(*pv, 0x0028, 0x1053), v, 1) && v[0] != 0) s.slope = v[0];
+    if (parse_numbers(trimmed_string(*pv, 0x0028, 0x1052), v, 1)) s.intercept = v[0];
+  }
+}
+
+/* GDCM reads the image's attributes through gdcm::Attribute (so does us_value), which asserts
+ * (aborts) when an element's VR does not agree with the dictionary's: such an element of a
+ * public tag is refused here. UN is the VR of a tag a writer did not know; it is let through
+ * except in the image pixel module (group 0028), which GDCM reads whatever it says. */
+bool vrs_match_dictionary(const gdcm::DataSet &ds, std::string &why) {
+  const gdcm::Dict &dict = gdcm::Global::GetInstance().GetDicts().GetPublicDict();
+  for (const gdcm::DataElement &de : ds.GetDES()) {
+    const gdcm::Tag &tag = de.GetTag();
+    const gdcm::VR vr = de.GetVR();
+    if (tag.IsPrivate() || tag.GetElement() == 0 || vr == gdcm::VR::INVALID) continue;
+    if (vr == gdcm::VR::UN && tag.GetGroup() != 0x0028) continue;
+    const gdcm::VR want = dict.GetDictEntry(tag).GetVR();
+    if (want == gdcm::VR::INVALID || want == gdcm::VR::UN || want.Compatible(vr)) continue;
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "element (%04X,%04X) has VR %s, the standard's is %s",
+                  tag.GetGroup(), tag.GetElement(), gdcm::VR::GetVRString(vr),
+                  gdcm::VR::GetVRString(want));
+    why = buf;
+    return false;
+  }
+  return true;
+}
+
+enum class header_kind { image, not_image, corrupt };
+
+/* The header up to the pixel data, once the whole file's structure is sound (else corrupt,
+ * with the problem in `why`); not_image for DICOM files without an image (a DICOMDIR, a
+ * report) and files GDCM cannot read. */
+header_kind read_header(const std::string &path, slice_info &s, std::string &why) {
+  if (!check_structure(path, why)) return header_kind::corrupt;
   gdcm::Reader reader;
   reader.SetFileName(path.c_str());
-  if (!reader.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010))) return false;
+  if (!reader.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010))) return header_kind::not_image;
   const gdcm::File &file = reader.GetFile();
   const gdcm::DataSet &ds = file.GetDataSet();
-  if (!ds.FindDataElement(gdcm::Tag(0x0028, 0x0010))) return false; /* no image in it */
+  if (!ds.FindDataElement(gdcm::Tag(0x0028, 0x0010))) return header_kind::not_image;
+  if (!vrs_match_dictionary(ds, why)) return header_kind::corrupt;
+  /* GDCM's PixmapReader asserts that a RecognitionCode, where there is one, is ACR-NEMA's. */
+  const gdcm::Tag recognition(0x0008, 0x0010);
+  if (ds.FindDataElement(recognition) && !ds.GetDataElement(recognition).IsEmpty()) {
+    const gdcm::ByteValue *bv = ds.GetDataElement(recognition).GetByteValue();
+    std::string code = bv && bv->GetPointer() ? std::string(bv->GetPointer(), bv->GetLength()) : "";
+    if (code.compare(0, 8, "ACR-NEMA") != 0 && code.compare(0, 7, "ACRNEMA") != 0) {
+      why = "RecognitionCode (0008,0010) is present but not ACR-NEMA's";
+      return header_kind::corrupt;
+    }
+  }
   s.path = path;
   const gdcm::TransferSyntax &ts = file.GetHeader().GetDataSetTransferSyntax();
   s.encapsulated = ts.IsEncapsulated();
@@ -161,17 +632,19 @@ bool read_header(const std::string &path, slice_info &s) {
   double v;
   if (parse_numbers(trimmed_string(ds, 0x0028, 0x1053), &v, 1) && v != 0) s.slope = v;
   if (parse_numbers(trimmed_string(ds, 0x0028, 0x1052), &v, 1)) s.intercept = v;
-  return true;
+  if (s.frames > 1) read_frame_geometry(ds, s);
+  return header_kind::image;
 }
 
-bool sample_type_of(const gdcm::PixelFormat &pf, ir_sample_type *out) {
-  switch (pf.GetScalarType()) {
-  case gdcm::PixelFormat::FLOAT32: *out = IR_SAMPLE_FLOAT32; return true;
-  case gdcm::PixelFormat::FLOAT64: *out = IR_SAMPLE_FLOAT64; return true;
-  default: break;
-  }
-  bool sgn = pf.GetPixelRepresentation() == 1;
-  switch (pf.GetBitsAllocated()) {
+/* The sample type of BitsAllocated and PixelRepresentation (0 unsigned, 1 signed; GDCM marks
+ * float pixel data 3 for 32 bits and 4 for 64). Decided here rather than by
+ * gdcm::PixelFormat::GetScalarType, which asserts (aborts) on other combinations. */
+bool sample_type_of(unsigned bits, unsigned representation, ir_sample_type *out) {
+  if (representation == 3 && bits == 32) return *out = IR_SAMPLE_FLOAT32, true;
+  if (representation == 4 && bits == 64) return *out = IR_SAMPLE_FLOAT64, true;
+  if (representation > 1) return false;
+  bool sgn = representation == 1;
+  switch (bits) {
   case 8: *out = sgn ? IR_SAMPLE_INT8 : IR_SAMPLE_UINT8; return true;
   case 16: *out = sgn ? IR_SAMPLE_INT16 : IR_SAMPLE_UINT16; return true;
   case 32: *out = sgn ? IR_SAMPLE_INT32 : IR_SAMPLE_UINT32; return true;
@@ -231,7 +704,15 @@ ir_status scan_folder(const std::string &folder, std::vector<series_group> &grou
     struct stat st;
     if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     slice_info s;
-    if (!looks_like_dicom(path) || !read_header(path, s)) continue;
+    std::string why;
+    bool part10 = false;
+    if (!looks_like_dicom(path, &part10)) continue;
+    header_kind kind = read_header(path, s, why);
+    /* A Part 10 file that is corrupt is a slice gone bad, not a stray file: skipping it would
+     * load the series without it. Files without the preamble only look like DICOM. */
+    if (kind == header_kind::corrupt && part10)
+      return ir_input_error(err, folder.c_str(), "%s: %s", name.c_str(), why.c_str());
+    if (kind != header_kind::image) continue;
     s.file_size = (size_t)st.st_size;
     auto it = index.find(s.series);
     if (it == index.end()) {
@@ -318,17 +799,20 @@ ir_status order_slices(std::vector<slice_info> &slices, const char *src, double 
   return IR_OK;
 }
 
-/* Reads one file's pixels (all frames) through GDCM, checking they match the series. */
+/* Reads one file's pixels (all frames) through GDCM, checking they match the series.
+ * gdcm::PixmapReader, not ImageReader: the geometry comes from read_header, and ImageReader's
+ * geometry helpers assert on malformed functional groups. */
 ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type, size_t bytes,
-                      unsigned char *dst, gdcm::Image *image_out, char err[IR_ERR_LEN]) {
-  gdcm::ImageReader reader;
+                      unsigned char *dst, char err[IR_ERR_LEN]) {
+  gdcm::PixmapReader reader;
   reader.SetFileName(s.path.c_str());
   const char *name = ir_display_name(s.path.c_str());
   if (!reader.Read())
     return ir_input_error(err, src, "%s: GDCM cannot read the image (truncated or corrupt)", name);
-  const gdcm::Image &image = reader.GetImage();
+  const gdcm::Pixmap &image = reader.GetPixmap();
   ir_sample_type t;
-  if (!sample_type_of(image.GetPixelFormat(), &t) || t != type)
+  const gdcm::PixelFormat &pf = image.GetPixelFormat();
+  if (!sample_type_of(pf.GetBitsAllocated(), pf.GetPixelRepresentation(), &t) || t != type)
     return ir_input_error(err, src, "%s: its pixel format differs from the series' first file",
                           name);
   /* GDCM reads a file cut short inside uncompressed pixel data, padding the rest. */
@@ -341,7 +825,6 @@ ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type,
   if (!image.GetBuffer(reinterpret_cast<char *>(dst)))
     return ir_input_error(err, src, "%s: GDCM cannot decode the pixel data (%s)", name,
                           reader.GetFile().GetHeader().GetDataSetTransferSyntax().GetString());
-  if (image_out) *image_out = image;
   return IR_OK;
 }
 
@@ -373,12 +856,12 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
   ir_status status = order_slices(slices, src, &slice_spacing, note, err);
   if (status != IR_OK) return status;
   const slice_info &first = slices.front();
-  gdcm::PixelFormat pf(1, (unsigned short)first.bits, (unsigned short)first.bits,
-                       (unsigned short)(first.bits - 1), (unsigned short)first.sign);
   ir_sample_type type;
-  if (!sample_type_of(pf, &type))
-    return ir_input_error(err, src, "%u-bit pixels are not supported (8, 16 or 32 bits)",
-                          first.bits);
+  if (!sample_type_of(first.bits, first.sign, &type))
+    return ir_input_error(err, src,
+                          "%u-bit pixels of PixelRepresentation %u are not supported (8, 16 or "
+                          "32 bits, unsigned 0 or signed 1)",
+                          first.bits, first.sign);
   size_t dims[3] = {first.cols, first.rows, multi ? (size_t)first.frames : slices.size()};
   size_t bytes = 0;
   if (!ir_sample_byte_count(dims, type, &bytes, src, err)) return IR_ERR_INPUT;
@@ -406,25 +889,13 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
   for (const slice_info &s : slices)
     same_rescale = same_rescale && s.slope == slope && s.intercept == intercept;
   size_t slice_bytes = bytes / slices.size();
-  double spacing[3] = {first.pixel_spacing[1], first.pixel_spacing[0], slice_spacing};
+  double spacing[3] = {first.pixel_spacing[1], first.pixel_spacing[0],
+                       multi ? first.frame_spacing : slice_spacing};
   double origin[3] = {first.position[0], first.position[1], first.position[2]};
   ir_progress progress;
   ir_progress_begin(&progress, desc, ir_display_name(src), bytes);
   for (size_t i = 0; i < slices.size() && status == IR_OK; i++) {
-    gdcm::Image image;
-    status = read_pixels(slices[i], src, type, slice_bytes, samples + i * slice_bytes,
-                         multi ? &image : nullptr, err);
-    if (status == IR_OK && multi) {
-      /* GDCM reads spacing, origin and rescaling from enhanced files' functional groups. */
-      const double *sp = image.GetSpacing();
-      const double *org = image.GetOrigin();
-      for (int k = 0; k < 3; k++) {
-        spacing[k] = sp && sp[k] > 0 && std::isfinite(sp[k]) ? sp[k] : 1.0;
-        origin[k] = org ? org[k] : 0.0;
-      }
-      if (image.GetSlope() != 0) slope = image.GetSlope();
-      intercept = image.GetIntercept();
-    }
+    status = read_pixels(slices[i], src, type, slice_bytes, samples + i * slice_bytes, err);
     ir_progress_add(&progress, slice_bytes);
   }
   ir_progress_end(&progress);
@@ -487,7 +958,12 @@ static ir_status load_dicom(const ir_volume_desc *desc, ir_volume *out, char err
     ir_status status = ir_check_file(src, nullptr, err);
     if (status != IR_OK) return status;
     slice_info s;
-    if (!read_header(src, s))
+    std::string why;
+    bool part10 = false;
+    looks_like_dicom(src, &part10);
+    header_kind kind = read_header(src, s, why);
+    if (kind == header_kind::corrupt && part10) return ir_input_error(err, src, "%s", why.c_str());
+    if (kind != header_kind::image)
       return ir_input_error(err, src, "not a DICOM image file (GDCM cannot read its header)");
     chosen_series = s.series;
     if (s.frames > 1 && !desc->series) {

@@ -292,14 +292,16 @@ static int b64_value(unsigned char c) {
 
 /* Decodes base64 from the start of src until `need` bytes are out. A padded group ends one
  * encoded block and another may follow: VTK encodes the header and the data as separate
- * blocks, other writers as one; both decode to the same bytes. */
-static bool b64_decode_prefix(const vti_source *src, size_t need, unsigned char *out) {
+ * blocks, other writers as one; both decode to the same bytes. On failure *bad is where the
+ * text goes wrong (src->len when it ends too soon), so that the message can say where. */
+static bool b64_decode_prefix(const vti_source *src, size_t need, unsigned char *out, size_t *bad) {
   size_t got = 0, i = 0;
   while (got < need) {
     int quad[4], n = 0, pad = 0;
     while (n < 4 && i < src->len) {
       unsigned char c = src->bytes[i++];
       if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+      *bad = i - 1;
       if (c == '=') {
         if (n < 2) return false;
         quad[n++] = 0;
@@ -310,6 +312,7 @@ static bool b64_decode_prefix(const vti_source *src, size_t need, unsigned char 
       if (v < 0 || pad) return false;
       quad[n++] = v;
     }
+    *bad = src->len;
     if (n < 4) return false;
     unsigned bits = (unsigned)quad[0] << 18 | (unsigned)quad[1] << 12 | (unsigned)quad[2] << 6 |
                     (unsigned)quad[3];
@@ -341,9 +344,15 @@ static ir_status source_bytes(const vti_source *src, size_t need, const unsigned
     snprintf(err, IR_ERR_LEN, "%s: out of host memory decoding %zu bytes of base64", path, need);
     return IR_ERR_RUNTIME;
   }
-  if (!b64_decode_prefix(src, need, buf)) {
+  size_t bad = 0;
+  if (!b64_decode_prefix(src, need, buf, &bad)) {
     free(buf);
-    return ir_input_error(err, path, "%s: bad or short base64 data (%zu bytes needed)", what, need);
+    if (bad >= src->len)
+      return ir_input_error(err, path, "%s: the base64 data end after %zu characters, %zu bytes needed",
+                            what, src->len, need);
+    unsigned char c = src->bytes[bad];
+    return ir_input_error(err, path, "%s: bad base64 data at character %zu of %zu ('%c')", what, bad,
+                          src->len, c >= 0x20 && c < 0x7f ? c : '?');
   }
   *bytes = buf;
   *owned = buf;

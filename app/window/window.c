@@ -183,7 +183,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
       if (!ir_pipeline_parse(value, &o->pipeline))
         return bad_option("--pipeline '%s': use single, persistent, multi, paper (or plain, the baseline)", value);
     } else if (strcmp(opt, "--iso") == 0) {
-      if (!cli_parse_float(value, &o->iso)) return bad_option("--iso '%s': expected a number in data units", value);
+      if (!app_parse_isovalue(value, &o->iso)) return bad_option("--iso '%s': expected a number in data units", value);
       o->iso_given = true;
     } else if (strcmp(opt, "--up") == 0) {
       if (!ir_axis_parse(value, &o->up)) return bad_option("--up '%s': use x, y, z, -x, -y or -z", value);

@@ -348,6 +348,20 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
     CHECK(dicom_patch_us(p, 0x0028, 0x0011, 65000) == 0);
   }
   CHECK_INFO_REFUSES(fmt_path("'%s'", h.dir), "more than the files can hold");
+  /* A PixelRepresentation that is neither 0 nor 1, or bits that are not 8, 16 or 32: refused
+   * with one line (GDCM's pixel format asserted on the first; found by the fuzzer). */
+  series_spec pr = {.dir = kept_path("representation"), .uid = "1.2.826.0.1.20", .slices = 2,
+                    .slope = 1, .gap = 1, .skip = -1};
+  write_series(&pr);
+  for (int k = 0; k < 2; k++)
+    CHECK(dicom_patch_us(fmt_path("%s/IM%02d_%s", pr.dir, (k * 7 + 3) % 11, pr.uid), 0x0028, 0x0103, 7) == 0);
+  CHECK_INFO_REFUSES(fmt_path("'%s'", pr.dir), "16-bit pixels of PixelRepresentation 7 are not supported");
+  series_spec b12 = {.dir = kept_path("bits12"), .uid = "1.2.826.0.1.21", .slices = 2, .slope = 1,
+                     .gap = 1, .skip = -1};
+  write_series(&b12);
+  for (int k = 0; k < 2; k++)
+    CHECK(dicom_patch_us(fmt_path("%s/IM%02d_%s", b12.dir, (k * 7 + 3) % 11, b12.uid), 0x0028, 0x0100, 13) == 0);
+  CHECK_INFO_REFUSES(fmt_path("'%s'", b12.dir), "13-bit pixels of PixelRepresentation 0");
   /* One slice of another size. */
   series_spec m = {.dir = kept_path("mismatch"), .uid = "1.2.826.0.1.15", .slices = 3, .slope = 1,
                    .gap = 1, .skip = -1};
@@ -377,6 +391,39 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   /* --series is refused for other formats. */
   CHECK_INFO_REFUSES("--series 1.2 builtin:sphere:8", "--series");
 }
+/* A slice that goes bad partway through a series is refused with its name and the place, never
+ * skipped (the series would load without it) or read as far as it goes. */
+static void test_corrupt_slice_in_a_series_is_named(void) {
+  /* Compressed: the last fragment of the middle slice cut short. */
+  series_spec s = {.dir = kept_path("cut_rle"), .uid = "1.2.826.0.1.18", .slices = 3, .slope = 1,
+                   .gap = 1, .skip = -1, .compression = DICOM_RLE};
+  write_series(&s);
+  const char *victim = fmt_path("%s/IM%02d_%s", s.dir, (1 * 7 + 3) % 11, s.uid);
+  size_t n = 0;
+  unsigned char *bytes = read_bytes(victim, &n);
+  write_bytes(victim, bytes, n - 10);
+  free(bytes);
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "IM10_1.2.826.0.1.18: truncated: a pixel data fragment claims");
+  CHECK_STR_CONTAINS(err, "(at byte ");
+  CHECK(strchr(err, '\n') == NULL);
+  /* Uncompressed: the Pixel Data element claims more than the file holds. */
+  series_spec u = {.dir = kept_path("cut_raw"), .uid = "1.2.826.0.1.19", .slices = 3, .slope = 1,
+                   .gap = 1, .skip = -1};
+  write_series(&u);
+  victim = fmt_path("%s/IM%02d_%s", u.dir, (2 * 7 + 3) % 11, u.uid);
+  bytes = read_bytes(victim, &n);
+  write_bytes(victim, bytes, n - 7);
+  free(bytes);
+  CHECK_EQ_INT(load(u.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "IM06_1.2.826.0.1.19: truncated: element (7FE0,0010) claims 80 bytes, 73 are left");
+  /* The file named alone says the same. */
+  CHECK_EQ_INT(load(victim, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "truncated: element (7FE0,0010) claims 80 bytes");
+  CHECK_INFO_REFUSES(fmt_path("'%s'", u.dir), "IM06_1.2.826.0.1.19: truncated: element (7FE0,0010)");
+}
 #else
 static void test_refused_without_gdcm(void) {
   const char *dir = kept_path("series");
@@ -401,6 +448,7 @@ int main(void) {
   RUN(test_two_series_in_one_folder);
   RUN(test_missing_and_uneven_slices);
   RUN(test_bad_files_are_one_line_and_exit_2);
+  RUN(test_corrupt_slice_in_a_series_is_named);
 #else
   RUN(test_refused_without_gdcm);
 #endif

@@ -333,6 +333,40 @@ static void write_raw_tiff(const char *path, uint32_t w, uint32_t h, uint32_t st
   write_bytes(path, b, file_bytes);
 }
 
+/* Overwrites strip `strip` of page `page` (0-based) with bytes that no decoder takes. */
+static void spoil_strip(const char *path, tdir_t page, uint32_t strip) {
+  TIFF *tif = TIFFOpen(path, "r");
+  uint64_t *offsets = NULL, *counts = NULL;
+  CHECK(tif && TIFFSetDirectory(tif, page));
+  CHECK(TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets) && TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &counts));
+  uint64_t at = offsets[strip], len = counts[strip];
+  TIFFClose(tif);
+  size_t n = 0;
+  unsigned char *bytes = read_bytes(path, &n);
+  for (uint64_t k = 0; k < len && at + k < n; k++) bytes[at + k] = (unsigned char)(0xff - k);
+  write_bytes(path, bytes, n);
+  free(bytes);
+}
+
+/* A strip that cannot be decoded in the middle of a stack (page 3 of 4, rows 6 to 8) and of a
+ * folder of slices: refused with the file, the page and the row, never read as far as it goes. */
+static void test_bad_strip_in_the_middle_of_a_stack(void) {
+  tiff_spec s = {.type = &types[2], .w = 16, .h = 16, .pages = 4, .compression = COMPRESSION_ADOBE_DEFLATE};
+  const char *path = scratch_path("bad_strip_page3.tif");
+  write_tiff(path, &s);
+  spoil_strip(path, 2, 2);
+  expect_refused(path, "bad_strip_page3.tif: page 3: cannot read the strip at row 6");
+  const char *dir = kept_path("bad_strip_slices");
+  mkdir(dir, 0755);
+  tiff_spec one = {.type = &types[2], .w = 16, .h = 16, .pages = 1, .compression = COMPRESSION_ADOBE_DEFLATE};
+  for (int k = 0; k < 3; k++) {
+    one.first_index = (size_t)k * 256;
+    write_tiff(fmt_path("%s/slice_%d.tif", dir, k), &one);
+  }
+  spoil_strip(fmt_path("%s/slice_1.tif", dir), 0, 4);
+  expect_refused(dir, "slice_1.tif: page 1: cannot read the strip at row 12");
+}
+
 static void test_bad_files_are_one_line_and_exit_2(void) {
   /* Truncated: the second half of a stack cut off. */
   tiff_spec s = {.type = &types[2], .w = 64, .h = 64, .pages = 4};
@@ -426,6 +460,7 @@ int main(void) {
   RUN(test_boxes_and_header_only_loads);
   RUN(test_imagej_spacing_and_resolution);
   RUN(test_bad_files_are_one_line_and_exit_2);
+  RUN(test_bad_strip_in_the_middle_of_a_stack);
 #else
   RUN(test_refused_without_libtiff);
 #endif

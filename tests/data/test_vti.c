@@ -464,6 +464,26 @@ static void expect_refused(const char *path, const char *reason) {
   CHECK_INFO_REFUSES(fmt_path("'%s'", path), reason);
 }
 
+/* A character that is not base64 in the middle of a binary DataArray: refused with the array
+ * and the place, never decoded as far as it goes. */
+static void test_bad_base64_in_the_middle_of_an_array(void) {
+  vti_spec b64 = {.type = &types[3], .enc = ENC_BINARY, .header_size = 4};
+  const char *path = write_vti("bad_b64_middle.vti", &b64);
+  size_t n = 0;
+  unsigned char *bytes = read_bytes(path, &n);
+  char *data = strstr((char *)bytes, "format=\"binary\"");
+  CHECK(data != NULL);
+  if (!data) return;
+  data = strchr(data, '>') + 1; /* the array's text, counted from here, spaces and all */
+  char *end = strstr(data, "</DataArray>");
+  size_t middle = (size_t)(end - data) / 2;
+  while (data[middle] == ' ' || data[middle] == '\n') middle++;
+  data[middle] = '*';
+  write_bytes(path, bytes, n);
+  free(bytes);
+  expect_refused(path, fmt_path("array 'density': bad base64 data at character %zu", middle));
+}
+
 static void test_bad_files_are_one_line_and_exit_2(void) {
   vti_spec raw = {.type = &types[3], .enc = ENC_APPENDED_RAW, .header_size = 4};
   vti_spec zip = {.type = &types[3], .enc = ENC_APPENDED_RAW, .header_size = 8, .comp = COMP_ZLIB};
@@ -581,6 +601,7 @@ int main(void) {
   RUN(test_sub_box_and_header_only);
   RUN(test_active_scalars_and_array_option);
   RUN(test_bad_files_are_one_line_and_exit_2);
+  RUN(test_bad_base64_in_the_middle_of_an_array);
   RUN(test_info_prints_vti);
 #else
   RUN(test_refused_without_expat);

@@ -154,6 +154,12 @@ static void test_bad_options_exit_2_with_one_line(void) {
       {"--dims", "1x2"},         {"--type", "complex"},     {"one.raw", "two.raw"},
       {"--tail-rays", "-5"},     {"--tail-rays", "many"},    {"--up", "w"},
       {"--up", "zz"},            {"--up"},
+      /* Spacing and isovalues must be finite, and the spacing positive, as the floats the
+       * renderer takes: 1e39 is infinite there and 1e-50 zero. */
+      {"--spacing", "0,1,1"},    {"--spacing", "1,-2,1"},   {"--spacing", "nan,1,1"},
+      {"--spacing", "1,1,inf"},  {"--spacing", "1e39,1,1"}, {"--spacing", "1,1e-50,1"},
+      {"--iso", "nan"},          {"--iso", "inf"},          {"--iso", "1,-inf"},
+      {"--iso", "1e39"},         {"--surface", "1e39"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const char *args[8] = {"--headless"};
