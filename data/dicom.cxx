@@ -291,7 +291,9 @@ bool structure_check::elements(size_t &pos, size_t end, bool explicit_vr, bool u
     if (end - pos < 8) return fail(at, "truncated: an element header is cut short");
     uint16_t group = u16(pos), element = u16(pos + 2);
     if (group == 0xfffe) {
+      /* Delimiters have a length of 0 (PS3.5 7.5); GDCM reads another one as a value. */
       if (element == 0xe00d && undefined) {
+        if (u32(pos + 4) != 0) return fail(at, "an item delimiter with a length of %u", (unsigned)u32(pos + 4));
         pos += 8;
         return true;
       }
@@ -367,7 +369,12 @@ bool structure_check::items(size_t &pos, size_t end, bool explicit_vr, bool unde
     uint16_t element = u16(pos + 2);
     uint32_t len = u32(pos + 4);
     pos += 8;
-    if (element == 0xe0dd && undefined) return true;
+    if (element == 0xe0dd && undefined) {
+      /* A sequence delimiter has a length of 0; GDCM reads another one as a fragment's (found by
+       * the fuzzer: 0xFFFFFFFB made it allocate 4 GiB). */
+      if (len != 0) return fail(at, "a sequence delimiter with a length of %u", (unsigned)len);
+      return true;
+    }
     if (element != 0xe000) return fail(at, "unexpected tag (FFFE,%04X)", element);
     if (len == kUndefined) {
       if (fragments) return fail(at, "a pixel data fragment has an undefined length");
