@@ -45,6 +45,7 @@
 #include <gdcmDicts.h>
 #include <gdcmGlobal.h>
 #include <gdcmPixmapReader.h>
+#include <gdcmSequenceOfFragments.h>
 #include <gdcmSequenceOfItems.h>
 #include <gdcmReader.h>
 #include <gdcmTrace.h>
@@ -66,6 +67,7 @@ struct slice_info {
   std::string path;
   size_t file_size = 0;
   bool encapsulated = false;
+  bool rle = false;          /* RLE Lossless: checked here before GDCM decodes it */
   size_t pixel_value_at = 0; /* where the Pixel Data value begins in the file (uncompressed) */
   std::string series, modality, description;
   unsigned rows = 0, cols = 0, frames = 1, samples = 1, bits = 0, sign = 0;
@@ -595,6 +597,7 @@ header_kind read_header(const std::string &path, slice_info &s, std::string &why
   s.path = path;
   const gdcm::TransferSyntax &ts = file.GetHeader().GetDataSetTransferSyntax();
   s.encapsulated = ts.IsEncapsulated();
+  s.rle = ts == gdcm::TransferSyntax::RLELossless;
   /* The elements before the pixel data, and the Pixel Data element's own header (12 bytes
    * explicit OB/OW, 8 implicit): the file must hold the pixels after that. */
   size_t before = (size_t)file.GetHeader().GetFullLength() +
@@ -799,11 +802,84 @@ ir_status order_slices(std::vector<slice_info> &slices, const char *src, double 
   return IR_OK;
 }
 
+/* One RLE frame (PS3.5 G.3): its header must give `segments` segments, each of which decodes
+ * to exactly `plane` bytes within the frame. GDCM's RLE codec asserts (aborts) when a segment
+ * decodes to more or less, or its data end first, so RLE frames are decoded here first (counted,
+ * not stored). */
+bool rle_frame_ok(const unsigned char *b, size_t n, unsigned segments, size_t plane, std::string &why) {
+  auto u32 = [b](size_t at) {
+    return (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
+  };
+  if (n < 64) return why = "an RLE frame shorter than its 64-byte header", false;
+  if (u32(0) != segments)
+    return why = "an RLE frame of " + std::to_string(u32(0)) + " segments, " +
+                 std::to_string(segments) + " expected",
+           false;
+  for (unsigned k = 0; k < segments; k++) {
+    size_t pos = u32(4 + 4 * k), out = 0;
+    if (pos < 64 || pos >= n) return why = "an RLE segment offset outside its frame", false;
+    while (out < plane) {
+      if (pos >= n) break;
+      int run = (int8_t)b[pos++];
+      if (run >= 0) {
+        pos += (size_t)run + 1;
+        out += (size_t)run + 1;
+      } else if (run >= -127) {
+        pos++;
+        out += (size_t)(1 - run);
+      }
+      if (pos > n) break;
+    }
+    if (out != plane)
+      return why = "RLE segment " + std::to_string(k + 1) + " decodes to " + std::to_string(out) +
+                   " bytes, " + std::to_string(plane) + " expected",
+             false;
+  }
+  return true;
+}
+
+/* The RLE frames of a file: one frame is the fragments joined (as GDCM reads a single frame),
+ * several frames one fragment each. */
+ir_status check_rle(const slice_info &s, const char *src, char err[IR_ERR_LEN]) {
+  const char *name = ir_display_name(s.path.c_str());
+  gdcm::Reader reader;
+  reader.SetFileName(s.path.c_str());
+  if (!reader.Read())
+    return ir_input_error(err, src, "%s: GDCM cannot read the image (truncated or corrupt)", name);
+  const gdcm::DataSet &ds = reader.GetFile().GetDataSet();
+  const gdcm::Tag pixel_data(0x7fe0, 0x0010);
+  const gdcm::SequenceOfFragments *sf =
+      ds.FindDataElement(pixel_data) ? ds.GetDataElement(pixel_data).GetSequenceOfFragments() : nullptr;
+  if (!sf || sf->GetNumberOfFragments() == 0)
+    return ir_input_error(err, src, "%s: RLE Lossless without encapsulated pixel data", name);
+  unsigned segments = s.bits / 8;
+  size_t plane = (size_t)s.rows * s.cols;
+  std::vector<std::vector<unsigned char>> frames;
+  for (size_t k = 0; k < sf->GetNumberOfFragments(); k++) {
+    const gdcm::ByteValue *bv = sf->GetFragment(k).GetByteValue();
+    std::vector<unsigned char> bytes;
+    if (bv && bv->GetPointer()) bytes.assign(bv->GetPointer(), bv->GetPointer() + bv->GetLength());
+    if (s.frames == 1 && !frames.empty()) frames[0].insert(frames[0].end(), bytes.begin(), bytes.end());
+    else frames.push_back(std::move(bytes));
+  }
+  if (frames.size() != s.frames)
+    return ir_input_error(err, src, "%s: %zu RLE fragments for %u frames", name, frames.size(), s.frames);
+  std::string why;
+  for (size_t k = 0; k < frames.size(); k++)
+    if (!rle_frame_ok(frames[k].data(), frames[k].size(), segments, plane, why))
+      return ir_input_error(err, src, "%s: frame %zu: %s", name, k + 1, why.c_str());
+  return IR_OK;
+}
+
 /* Reads one file's pixels (all frames) through GDCM, checking they match the series.
  * gdcm::PixmapReader, not ImageReader: the geometry comes from read_header, and ImageReader's
  * geometry helpers assert on malformed functional groups. */
 ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type, size_t bytes,
                       unsigned char *dst, char err[IR_ERR_LEN]) {
+  if (s.rle) {
+    ir_status status = check_rle(s, src, err);
+    if (status != IR_OK) return status;
+  }
   gdcm::PixmapReader reader;
   reader.SetFileName(s.path.c_str());
   const char *name = ir_display_name(s.path.c_str());
