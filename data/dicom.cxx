@@ -68,6 +68,7 @@ struct slice_info {
   size_t file_size = 0;
   bool encapsulated = false;
   bool rle = false;          /* RLE Lossless: checked here before GDCM decodes it */
+  bool j2k = false;          /* JPEG 2000: its image size checked here before GDCM decodes it */
   size_t pixel_value_at = 0; /* where the Pixel Data value begins in the file (uncompressed) */
   std::string series, modality, description;
   unsigned rows = 0, cols = 0, frames = 1, samples = 1, bits = 0, sign = 0;
@@ -598,6 +599,8 @@ header_kind read_header(const std::string &path, slice_info &s, std::string &why
   const gdcm::TransferSyntax &ts = file.GetHeader().GetDataSetTransferSyntax();
   s.encapsulated = ts.IsEncapsulated();
   s.rle = ts == gdcm::TransferSyntax::RLELossless;
+  s.j2k = ts == gdcm::TransferSyntax::JPEG2000Lossless || ts == gdcm::TransferSyntax::JPEG2000 ||
+          ts == gdcm::TransferSyntax::JPEG2000Part2Lossless || ts == gdcm::TransferSyntax::JPEG2000Part2;
   /* The elements before the pixel data, and the Pixel Data element's own header (12 bytes
    * explicit OB/OW, 8 implicit): the file must hold the pixels after that. */
   size_t before = (size_t)file.GetHeader().GetFullLength() +
@@ -838,9 +841,41 @@ bool rle_frame_ok(const unsigned char *b, size_t n, unsigned segments, size_t pl
   return true;
 }
 
-/* The RLE frames of a file: one frame is the fragments joined (as GDCM reads a single frame),
- * several frames one fragment each. */
-ir_status check_rle(const slice_info &s, const char *src, char err[IR_ERR_LEN]) {
+/* A JPEG 2000 codestream's image (SIZ) must be the frame's: GDCM copies the decoded image into
+ * a buffer of the DICOM rows and columns at the codestream's size and precision, so a larger
+ * one overruns the heap (found by the fuzzer). One component, not subsampled, of at most
+ * BitsAllocated bits. Fragments that do not start a codestream are the rest of one. */
+bool j2k_frame_ok(const unsigned char *b, size_t n, const slice_info &s, std::string &why) {
+  if (n < 4 || b[0] != 0xff || b[1] != 0x4f) return true;
+  if (b[2] != 0xff || b[3] != 0x51) return why = "a JPEG 2000 codestream without SIZ after SOC", false;
+  auto u32 = [b](size_t at) {
+    return (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
+  };
+  if (n < 4 + 41) return why = "a JPEG 2000 SIZ cut short", false;
+  const size_t siz = 4;
+  uint64_t width = (uint64_t)u32(siz + 4) - u32(siz + 12), height = (uint64_t)u32(siz + 8) - u32(siz + 16);
+  unsigned components = (unsigned)b[siz + 36] << 8 | b[siz + 37];
+  unsigned precision = (b[siz + 38] & 0x7f) + 1u, xr = b[siz + 39], yr = b[siz + 40];
+  if (u32(siz + 4) < u32(siz + 12) || u32(siz + 8) < u32(siz + 16) || width != s.cols ||
+      height != s.rows)
+    return why = "a JPEG 2000 image of " + std::to_string((int64_t)width) + "x" +
+                 std::to_string((int64_t)height) + " in a " + std::to_string(s.cols) + "x" +
+                 std::to_string(s.rows) + " frame",
+           false;
+  if (components != 1 || xr != 1 || yr != 1)
+    return why = "a JPEG 2000 image of " + std::to_string(components) +
+                 " components or subsampled: only grey images are read",
+           false;
+  if (precision > s.bits)
+    return why = "JPEG 2000 samples of " + std::to_string(precision) + " bits in " +
+                 std::to_string(s.bits) + "-bit pixels",
+           false;
+  return true;
+}
+
+/* The RLE or JPEG 2000 frames of a file, checked before GDCM decodes them: one frame is the
+ * fragments joined (as GDCM reads a single frame), several frames one fragment each. */
+ir_status check_frames(const slice_info &s, const char *src, char err[IR_ERR_LEN]) {
   const char *name = ir_display_name(s.path.c_str());
   gdcm::Reader reader;
   reader.SetFileName(s.path.c_str());
@@ -851,7 +886,7 @@ ir_status check_rle(const slice_info &s, const char *src, char err[IR_ERR_LEN]) 
   const gdcm::SequenceOfFragments *sf =
       ds.FindDataElement(pixel_data) ? ds.GetDataElement(pixel_data).GetSequenceOfFragments() : nullptr;
   if (!sf || sf->GetNumberOfFragments() == 0)
-    return ir_input_error(err, src, "%s: RLE Lossless without encapsulated pixel data", name);
+    return ir_input_error(err, src, "%s: compressed pixel data without fragments", name);
   unsigned segments = s.bits / 8;
   size_t plane = (size_t)s.rows * s.cols;
   std::vector<std::vector<unsigned char>> frames;
@@ -862,12 +897,14 @@ ir_status check_rle(const slice_info &s, const char *src, char err[IR_ERR_LEN]) 
     if (s.frames == 1 && !frames.empty()) frames[0].insert(frames[0].end(), bytes.begin(), bytes.end());
     else frames.push_back(std::move(bytes));
   }
-  if (frames.size() != s.frames)
-    return ir_input_error(err, src, "%s: %zu RLE fragments for %u frames", name, frames.size(), s.frames);
   std::string why;
-  for (size_t k = 0; k < frames.size(); k++)
-    if (!rle_frame_ok(frames[k].data(), frames[k].size(), segments, plane, why))
-      return ir_input_error(err, src, "%s: frame %zu: %s", name, k + 1, why.c_str());
+  if (s.rle && frames.size() != s.frames)
+    return ir_input_error(err, src, "%s: %zu RLE fragments for %u frames", name, frames.size(), s.frames);
+  for (size_t k = 0; k < frames.size(); k++) {
+    bool ok = s.rle ? rle_frame_ok(frames[k].data(), frames[k].size(), segments, plane, why)
+                    : j2k_frame_ok(frames[k].data(), frames[k].size(), s, why);
+    if (!ok) return ir_input_error(err, src, "%s: frame %zu: %s", name, k + 1, why.c_str());
+  }
   return IR_OK;
 }
 
@@ -876,8 +913,8 @@ ir_status check_rle(const slice_info &s, const char *src, char err[IR_ERR_LEN]) 
  * geometry helpers assert on malformed functional groups. */
 ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type, size_t bytes,
                       unsigned char *dst, char err[IR_ERR_LEN]) {
-  if (s.rle) {
-    ir_status status = check_rle(s, src, err);
+  if (s.rle || s.j2k) {
+    ir_status status = check_frames(s, src, err);
     if (status != IR_OK) return status;
   }
   gdcm::PixmapReader reader;
