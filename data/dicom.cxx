@@ -148,6 +148,10 @@ public:
   structure_check(const unsigned char *b, size_t n) : b_(b), n_(n) {}
   /* The whole file; false with `why` set on the first problem. */
   bool file(std::string &why);
+  /* Where the top level's Pixel Data value begins: the file's size without one, SIZE_MAX in a
+   * deflated data set (its lengths were checked inflated). Found here rather than from GDCM's
+   * data set lengths, which assert on odd-length elements. */
+  size_t pixel_value_at() const { return deflated_ ? SIZE_MAX : pixel_at_ ? pixel_at_ : n_; }
   bool walk();
 
 private:
@@ -158,6 +162,8 @@ private:
   std::vector<unsigned char> inflated_; /* a deflated data set, inflated */
   bool jpeg_ = false;                   /* a JPEG (ISO 10918) transfer syntax */
   bool j2k_ = false;                    /* a JPEG 2000 transfer syntax */
+  bool deflated_ = false;
+  size_t pixel_at_ = 0;                 /* the top-level Pixel Data value, 0 before it is seen */
 
   uint16_t u16(size_t at) const {
     return big_ ? (uint16_t)(b_[at] << 8 | b_[at + 1]) : (uint16_t)(b_[at] | b_[at + 1] << 8);
@@ -331,6 +337,7 @@ bool structure_check::elements(size_t &pos, size_t end, bool explicit_vr, bool u
       sequence = len == kUndefined || starts_item(pos, end);
     }
     encapsulated = group == 0x7fe0 && element == 0x0010 && len == kUndefined;
+    if (group == 0x7fe0 && element == 0x0010 && depth == 0 && !pixel_at_) pixel_at_ = pos;
     if (len == kUndefined && !sequence && !encapsulated)
       return fail(at, "element (%04X,%04X) has an undefined length", group, element);
     if (len != kUndefined && len > end - pos)
@@ -469,6 +476,7 @@ bool structure_check::walk() {
   if (n_ - pos >= 8 && !is_vr(b_ + pos + 4)) explicit_vr = false;
   bool ok;
   if (syntax == "1.2.840.10008.1.2.1.99") {
+    deflated_ = true;
     ok = inflate_data_set(pos);
     if (ok) {
       structure_check inner(inflated_.data(), inflated_.size());
@@ -483,7 +491,7 @@ bool structure_check::walk() {
 }
 
 /* Mapped, not read: only the tags and lengths are looked at, and multi-frame files are large. */
-bool check_structure(const std::string &path, std::string &why) {
+bool check_structure(const std::string &path, size_t *pixel_at, std::string &why) {
   int fd = open(path.c_str(), O_RDONLY);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
@@ -498,7 +506,9 @@ bool check_structure(const std::string &path, std::string &why) {
     why = "cannot map the file";
     return false;
   }
-  bool ok = structure_check(static_cast<const unsigned char *>(map), n).file(why);
+  structure_check check(static_cast<const unsigned char *>(map), n);
+  bool ok = check.file(why);
+  *pixel_at = check.pixel_value_at();
   if (n) munmap(map, n);
   return ok;
 }
@@ -577,7 +587,8 @@ enum class header_kind { image, not_image, corrupt };
  * with the problem in `why`); not_image for DICOM files without an image (a DICOMDIR, a
  * report) and files GDCM cannot read. */
 header_kind read_header(const std::string &path, slice_info &s, std::string &why) {
-  if (!check_structure(path, why)) return header_kind::corrupt;
+  size_t pixel_at = 0;
+  if (!check_structure(path, &pixel_at, why)) return header_kind::corrupt;
   gdcm::Reader reader;
   reader.SetFileName(path.c_str());
   if (!reader.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010))) return header_kind::not_image;
@@ -601,20 +612,7 @@ header_kind read_header(const std::string &path, slice_info &s, std::string &why
   s.rle = ts == gdcm::TransferSyntax::RLELossless;
   s.j2k = ts == gdcm::TransferSyntax::JPEG2000Lossless || ts == gdcm::TransferSyntax::JPEG2000 ||
           ts == gdcm::TransferSyntax::JPEG2000Part2Lossless || ts == gdcm::TransferSyntax::JPEG2000Part2;
-  /* The elements before the pixel data, and the Pixel Data element's own header (12 bytes
-   * explicit OB/OW, 8 implicit): the file must hold the pixels after that. */
-  size_t before = (size_t)file.GetHeader().GetFullLength() +
-                  (size_t)(ts.IsExplicit() ? ds.GetLength<gdcm::ExplicitDataElement>()
-                                           : ds.GetLength<gdcm::ImplicitDataElement>());
-  const gdcm::Tag pixel_data(0x7fe0, 0x0010);
-  if (ds.FindDataElement(pixel_data)) {
-    /* GDCM's ReadUpToTag includes the Pixel Data element itself, at its declared length. */
-    const gdcm::VL vl = ds.GetDataElement(pixel_data).GetVL();
-    size_t declared = vl.IsUndefined() ? 0 : (size_t)(uint32_t)vl;
-    s.pixel_value_at = before >= declared ? before - declared : 0;
-  } else {
-    s.pixel_value_at = before + (ts.IsExplicit() ? 12 : 8);
-  }
+  s.pixel_value_at = pixel_at;
   s.series = trimmed_string(ds, 0x0020, 0x000e);
   s.modality = trimmed_string(ds, 0x0008, 0x0060);
   s.description = trimmed_string(ds, 0x0008, 0x103e);
@@ -929,7 +927,7 @@ ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type,
     return ir_input_error(err, src, "%s: its pixel format differs from the series' first file",
                           name);
   /* GDCM reads a file cut short inside uncompressed pixel data, padding the rest. */
-  if (!s.encapsulated && s.pixel_value_at + bytes > s.file_size)
+  if (!s.encapsulated && s.pixel_value_at != SIZE_MAX && s.pixel_value_at + bytes > s.file_size)
     return ir_input_error(err, src, "%s: truncated: %zu bytes, the pixel data need %zu from byte %zu",
                           name, s.file_size, bytes, s.pixel_value_at);
   if (image.GetBufferLength() != bytes)
