@@ -298,6 +298,8 @@ bool structure_check::elements(size_t &pos, size_t end, bool explicit_vr, bool u
     uint16_t group = u16(pos), element = u16(pos + 2);
     if (group == 0xfffe) {
       if (element == 0xe00d && undefined) {
+        /* GDCM reads a delimiter's length as a value's: it must be 0. */
+        if (u32(pos + 4) != 0) return fail(at, "an item delimiter with a length");
         pos += 8;
         return true;
       }
@@ -370,7 +372,10 @@ bool structure_check::items(size_t &pos, size_t end, bool explicit_vr, bool unde
     uint16_t element = u16(pos + 2);
     uint32_t len = u32(pos + 4);
     pos += 8;
-    if (element == 0xe0dd && undefined) return true;
+    if (element == 0xe0dd && undefined) {
+      if (len != 0) return fail(at, "a sequence delimiter with a length");
+      return true;
+    }
     if (element != 0xe000) return fail(at, "unexpected tag (FFFE,%04X)", element);
     if (len == kUndefined) {
       if (fragments) return fail(at, "a pixel data fragment has an undefined length");
