@@ -48,6 +48,7 @@
 #include <gdcmDicts.h>
 #include <gdcmGlobal.h>
 #include <gdcmPixmapReader.h>
+#include <gdcmSequenceOfFragments.h>
 #include <gdcmSequenceOfItems.h>
 #include <gdcmReader.h>
 #include <gdcmTrace.h>
@@ -69,6 +70,8 @@ struct slice_info {
   std::string path;
   size_t file_size = 0;
   bool encapsulated = false;
+  bool rle = false;          /* RLE Lossless: checked here before GDCM decodes it */
+  bool j2k = false;          /* JPEG 2000: its image size checked here before GDCM decodes it */
   size_t pixel_value_at = 0; /* where the Pixel Data value begins in the file (uncompressed) */
   std::string series, modality, description;
   unsigned rows = 0, cols = 0, frames = 1, samples = 1, bits = 0, sign = 0;
@@ -148,6 +151,10 @@ public:
   structure_check(const unsigned char *b, size_t n) : b_(b), n_(n) {}
   /* The whole file; false with `why` set on the first problem. */
   bool file(std::string &why);
+  /* Where the top level's Pixel Data value begins: the file's size without one, SIZE_MAX in a
+   * deflated data set (its lengths were checked inflated). Found here rather than from GDCM's
+   * data set lengths, which assert on odd-length elements. */
+  size_t pixel_value_at() const { return deflated_ ? SIZE_MAX : pixel_at_ ? pixel_at_ : n_; }
   bool walk();
 
 private:
@@ -158,6 +165,8 @@ private:
   std::vector<unsigned char> inflated_; /* a deflated data set, inflated */
   bool jpeg_ = false;                   /* a JPEG (ISO 10918) transfer syntax */
   bool j2k_ = false;                    /* a JPEG 2000 transfer syntax */
+  bool deflated_ = false;
+  size_t pixel_at_ = 0;                 /* the top-level Pixel Data value, 0 before it is seen */
 
   uint16_t u16(size_t at) const {
     return big_ ? (uint16_t)(b_[at] << 8 | b_[at + 1]) : (uint16_t)(b_[at] | b_[at + 1] << 8);
@@ -337,6 +346,7 @@ bool structure_check::elements(size_t &pos, size_t end, bool explicit_vr, bool u
       sequence = len == kUndefined || starts_item(pos, end);
     }
     encapsulated = group == 0x7fe0 && element == 0x0010 && len == kUndefined;
+    if (group == 0x7fe0 && element == 0x0010 && depth == 0 && !pixel_at_) pixel_at_ = pos;
     if (len == kUndefined && !sequence && !encapsulated)
       return fail(at, "element (%04X,%04X) has an undefined length", group, element);
     if (len != kUndefined && len > end - pos)
@@ -490,6 +500,7 @@ bool structure_check::walk() {
   if (n_ - pos >= 8 && !is_vr(b_ + pos + 4)) explicit_vr = false;
   bool ok;
   if (syntax == "1.2.840.10008.1.2.1.99") {
+    deflated_ = true;
     ok = inflate_data_set(pos);
     if (ok) {
       structure_check inner(inflated_.data(), inflated_.size());
@@ -504,7 +515,7 @@ bool structure_check::walk() {
 }
 
 /* Mapped, not read: only the tags and lengths are looked at, and multi-frame files are large. */
-bool check_structure(const std::string &path, std::string &why) {
+bool check_structure(const std::string &path, size_t *pixel_at, std::string &why) {
   int fd = open(path.c_str(), O_RDONLY);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
@@ -519,7 +530,9 @@ bool check_structure(const std::string &path, std::string &why) {
     why = "cannot map the file";
     return false;
   }
-  bool ok = structure_check(static_cast<const unsigned char *>(map), n).file(why);
+  structure_check check(static_cast<const unsigned char *>(map), n);
+  bool ok = check.file(why);
+  *pixel_at = check.pixel_value_at();
   if (n) munmap(map, n);
   return ok;
 }
@@ -598,7 +611,8 @@ enum class header_kind { image, not_image, corrupt };
  * with the problem in `why`); not_image for DICOM files without an image (a DICOMDIR, a
  * report) and files GDCM cannot read. */
 header_kind read_header(const std::string &path, slice_info &s, std::string &why) {
-  if (!check_structure(path, why)) return header_kind::corrupt;
+  size_t pixel_at = 0;
+  if (!check_structure(path, &pixel_at, why)) return header_kind::corrupt;
   gdcm::Reader reader;
   reader.SetFileName(path.c_str());
   if (!reader.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010))) return header_kind::not_image;
@@ -619,20 +633,10 @@ header_kind read_header(const std::string &path, slice_info &s, std::string &why
   s.path = path;
   const gdcm::TransferSyntax &ts = file.GetHeader().GetDataSetTransferSyntax();
   s.encapsulated = ts.IsEncapsulated();
-  /* The elements before the pixel data, and the Pixel Data element's own header (12 bytes
-   * explicit OB/OW, 8 implicit): the file must hold the pixels after that. */
-  size_t before = (size_t)file.GetHeader().GetFullLength() +
-                  (size_t)(ts.IsExplicit() ? ds.GetLength<gdcm::ExplicitDataElement>()
-                                           : ds.GetLength<gdcm::ImplicitDataElement>());
-  const gdcm::Tag pixel_data(0x7fe0, 0x0010);
-  if (ds.FindDataElement(pixel_data)) {
-    /* GDCM's ReadUpToTag includes the Pixel Data element itself, at its declared length. */
-    const gdcm::VL vl = ds.GetDataElement(pixel_data).GetVL();
-    size_t declared = vl.IsUndefined() ? 0 : (size_t)(uint32_t)vl;
-    s.pixel_value_at = before >= declared ? before - declared : 0;
-  } else {
-    s.pixel_value_at = before + (ts.IsExplicit() ? 12 : 8);
-  }
+  s.rle = ts == gdcm::TransferSyntax::RLELossless;
+  s.j2k = ts == gdcm::TransferSyntax::JPEG2000Lossless || ts == gdcm::TransferSyntax::JPEG2000 ||
+          ts == gdcm::TransferSyntax::JPEG2000Part2Lossless || ts == gdcm::TransferSyntax::JPEG2000Part2;
+  s.pixel_value_at = pixel_at;
   s.series = trimmed_string(ds, 0x0020, 0x000e);
   s.modality = trimmed_string(ds, 0x0008, 0x0060);
   s.description = trimmed_string(ds, 0x0008, 0x103e);
@@ -823,11 +827,118 @@ ir_status order_slices(std::vector<slice_info> &slices, const char *src, double 
   return IR_OK;
 }
 
+/* One RLE frame (PS3.5 G.3): its header must give `segments` segments, each of which decodes
+ * to exactly `plane` bytes within the frame. GDCM's RLE codec asserts (aborts) when a segment
+ * decodes to more or less, or its data end first, so RLE frames are decoded here first (counted,
+ * not stored). */
+bool rle_frame_ok(const unsigned char *b, size_t n, unsigned segments, size_t plane, std::string &why) {
+  auto u32 = [b](size_t at) {
+    return (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 | (uint32_t)b[at + 3] << 24;
+  };
+  if (n < 64) return why = "an RLE frame shorter than its 64-byte header", false;
+  if (u32(0) != segments)
+    return why = "an RLE frame of " + std::to_string(u32(0)) + " segments, " +
+                 std::to_string(segments) + " expected",
+           false;
+  for (unsigned k = 0; k < segments; k++) {
+    size_t pos = u32(4 + 4 * k), out = 0;
+    if (pos < 64 || pos >= n) return why = "an RLE segment offset outside its frame", false;
+    while (out < plane) {
+      if (pos >= n) break;
+      int run = (int8_t)b[pos++];
+      if (run >= 0) {
+        pos += (size_t)run + 1;
+        out += (size_t)run + 1;
+      } else if (run >= -127) {
+        pos++;
+        out += (size_t)(1 - run);
+      }
+      if (pos > n) break;
+    }
+    if (out != plane)
+      return why = "RLE segment " + std::to_string(k + 1) + " decodes to " + std::to_string(out) +
+                   " bytes, " + std::to_string(plane) + " expected",
+             false;
+  }
+  return true;
+}
+
+/* A JPEG 2000 codestream's image (SIZ) must be the frame's: GDCM copies the decoded image into
+ * a buffer of the DICOM rows and columns at the codestream's size and precision, so a larger
+ * one overruns the heap (found by the fuzzer). One component, not subsampled, of at most
+ * BitsAllocated bits. Fragments that do not start a codestream are the rest of one. */
+bool j2k_frame_ok(const unsigned char *b, size_t n, const slice_info &s, std::string &why) {
+  if (n < 4 || b[0] != 0xff || b[1] != 0x4f) return true;
+  if (b[2] != 0xff || b[3] != 0x51) return why = "a JPEG 2000 codestream without SIZ after SOC", false;
+  auto u32 = [b](size_t at) {
+    return (uint32_t)b[at] << 24 | (uint32_t)b[at + 1] << 16 | (uint32_t)b[at + 2] << 8 | b[at + 3];
+  };
+  if (n < 4 + 41) return why = "a JPEG 2000 SIZ cut short", false;
+  const size_t siz = 4;
+  uint64_t width = (uint64_t)u32(siz + 4) - u32(siz + 12), height = (uint64_t)u32(siz + 8) - u32(siz + 16);
+  unsigned components = (unsigned)b[siz + 36] << 8 | b[siz + 37];
+  unsigned precision = (b[siz + 38] & 0x7f) + 1u, xr = b[siz + 39], yr = b[siz + 40];
+  if (u32(siz + 4) < u32(siz + 12) || u32(siz + 8) < u32(siz + 16) || width != s.cols ||
+      height != s.rows)
+    return why = "a JPEG 2000 image of " + std::to_string((int64_t)width) + "x" +
+                 std::to_string((int64_t)height) + " in a " + std::to_string(s.cols) + "x" +
+                 std::to_string(s.rows) + " frame",
+           false;
+  if (components != 1 || xr != 1 || yr != 1)
+    return why = "a JPEG 2000 image of " + std::to_string(components) +
+                 " components or subsampled: only grey images are read",
+           false;
+  if (precision > s.bits)
+    return why = "JPEG 2000 samples of " + std::to_string(precision) + " bits in " +
+                 std::to_string(s.bits) + "-bit pixels",
+           false;
+  return true;
+}
+
+/* The RLE or JPEG 2000 frames of a file, checked before GDCM decodes them: one frame is the
+ * fragments joined (as GDCM reads a single frame), several frames one fragment each. */
+ir_status check_frames(const slice_info &s, const char *src, char err[IR_ERR_LEN]) {
+  const char *name = ir_display_name(s.path.c_str());
+  gdcm::Reader reader;
+  reader.SetFileName(s.path.c_str());
+  if (!reader.Read())
+    return ir_input_error(err, src, "%s: GDCM cannot read the image (truncated or corrupt)", name);
+  const gdcm::DataSet &ds = reader.GetFile().GetDataSet();
+  const gdcm::Tag pixel_data(0x7fe0, 0x0010);
+  const gdcm::SequenceOfFragments *sf =
+      ds.FindDataElement(pixel_data) ? ds.GetDataElement(pixel_data).GetSequenceOfFragments() : nullptr;
+  if (!sf || sf->GetNumberOfFragments() == 0)
+    return ir_input_error(err, src, "%s: compressed pixel data without fragments", name);
+  unsigned segments = s.bits / 8;
+  size_t plane = (size_t)s.rows * s.cols;
+  std::vector<std::vector<unsigned char>> frames;
+  for (size_t k = 0; k < sf->GetNumberOfFragments(); k++) {
+    const gdcm::ByteValue *bv = sf->GetFragment(k).GetByteValue();
+    std::vector<unsigned char> bytes;
+    if (bv && bv->GetPointer()) bytes.assign(bv->GetPointer(), bv->GetPointer() + bv->GetLength());
+    if (s.frames == 1 && !frames.empty()) frames[0].insert(frames[0].end(), bytes.begin(), bytes.end());
+    else frames.push_back(std::move(bytes));
+  }
+  std::string why;
+  if (s.rle && frames.size() != s.frames)
+    return ir_input_error(err, src, "%s: %zu RLE fragments for %u frames", name, frames.size(), s.frames);
+  for (size_t k = 0; k < frames.size(); k++) {
+    bool ok = s.rle ? rle_frame_ok(frames[k].data(), frames[k].size(), segments, plane, why)
+                    : j2k_frame_ok(frames[k].data(), frames[k].size(), s, why);
+    if (!ok) return ir_input_error(err, src, "%s: frame %zu: %s", name, k + 1, why.c_str());
+  }
+  return IR_OK;
+}
+
 /* Reads one file's pixels (all frames) through GDCM, checking they match the series.
  * gdcm::PixmapReader, not ImageReader: the geometry comes from read_header, and ImageReader's
  * geometry helpers assert on malformed functional groups. */
 ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type, size_t bytes,
                       unsigned char *dst, char err[IR_ERR_LEN]) {
+  if (s.rle || s.j2k) {
+    ir_status status = check_frames(s, src, err);
+    if (status != IR_OK) return status;
+  }
   gdcm::PixmapReader reader;
   reader.SetFileName(s.path.c_str());
   const char *name = ir_display_name(s.path.c_str());
@@ -840,7 +951,7 @@ ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type,
     return ir_input_error(err, src, "%s: its pixel format differs from the series' first file",
                           name);
   /* GDCM reads a file cut short inside uncompressed pixel data, padding the rest. */
-  if (!s.encapsulated && s.pixel_value_at + bytes > s.file_size)
+  if (!s.encapsulated && s.pixel_value_at != SIZE_MAX && s.pixel_value_at + bytes > s.file_size)
     return ir_input_error(err, src, "%s: truncated: %zu bytes, the pixel data need %zu from byte %zu",
                           name, s.file_size, bytes, s.pixel_value_at);
   if (image.GetBufferLength() != bytes)

@@ -362,6 +362,22 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   for (int k = 0; k < 2; k++)
     CHECK(dicom_patch_us(fmt_path("%s/IM%02d_%s", b12.dir, (k * 7 + 3) % 11, b12.uid), 0x0028, 0x0100, 13) == 0);
   CHECK_INFO_REFUSES(fmt_path("'%s'", b12.dir), "13-bit pixels of PixelRepresentation 0");
+  /* JPEG 2000 frames larger than the header's rows: refused before GDCM decodes them into a
+   * buffer of the header's size (a heap overrun the fuzzer found). */
+  {
+    enum { N = 64, FRAMES = 2 };
+    uint16_t *px = calloc((size_t)N * N * FRAMES, sizeof *px);
+    const char *j2k = kept_path("j2k_rows.dcm");
+    dicom_image_spec jimg = {.path = j2k, .rows = N, .cols = N, .frames = FRAMES, .bits = 16,
+                             .samples = 1, .pixels = px, .slope = 1, .row_spacing = 1,
+                             .col_spacing = 1, .slice_spacing = 1, .orientation = {1, 0, 0, 0, 1, 0},
+                             .series_uid = "1.2.826.0.1.22", .compression = DICOM_J2K_LOSSLESS};
+    char jerr[256];
+    CHECK_MSG(dicom_write_image(&jimg, jerr, sizeof jerr) == 0, "%s", jerr);
+    free(px);
+    CHECK(dicom_patch_us(j2k, 0x0028, 0x0010, N / 2) == 0);
+    CHECK_INFO_REFUSES(fmt_path("'%s'", j2k), "frame 1: a JPEG 2000 image of 64x64 in a 64x32 frame");
+  }
   /* One slice of another size. */
   series_spec m = {.dir = kept_path("mismatch"), .uid = "1.2.826.0.1.15", .slices = 3, .slope = 1,
                    .gap = 1, .skip = -1};
