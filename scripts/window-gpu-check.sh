@@ -5,8 +5,9 @@
 #      key's cycle and each display path (egl-image, pbo, host-copy), both FPS and their ratio
 #      (target: window >= 0.9x headless, display overhead <= 0.05 ms a frame at 1024^2);
 #   2. a scripted session: a screenshot per compaction method, then one per pipeline of the P
-#      cycle, then an isovalue step. Screenshots are named after what their log line says was
-#      drawn (pipeline, method), never after what the script expected.
+#      cycle, then an isovalue step, then E (the surface as a mesh, extracted on the GPU).
+#      Screenshots are named after what their log line says was drawn (pipeline, method), never
+#      after what the script expected.
 # Prints the logs, then a summary last.
 #
 # The GPU machine has the NVIDIA driver but no SDL2, GLEW or GLVND libraries: make the bundle here
@@ -107,11 +108,16 @@ cycle=$(grep -oE 'bench-window pipeline=[a-z]+' "$logs/bench.log" | sed 's/.*=//
   done
   echo "$t.1 key shift+Up"
   echo "$((t + 2)).0 screenshot shot-iso.png"
-  echo "$((t + 2)).1 quit"
+  # E: the drawn surface as a mesh, extracted on the GPU (into a folder of its own: the mesh is
+  # too big for the results; its log line says what it holds).
+  echo "$((t + 2)).2 key e"
+  echo "$((t + 4)).1 quit"
 } >"$logs/events.txt"
+meshes=$(mktemp -d "${TMPDIR:-/tmp}/window-gpu-meshes-XXXXXX")
 (cd "$logs" && timeout 300 "$inkray" --device gpu --method ink-compact --window "$size" --vsync off \
-  --script "$logs/events.txt" "$volume" >"$logs/window.log" 2>&1)
+  --mesh-dir "$meshes" --script "$logs/events.txt" "$volume" >"$logs/window.log" 2>&1)
 rc=$?
+rm -rf "$meshes"
 cat "$logs/window.log"
 
 # Screenshot names from their log lines: NN-PIPELINE-METHOD.png (the method only where the
@@ -145,6 +151,7 @@ done < <(grep -E '^inkray: screenshot ' "$logs/window.log")
     line=${s#* }
     sed -E "s/.* pipeline=([^ ]+) device=([^ ]+) display=([^ ]+).* fps=([^ ]+) frame_ms=([^ ]+).*/$name: \1 on \2, \3, \4 FPS (\5 ms)/" <<<"$line"
   done
+  grep -E '^inkray: mesh ' "$logs/window.log" || echo "E wrote no mesh"
   echo "bench exit status: $bench_rc, window exit status: $rc"
 } >"$logs/summary.txt"
 
