@@ -346,6 +346,15 @@ bool structure_check::elements(size_t &pos, size_t end, bool explicit_vr, bool u
       sequence = len == kUndefined || starts_item(pos, end);
     }
     encapsulated = group == 0x7fe0 && element == 0x0010 && len == kUndefined;
+    /* Encapsulated pixel data is OB or OW (or UN); GDCM asserts on another VR with an undefined
+     * length (found by the fuzzer: OF). */
+    if (encapsulated && explicit_vr) {
+      const unsigned char *vr = b_ + at + 4;
+      bool ob_ow_un = vr[0] == 'O' && (vr[1] == 'B' || vr[1] == 'W');
+      ob_ow_un = ob_ow_un || (vr[0] == 'U' && vr[1] == 'N');
+      if (!ob_ow_un)
+        return fail(at, "encapsulated pixel data (7FE0,0010) with VR %c%c, not OB or OW", vr[0], vr[1]);
+    }
     if (group == 0x7fe0 && element == 0x0010 && depth == 0 && !pixel_at_) pixel_at_ = pos;
     if (len == kUndefined && !sequence && !encapsulated)
       return fail(at, "element (%04X,%04X) has an undefined length", group, element);
