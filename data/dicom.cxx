@@ -39,6 +39,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -616,12 +617,11 @@ bool vrs_match_dictionary(const gdcm::DataSet &ds, std::string &why) {
 
 enum class header_kind { image, not_image, corrupt };
 
-/* The header up to the pixel data, once the whole file's structure is sound (else corrupt,
- * with the problem in `why`); not_image for DICOM files without an image (a DICOMDIR, a
- * report) and files GDCM cannot read. */
-header_kind read_header(const std::string &path, slice_info &s, std::string &why) {
-  size_t pixel_at = 0;
-  if (!check_structure(path, &pixel_at, why)) return header_kind::corrupt;
+/* The header up to the pixel data through GDCM, once check_structure found the whole file's
+ * structure sound (pixel_at is where it found the pixel data): corrupt with the problem in
+ * `why`, or not_image for DICOM files without an image (a DICOMDIR, a report) and files GDCM
+ * cannot read. */
+header_kind read_header(const std::string &path, size_t pixel_at, slice_info &s, std::string &why) {
   gdcm::Reader reader;
   reader.SetFileName(path.c_str());
   if (!reader.ReadUpToTag(gdcm::Tag(0x7fe0, 0x0010))) return header_kind::not_image;
@@ -723,46 +723,6 @@ std::string folder_of(const std::string &path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
-}
-
-/* Every DICOM image file in the folder, grouped by series in order of first appearance. */
-ir_status scan_folder(const std::string &folder, std::vector<series_group> &groups,
-                      char err[IR_ERR_LEN]) {
-  DIR *dir = opendir(folder.c_str());
-  if (!dir) return ir_input_error(err, folder.c_str(), "cannot open the folder");
-  std::vector<std::string> names;
-  for (struct dirent *e; (e = readdir(dir)) != nullptr;)
-    if (e->d_name[0] != '.') names.push_back(e->d_name);
-  closedir(dir);
-  std::sort(names.begin(), names.end()); /* a stable scan; the order of slices comes later */
-  std::map<std::string, size_t> index;
-  for (const std::string &name : names) {
-    std::string path = folder + "/" + name;
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    slice_info s;
-    std::string why;
-    bool part10 = false;
-    if (!looks_like_dicom(path, &part10)) continue;
-    header_kind kind = read_header(path, s, why);
-    /* A Part 10 file that is corrupt is a slice gone bad, not a stray file: skipping it would
-     * load the series without it. Files without the preamble only look like DICOM. */
-    if (kind == header_kind::corrupt && part10)
-      return ir_input_error(err, folder.c_str(), "%s: %s", name.c_str(), why.c_str());
-    if (kind != header_kind::image) continue;
-    s.file_size = (size_t)st.st_size;
-    auto it = index.find(s.series);
-    if (it == index.end()) {
-      it = index.emplace(s.series, groups.size()).first;
-      groups.push_back(series_group{s.series, {}});
-    }
-    groups[it->second].slices.push_back(s);
-  }
-  if (groups.empty())
-    return ir_input_error(err, folder.c_str(),
-                          "no DICOM image files in the folder (a folder is read as a DICOM "
-                          "series or as TIFF slices)");
-  return IR_OK;
 }
 
 std::string series_label(const series_group &g) {
@@ -972,66 +932,344 @@ ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type,
   return IR_OK;
 }
 
-/* GDCM's decoders of compressed pixel data (RLE, JPEG, JPEG-LS, JPEG 2000) assert, and so abort
- * the process, on some corrupt streams (Debian builds GDCM with assertions on), and no check of
- * the stream's headers here can foresee every one of them. A compressed file's pixels are
- * therefore decoded in a child process, into memory shared with this one: a decoder that dies
- * takes only the child with it, and the file is refused with its name. A fork per compressed file
- * costs about a millisecond against its decoding. */
-struct isolated_result {
-  int done;      /* the child got to the end */
-  int status;    /* its ir_status */
-  char err[IR_ERR_LEN];
+/* ---- GDCM in child processes ------------------------------------------------------------
+ * GDCM asserts, and so aborts the process, on some malformed input (Debian builds it with
+ * assertions on): in its header reader, its pixmap reader and its decoders of compressed pixel
+ * data (RLE, JPEG, JPEG-LS, JPEG 2000). The structure walk above refuses what is known to do
+ * it, but no walk can foresee every case. So inkray calls GDCM only in child processes: one
+ * reads the headers of all the files of a load, another the pixels of the chosen series, a
+ * slice at a time into a window of memory shared with this process. A child that dies takes
+ * only itself: the file it was reading is refused with its name, and this process goes on. It
+ * costs two forks a load (about a millisecond each) and one copy of the pixels.
+ *
+ * INKRAY_DICOM_FAULT=NAME makes a child abort as GDCM would when it reads the file called NAME
+ * (its header, or with NAME:pixels its pixels): tests/data/test_dicom.c checks the containment
+ * with it, since every known real abort is refused before GDCM sees it. */
+
+/* Whole writes and reads over the channel to a child; false when the other side is gone.
+ * send(MSG_NOSIGNAL): a child that died must not take this process with it through SIGPIPE. */
+bool send_all(int fd, const void *buf, size_t n) {
+  const char *p = static_cast<const char *>(buf);
+  while (n) {
+    ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= (size_t)k;
+  }
+  return true;
+}
+
+bool recv_all(int fd, void *buf, size_t n) {
+  char *p = static_cast<char *>(buf);
+  while (n) {
+    ssize_t k = recv(fd, p, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= (size_t)k;
+  }
+  return true;
+}
+
+bool fault_requested(const std::string &path, const char *what) {
+  const char *fault = std::getenv("INKRAY_DICOM_FAULT");
+  if (!fault || !*fault) return false;
+  std::string want = std::string(ir_display_name(path.c_str())) + (*what ? ":" : "") + what;
+  return want == fault;
+}
+
+/* A child process running `work` with one end of a socket pair; the other end is returned. */
+struct child_process {
+  pid_t pid = -1;
+  int fd = -1;
+  ~child_process() { stop(); }
+  template <class Work> bool start(Work work) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return false;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    pid = fork();
+    if (pid < 0) {
+      close(fds[0]);
+      close(fds[1]);
+      return false;
+    }
+    if (pid == 0) {
+      close(fds[0]);
+      /* The default actions, not this process's handlers (a sanitizer's or a fuzzer's). */
+      for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
+      /* GDCM's assertion text would be a second line beside the refusal, which says it all. */
+      int quiet = open("/dev/null", O_WRONLY);
+      if (quiet >= 0) dup2(quiet, STDERR_FILENO);
+      try {
+        work(fds[1]);
+      } catch (...) {
+        /* GDCM's exceptions, and bad_alloc: like an abort, the file being read is refused. */
+      }
+      _exit(0); /* no exit handlers: they are this process's */
+    }
+    close(fds[1]);
+    fd = fds[0];
+    return true;
+  }
+  /* How the child ended, for a message: "" or " (signal 6)"; waits for it. */
+  std::string stop() {
+    if (pid <= 0) return "";
+    if (fd >= 0) close(fd);
+    fd = -1;
+    int wstatus = 0;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    pid = -1;
+    char how[32] = "";
+    if (WIFSIGNALED(wstatus)) std::snprintf(how, sizeof how, " (signal %d)", WTERMSIG(wstatus));
+    return how;
+  }
+  void kill_now() {
+    if (pid > 0) kill(pid, SIGKILL);
+    stop();
+  }
 };
 
-ir_status read_pixels_isolated(const slice_info &s, const char *src, ir_sample_type type, size_t bytes,
-                               unsigned char *dst, char err[IR_ERR_LEN]) {
-  size_t map_bytes = sizeof(isolated_result) + bytes;
-  void *map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (map == MAP_FAILED) {
-    std::snprintf(err, IR_ERR_LEN, "%s: no memory to decode %s's pixels (%zu bytes)", src,
-                  ir_display_name(s.path.c_str()), bytes);
+/* read_header's answer as it crosses from the child: the numbers of slice_info as they are,
+ * then its strings (why, series, modality, description), each after its length. */
+struct header_numbers {
+  int kind;
+  int encapsulated, rle, j2k, have_position, have_orientation;
+  size_t pixel_value_at;
+  unsigned rows, cols, frames, samples, bits, sign;
+  double position[3], orientation[6], pixel_spacing[2], slope, intercept, frame_spacing;
+  uint32_t lengths[4];
+};
+
+std::string pack_header(header_kind kind, const slice_info &s, const std::string &why) {
+  header_numbers h;
+  std::memset(&h, 0, sizeof h);
+  h.kind = (int)kind;
+  h.encapsulated = s.encapsulated;
+  h.rle = s.rle;
+  h.j2k = s.j2k;
+  h.have_position = s.have_position;
+  h.have_orientation = s.have_orientation;
+  h.pixel_value_at = s.pixel_value_at;
+  h.rows = s.rows;
+  h.cols = s.cols;
+  h.frames = s.frames;
+  h.samples = s.samples;
+  h.bits = s.bits;
+  h.sign = s.sign;
+  std::memcpy(h.position, s.position, sizeof h.position);
+  std::memcpy(h.orientation, s.orientation, sizeof h.orientation);
+  std::memcpy(h.pixel_spacing, s.pixel_spacing, sizeof h.pixel_spacing);
+  h.slope = s.slope;
+  h.intercept = s.intercept;
+  h.frame_spacing = s.frame_spacing;
+  const std::string *strings[4] = {&why, &s.series, &s.modality, &s.description};
+  for (int k = 0; k < 4; k++) h.lengths[k] = (uint32_t)strings[k]->size();
+  std::string out(reinterpret_cast<const char *>(&h), sizeof h);
+  for (const std::string *str : strings) out += *str;
+  return out;
+}
+
+bool unpack_header(int fd, header_kind *kind, slice_info &s, std::string &why) {
+  header_numbers h;
+  if (!recv_all(fd, &h, sizeof h)) return false;
+  *kind = (header_kind)h.kind;
+  s.encapsulated = h.encapsulated;
+  s.rle = h.rle;
+  s.j2k = h.j2k;
+  s.have_position = h.have_position;
+  s.have_orientation = h.have_orientation;
+  s.pixel_value_at = h.pixel_value_at;
+  s.rows = h.rows;
+  s.cols = h.cols;
+  s.frames = h.frames;
+  s.samples = h.samples;
+  s.bits = h.bits;
+  s.sign = h.sign;
+  std::memcpy(s.position, h.position, sizeof h.position);
+  std::memcpy(s.orientation, h.orientation, sizeof h.orientation);
+  std::memcpy(s.pixel_spacing, h.pixel_spacing, sizeof h.pixel_spacing);
+  s.slope = h.slope;
+  s.intercept = h.intercept;
+  s.frame_spacing = h.frame_spacing;
+  std::string *strings[4] = {&why, &s.series, &s.modality, &s.description};
+  for (int k = 0; k < 4; k++) {
+    strings[k]->assign(h.lengths[k], '\0');
+    if (h.lengths[k] && !recv_all(fd, &(*strings[k])[0], h.lengths[k])) return false;
+  }
+  return true;
+}
+
+struct header_result {
+  header_kind kind = header_kind::not_image;
+  slice_info slice;
+  std::string why;
+};
+
+/* The header of every path: the structure walk here, then read_header of the sound files in
+ * one child process (restarted after a file that kills it: that file is corrupt). The walk is
+ * not put in the child: it is inkray's own code, and most corrupt files stop there for the
+ * price of reading them. False only when no child process can be started. */
+bool read_headers_isolated(const std::vector<std::string> &paths, std::vector<header_result> &out,
+                           std::string &why_not) {
+  out.assign(paths.size(), header_result());
+  std::vector<size_t> sound, pixel_at(paths.size(), 0);
+  for (size_t i = 0; i < paths.size(); i++) {
+    if (check_structure(paths[i], &pixel_at[i], out[i].why)) sound.push_back(i);
+    else out[i].kind = header_kind::corrupt;
+  }
+  for (size_t next = 0; next < sound.size();) {
+    child_process child;
+    bool started = child.start([&](int fd) {
+      for (size_t k = next; k < sound.size(); k++) {
+        const std::string &path = paths[sound[k]];
+        slice_info s;
+        std::string why;
+        if (fault_requested(path, "")) std::abort();
+        header_kind kind = read_header(path, pixel_at[sound[k]], s, why);
+        std::string packed = pack_header(kind, s, why);
+        if (!send_all(fd, packed.data(), packed.size())) return;
+      }
+    });
+    if (!started) {
+      why_not = std::strerror(errno);
+      return false;
+    }
+    for (; next < sound.size(); next++) {
+      header_result &r = out[sound[next]];
+      if (!unpack_header(child.fd, &r.kind, r.slice, r.why)) break;
+      r.slice.path = paths[sound[next]];
+    }
+    std::string how = child.stop();
+    if (next < sound.size()) {
+      out[sound[next]].kind = header_kind::corrupt;
+      out[sound[next]].why = "GDCM failed reading its header" + how + ": the file is corrupt";
+      next++;
+    }
+  }
+  return true;
+}
+
+ir_status no_child(const char *src, const char *what, const std::string &why,
+                   char err[IR_ERR_LEN]) {
+  std::snprintf(err, IR_ERR_LEN, "%s: cannot start a process to read the DICOM %s (%s)", src, what,
+                why.c_str());
+  return IR_ERR_RUNTIME;
+}
+
+/* The pixels of every slice of a series (slice_bytes each, into dst in order) through
+ * read_pixels in one child process, which hands them over one at a time through a shared
+ * window. A child that dies names the slice it was reading. */
+ir_status read_series_pixels(const std::vector<slice_info> &slices, const char *src,
+                             ir_sample_type type, size_t slice_bytes, unsigned char *dst,
+                             ir_progress *progress, char err[IR_ERR_LEN]) {
+  void *window = mmap(nullptr, slice_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (window == MAP_FAILED) {
+    std::snprintf(err, IR_ERR_LEN, "%s: no memory to read a DICOM slice (%zu bytes)", src, slice_bytes);
     return IR_ERR_RUNTIME;
   }
-  isolated_result *r = static_cast<isolated_result *>(map);
-  r->done = 0;
-  std::fflush(stdout);
-  std::fflush(stderr);
-  pid_t pid = fork();
-  if (pid < 0) {
-    munmap(map, map_bytes);
-    std::snprintf(err, IR_ERR_LEN, "%s: cannot start a process to decode %s's pixels (%s)", src,
-                  ir_display_name(s.path.c_str()), std::strerror(errno));
-    return IR_ERR_RUNTIME;
+  struct answer {
+    int status;
+    char err[IR_ERR_LEN];
+  };
+  child_process child;
+  bool started = child.start([&](int fd) {
+    for (const slice_info &s : slices) {
+      answer a;
+      std::memset(&a, 0, sizeof a);
+      if (fault_requested(s.path, "pixels")) std::abort();
+      a.status = (int)read_pixels(s, src, type, slice_bytes, static_cast<unsigned char *>(window), a.err);
+      char go = 0;
+      /* The next slice waits until this one is copied out of the window. */
+      if (!send_all(fd, &a, sizeof a) || a.status != IR_OK || !recv_all(fd, &go, 1)) return;
+    }
+  });
+  if (!started) {
+    std::string why = std::strerror(errno);
+    munmap(window, slice_bytes);
+    return no_child(src, "pixels", why, err);
   }
-  if (pid == 0) {
-    /* The default actions, not this process's handlers (a sanitizer's or a fuzzer's). */
-    for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
-    /* GDCM's assertion text would be a second line beside the refusal, which says it all. */
-    int quiet = open("/dev/null", O_WRONLY);
-    if (quiet >= 0) dup2(quiet, STDERR_FILENO);
-    char child_err[IR_ERR_LEN] = {0};
-    r->status = (int)read_pixels(s, src, type, bytes, reinterpret_cast<unsigned char *>(r + 1), child_err);
-    std::memcpy(r->err, child_err, IR_ERR_LEN);
-    r->done = 1;
-    _exit(0);
+  ir_status status = IR_OK;
+  for (size_t i = 0; i < slices.size() && status == IR_OK; i++) {
+    answer a;
+    if (!recv_all(child.fd, &a, sizeof a)) {
+      std::string how = child.stop();
+      status = ir_input_error(err, src, "%s: %s%s: the file is corrupt",
+                              ir_display_name(slices[i].path.c_str()),
+                              slices[i].encapsulated ? "GDCM's decoder of its compressed pixel data failed"
+                                                     : "GDCM failed reading its pixel data",
+                              how.c_str());
+      break;
+    }
+    status = (ir_status)a.status;
+    if (status != IR_OK) {
+      std::memcpy(err, a.err, IR_ERR_LEN);
+      err[IR_ERR_LEN - 1] = '\0';
+      break;
+    }
+    std::memcpy(dst + i * slice_bytes, window, slice_bytes);
+    ir_progress_add(progress, slice_bytes);
+    char go = 1;
+    send_all(child.fd, &go, 1);
   }
-  int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  ir_status status;
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 && r->done) {
-    status = (ir_status)r->status;
-    if (status == IR_OK) std::memcpy(dst, r + 1, bytes);
-    else std::memcpy(err, r->err, IR_ERR_LEN);
-  } else {
-    char how[48] = "";
-    if (WIFSIGNALED(wstatus)) std::snprintf(how, sizeof how, " (signal %d)", WTERMSIG(wstatus));
-    status = ir_input_error(err, src, "%s: its compressed pixel data is corrupt: GDCM's decoder failed%s",
-                            ir_display_name(s.path.c_str()), how);
-  }
-  munmap(map, map_bytes);
+  if (status == IR_OK) child.stop();
+  else child.kill_now();
+  munmap(window, slice_bytes);
   return status;
+}
+
+/* Every DICOM image file in the folder, grouped by series in order of first appearance. */
+ir_status scan_folder(const std::string &folder, std::vector<series_group> &groups,
+                      char err[IR_ERR_LEN]) {
+  DIR *dir = opendir(folder.c_str());
+  if (!dir) return ir_input_error(err, folder.c_str(), "cannot open the folder");
+  std::vector<std::string> names;
+  for (struct dirent *e; (e = readdir(dir)) != nullptr;)
+    if (e->d_name[0] != '.') names.push_back(e->d_name);
+  closedir(dir);
+  std::sort(names.begin(), names.end()); /* a stable scan; the order of slices comes later */
+  std::vector<std::string> paths;
+  std::vector<bool> part10s;
+  std::vector<size_t> sizes;
+  for (const std::string &name : names) {
+    std::string path = folder + "/" + name;
+    struct stat st;
+    bool part10 = false;
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !looks_like_dicom(path, &part10))
+      continue;
+    paths.push_back(path);
+    part10s.push_back(part10);
+    sizes.push_back((size_t)st.st_size);
+  }
+  std::vector<header_result> headers;
+  std::string why_not;
+  if (!read_headers_isolated(paths, headers, why_not))
+    return no_child(folder.c_str(), "headers", why_not, err);
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < paths.size(); i++) {
+    const header_result &h = headers[i];
+    /* A Part 10 file that is corrupt is a slice gone bad, not a stray file: skipping it would
+     * load the series without it. Files without the preamble only look like DICOM. */
+    if (h.kind == header_kind::corrupt && part10s[i])
+      return ir_input_error(err, folder.c_str(), "%s: %s", ir_display_name(paths[i].c_str()),
+                            h.why.c_str());
+    if (h.kind != header_kind::image) continue;
+    slice_info s = h.slice;
+    s.file_size = sizes[i];
+    auto it = index.find(s.series);
+    if (it == index.end()) {
+      it = index.emplace(s.series, groups.size()).first;
+      groups.push_back(series_group{s.series, {}});
+    }
+    groups[it->second].slices.push_back(s);
+  }
+  if (groups.empty())
+    return ir_input_error(err, folder.c_str(),
+                          "no DICOM image files in the folder (a folder is read as a DICOM "
+                          "series or as TIFF slices)");
+  return IR_OK;
 }
 
 ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *out,
@@ -1100,12 +1338,7 @@ ir_status load_series(const ir_volume_desc *desc, series_group &g, ir_volume *ou
   double origin[3] = {first.position[0], first.position[1], first.position[2]};
   ir_progress progress;
   ir_progress_begin(&progress, desc, ir_display_name(src), bytes);
-  for (size_t i = 0; i < slices.size() && status == IR_OK; i++) {
-    status = slices[i].encapsulated
-                 ? read_pixels_isolated(slices[i], src, type, slice_bytes, samples + i * slice_bytes, err)
-                 : read_pixels(slices[i], src, type, slice_bytes, samples + i * slice_bytes, err);
-    ir_progress_add(&progress, slice_bytes);
-  }
+  status = read_series_pixels(slices, src, type, slice_bytes, samples, &progress, err);
   ir_progress_end(&progress);
   if (status != IR_OK) {
     std::free(samples);
@@ -1165,12 +1398,16 @@ static ir_status load_dicom(const ir_volume_desc *desc, ir_volume *out, char err
   if (!is_dir) {
     ir_status status = ir_check_file(src, nullptr, err);
     if (status != IR_OK) return status;
-    slice_info s;
-    std::string why;
     bool part10 = false;
     looks_like_dicom(src, &part10);
-    header_kind kind = read_header(src, s, why);
-    if (kind == header_kind::corrupt && part10) return ir_input_error(err, src, "%s", why.c_str());
+    std::vector<header_result> headers;
+    std::string why_not;
+    if (!read_headers_isolated({std::string(src)}, headers, why_not))
+      return no_child(src, "header", why_not, err);
+    header_kind kind = headers[0].kind;
+    slice_info s = headers[0].slice;
+    if (kind == header_kind::corrupt && part10)
+      return ir_input_error(err, src, "%s", headers[0].why.c_str());
     if (kind != header_kind::image)
       return ir_input_error(err, src, "not a DICOM image file (GDCM cannot read its header)");
     chosen_series = s.series;

@@ -440,6 +440,47 @@ static void test_corrupt_slice_in_a_series_is_named(void) {
   CHECK_STR_CONTAINS(err, "truncated: element (7FE0,0010) claims 80 bytes");
   CHECK_INFO_REFUSES(fmt_path("'%s'", u.dir), "IM06_1.2.826.0.1.19: truncated: element (7FE0,0010)");
 }
+/* GDCM runs in child processes (data/dicom.cxx): when it aborts on a file, as it does on some
+ * malformed input, that file is refused with its name and the program goes on. No real file
+ * is known to make it abort past the structure walk, so INKRAY_DICOM_FAULT has the child abort
+ * as GDCM does, on the file it names. */
+static void test_gdcm_abort_refuses_the_file(void) {
+  series_spec s = {.dir = kept_path("abort"), .uid = "1.2.826.0.1.20", .slices = 3, .slope = 1,
+                   .gap = 1, .skip = -1};
+  write_series(&s);
+  series_spec c = {.dir = kept_path("abort_rle"), .uid = "1.2.826.0.1.21", .slices = 3, .slope = 1,
+                   .gap = 1, .skip = -1, .compression = DICOM_RLE};
+  write_series(&c);
+  char middle[64], rle_middle[64];
+  snprintf(middle, sizeof middle, "IM%02d_%s", (1 * 7 + 3) % 11, s.uid);
+  snprintf(rle_middle, sizeof rle_middle, "IM%02d_%s", (1 * 7 + 3) % 11, c.uid);
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  /* In the header: the folder and the file named alone. */
+  setenv("INKRAY_DICOM_FAULT", middle, 1);
+  CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM failed reading its header (signal 6): the file is corrupt", middle));
+  CHECK(strchr(err, '\n') == NULL);
+  CHECK_EQ_INT(load(fmt_path("%s/%s", s.dir, middle), &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "GDCM failed reading its header (signal 6)");
+  CHECK_INFO_REFUSES(fmt_path("'%s'", s.dir), "GDCM failed reading its header (signal 6)");
+  /* In the pixels, uncompressed and compressed. */
+  setenv("INKRAY_DICOM_FAULT", fmt_path("%s:pixels", middle), 1);
+  CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM failed reading its pixel data (signal 6): the file is corrupt", middle));
+  setenv("INKRAY_DICOM_FAULT", fmt_path("%s:pixels", rle_middle), 1);
+  CHECK_EQ_INT(load(c.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM's decoder of its compressed pixel data failed (signal 6)", rle_middle));
+  CHECK_INFO_REFUSES(fmt_path("'%s'", c.dir), "GDCM's decoder of its compressed pixel data failed");
+  /* The same loads, GDCM not aborting, read every value: the children hand over all of it. */
+  unsetenv("INKRAY_DICOM_FAULT");
+  CHECK_MSG(load(s.dir, &v, err) == IR_OK, "%s", err);
+  check_series_values(&v, 3, 1, 0, 0, "after the aborts");
+  ir_volume_free(&v);
+  CHECK_MSG(load(c.dir, &v, err) == IR_OK, "%s", err);
+  check_series_values(&v, 3, 1, 0, 0, "rle after the aborts");
+  ir_volume_free(&v);
+}
 #else
 static void test_refused_without_gdcm(void) {
   const char *dir = kept_path("series");
@@ -465,6 +506,7 @@ int main(void) {
   RUN(test_missing_and_uneven_slices);
   RUN(test_bad_files_are_one_line_and_exit_2);
   RUN(test_corrupt_slice_in_a_series_is_named);
+  RUN(test_gdcm_abort_refuses_the_file);
 #else
   RUN(test_refused_without_gdcm);
 #endif
