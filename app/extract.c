@@ -22,6 +22,7 @@ typedef struct ex_options {
   app_look look;
   int iso_count;
   float isovalues[IR_EXTRACT_MAX_SURFACES];
+  int suggested_wanted; /* --iso suggested[:N]: 0 not asked, -1 all (up to 4), N that many */
   const char *output;
   ir_extract_device device;
   bool device_given;
@@ -43,6 +44,8 @@ static void print_help(FILE *to) {
         "  -o, --output MESH     the mesh file (required)\n"
         "  --iso V[,V...]        isovalue(s) in data units, up to 4 (default: the volume's first\n"
         "                        suggested isovalue, as inkray info lists them)\n"
+        "  --iso suggested[:N]   the isovalues the volume's histogram suggests (up to 4, or the N\n"
+        "                        best), in ascending order\n"
         "  --device gpu|cpu      where to extract (default gpu; without a CUDA device: cpu)\n"
         "  --method NAME[,NAME...]|all   GPU compaction method(s) (default ink-compact): each one\n"
         "                        extracts the mesh and prints its time; they must agree byte for\n"
@@ -82,37 +85,13 @@ static int bad(const char *fmt, const char *a) {
   return 2;
 }
 
-static int parse_methods(const char *text, ex_options *o) {
-  memset(o->use_method, 0, sizeof o->use_method);
-  if (strcmp(text, "all") == 0) {
-    for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) o->use_method[m] = true;
-    return 0;
-  }
-  char buf[256];
-  if (!*text || strlen(text) >= sizeof buf) return bad("--method '%s': expected method names or all", text);
-  strcpy(buf, text);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    ir_compact_method m;
-    if (!ir_compact_method_parse(tok, &m))
-      return bad("--method: unknown method '%s'; use ink-compact, ink-collate, thrust, jumping-jack, redzone or all", tok);
-    o->use_method[m] = true;
-  }
-  return 0;
-}
-
+/* --iso V[,V...] | suggested[:N], as for rendering. */
 static int parse_isovalues(const char *text, ex_options *o) {
-  char buf[512];
-  if (!*text || strlen(text) >= sizeof buf) return bad("--iso '%s': expected numbers V[,V...]", text);
-  strcpy(buf, text);
-  o->iso_count = 0;
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    double v = 0;
-    if (o->iso_count == IR_EXTRACT_MAX_SURFACES) return bad("--iso '%s': at most 4 isovalues", text);
-    if (!cli_parse_float(tok, &v) || !isfinite((float)v)) return bad("--iso: '%s' is not a number", tok);
-    o->isovalues[o->iso_count++] = (float)v;
-  }
+  char err[IR_ERR_LEN] = {0};
+  double values[IR_EXTRACT_MAX_SURFACES];
+  if (!app_parse_isovalues(text, IR_EXTRACT_MAX_SURFACES, values, &o->iso_count, &o->suggested_wanted, err))
+    return bad("%s", err);
+  for (int k = 0; k < o->iso_count; k++) o->isovalues[k] = (float)values[k];
   return 0;
 }
 
@@ -166,7 +145,8 @@ static int parse_options(int argc, char **argv, ex_options *o) {
       else rc = bad("--device '%s': use gpu or cpu", value);
       o->device_given = true;
     } else if (strcmp(opt, "--method") == 0) {
-      rc = parse_methods(value, o);
+      char err2[IR_ERR_LEN] = {0};
+      if (!app_parse_methods(value, o->use_method, err2)) rc = bad("%s", err2);
     } else if (strcmp(opt, "--repeat") == 0) {
       if (!cli_parse_int(value, 1, 100000, &n)) rc = bad("--repeat '%s': expected a whole number from 1 to 100000", value);
       o->repeat = (int)n;
@@ -279,8 +259,28 @@ static int resolve_device(ex_options *o) {
 }
 
 /* Isovalues when none are given: the first one the histogram suggests (inkray info). */
+static int compare_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
 static void resolve_isovalues(ex_options *o, const ir_volume *v) {
-  if (o->iso_count == 0) {
+  if (o->suggested_wanted) {
+    /* The best-scored suggestions (the list comes best first), ascending like a sweep's. */
+    ir_volume_stats st;
+    ir_volume_compute_stats(v, &st);
+    int n = o->suggested_wanted < 0 || o->suggested_wanted > st.suggested_count ? st.suggested_count
+                                                                                : o->suggested_wanted;
+    if (n > IR_EXTRACT_MAX_SURFACES) n = IR_EXTRACT_MAX_SURFACES;
+    for (int k = 0; k < n; k++) o->isovalues[o->iso_count++] = (float)st.suggested_isovalues[k];
+    qsort(o->isovalues, (size_t)o->iso_count, sizeof o->isovalues[0], compare_float);
+    if (o->iso_count == 0) o->isovalues[o->iso_count++] = (float)(0.5 * (st.min + st.max));
+    if (!o->quiet) {
+      printf("isovalues");
+      for (int k = 0; k < o->iso_count; k++) printf(" %g", (double)o->isovalues[k]);
+      printf(" (suggested by the volume's histogram)\n");
+    }
+  } else if (o->iso_count == 0) {
     double builtin = ir_builtin_isovalue(o->volume.source);
     if (!isnan(builtin)) {
       o->isovalues[o->iso_count++] = (float)builtin;

@@ -33,6 +33,36 @@ bool cli_parse_float(const char *text, double *out) {
   return true;
 }
 
+/* The next item of a comma-separated list, copied into item (cap bytes); *cursor moves past it
+ * (to NULL after the last item). 1: an item; 0: the list is done; -1: an empty item ("",
+ * "a,,b", ",a", "a,") or one of cap bytes or more, which every list here refuses: a stray comma
+ * is a typo, never a value left out. */
+static int next_item(const char **cursor, char *item, size_t cap) {
+  const char *p = *cursor;
+  if (!p) return 0;
+  const char *comma = strchr(p, ',');
+  size_t len = comma ? (size_t)(comma - p) : strlen(p);
+  if (len == 0 || len >= cap) return -1;
+  memcpy(item, p, len);
+  item[len] = '\0';
+  *cursor = comma ? comma + 1 : NULL;
+  return 1;
+}
+
+/* Exactly `n` comma-separated numbers, each finite as a float. */
+static bool parse_numbers(const char *text, int n, float *out) {
+  const char *cursor = text;
+  char item[256];
+  for (int k = 0; k < n; k++) {
+    double value = 0;
+    if (next_item(&cursor, item, sizeof item) != 1 || !cli_parse_float(item, &value) ||
+        !isfinite((float)value))
+      return false;
+    out[k] = (float)value;
+  }
+  return cursor == NULL;
+}
+
 bool cli_parse_size2(const char *text, int *w, int *h) {
   long a = 0, b = 0;
   char buf[64];
@@ -67,20 +97,15 @@ static bool parse_dims3(const char *text, size_t dims[3]) {
   return true;
 }
 
+/* spacing is left as it was unless all three are good. */
 static bool parse_spacing3(const char *text, float spacing[3]) {
-  char buf[128];
-  if (strlen(text) >= sizeof buf) return false;
-  strcpy(buf, text);
-  char *save = NULL;
-  char *tok = strtok_r(buf, ",", &save);
-  for (int k = 0; k < 3; k++, tok = strtok_r(NULL, ",", &save)) {
-    double value = 0;
-    /* Positive as a float too: 1e39 would be infinite there, 1e-50 zero. */
-    if (!tok || !cli_parse_float(tok, &value) || !((float)value > 0.0f) || !isfinite((float)value))
-      return false;
-    spacing[k] = (float)value;
-  }
-  return tok == NULL;
+  float s[3];
+  if (!parse_numbers(text, 3, s)) return false;
+  /* Positive as a float: 1e-50 would be zero there. */
+  for (int k = 0; k < 3; k++)
+    if (!(s[k] > 0.0f)) return false;
+  memcpy(spacing, s, sizeof s);
+  return true;
 }
 
 int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc, char err[IR_ERR_LEN]) {
@@ -143,24 +168,6 @@ void app_look_init(app_look *look) {
   memset(look, 0, sizeof *look);
   look->color_by = IR_COLOR_SURFACE;
   look->colormap = IR_COLORMAP_VIRIDIS;
-}
-
-/* Splits `text` at commas into exactly `n` finite numbers. */
-static bool parse_numbers(const char *text, int n, float *out) {
-  char buf[256];
-  if (strlen(text) >= sizeof buf) return false;
-  strcpy(buf, text);
-  char *p = buf;
-  for (int k = 0; k < n; k++) {
-    char *end = strchr(p, ',');
-    if ((end != NULL) != (k + 1 < n)) return false;
-    if (end) *end = '\0';
-    double value = 0;
-    if (!cli_parse_float(p, &value) || !isfinite((float)value)) return false;
-    out[k] = (float)value;
-    p = end ? end + 1 : p;
-  }
-  return true;
 }
 
 void app_list_color_names(char *buf, size_t cap) {
@@ -390,22 +397,25 @@ bool app_parse_methods(const char *text, bool use[IR_COMPACT_METHOD_COUNT], char
     for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) use[m] = true;
     return true;
   }
-  char buf[256];
-  if (!*text || strlen(text) >= sizeof buf) {
-    snprintf(err, IR_ERR_LEN, "--method '%.200s': expected a method name", text);
-    return false;
-  }
-  strcpy(buf, text);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+  const char *cursor = text;
+  char name[64];
+  int got;
+  while ((got = next_item(&cursor, name, sizeof name)) > 0) {
     ir_compact_method m;
-    if (!ir_compact_method_parse(tok, &m)) {
+    if (!ir_compact_method_parse(name, &m)) {
       char valid[256];
       list_methods(valid, sizeof valid);
-      snprintf(err, IR_ERR_LEN, "--method: unknown method '%.100s'; valid: %s", tok, valid);
+      snprintf(err, IR_ERR_LEN, "--method: unknown method '%.100s'; valid: %.200s", name, valid);
       return false;
     }
     use[m] = true;
+  }
+  if (got < 0) {
+    char valid[256];
+    list_methods(valid, sizeof valid);
+    snprintf(err, IR_ERR_LEN, "--method '%.100s': expected NAME[,NAME...] with no empty name; valid: %.200s",
+             text, valid);
+    return false;
   }
   return true;
 }
@@ -421,19 +431,15 @@ bool app_parse_pipelines(const char *text, bool use[IR_PIPELINE_COUNT], char err
     use[IR_PIPELINE_MULTI] = use[IR_PIPELINE_SINGLE] = true;
     return true;
   }
+  const char *cursor = text;
   char word[64];
-  for (const char *p = text; *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    ir_pipeline pl;
-    snprintf(word, sizeof word, "%.*s", (int)(len < sizeof word ? len : sizeof word - 1), p);
-    if (len >= sizeof word || !ir_pipeline_parse(word, &pl)) {
-      snprintf(err, IR_ERR_LEN,
-               "--pipeline '%.200s': use persistent, multi, paper, single, plain (comma-separated) or all", text);
-      return false;
-    }
-    use[pl] = true;
-    p = end ? end + 1 : p + len;
+  int got;
+  ir_pipeline pl;
+  while ((got = next_item(&cursor, word, sizeof word)) > 0 && ir_pipeline_parse(word, &pl)) use[pl] = true;
+  if (got != 0) {
+    snprintf(err, IR_ERR_LEN,
+             "--pipeline '%.200s': use persistent, multi, paper, single, plain (comma-separated) or all", text);
+    return false;
   }
   return true;
 }
@@ -455,23 +461,24 @@ bool app_parse_isovalues(const char *text, int max, double *values, int *count, 
     *suggested = (int)n;
     return true;
   }
-  char buf[512];
-  if (!*text || strlen(text) >= sizeof buf) {
-    snprintf(err, IR_ERR_LEN, "--iso '%.200s': expected numbers V[,V...] or suggested[:N]", text);
-    return false;
-  }
-  strcpy(buf, text);
-  char *save = NULL;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+  const char *cursor = text;
+  char item[256];
+  int got;
+  while ((got = next_item(&cursor, item, sizeof item)) > 0) {
     if (*count == max) {
       snprintf(err, IR_ERR_LEN, "--iso '%.200s': at most %d isovalues", text, max);
       return false;
     }
-    if (!app_parse_isovalue(tok, &values[*count])) {
-      snprintf(err, IR_ERR_LEN, "--iso: '%.200s' is not a number; expected V[,V...] or suggested[:N]", tok);
+    if (!app_parse_isovalue(item, &values[*count])) {
+      snprintf(err, IR_ERR_LEN, "--iso: '%.200s' is not a number; expected V[,V...] or suggested[:N]", item);
       return false;
     }
     (*count)++;
+  }
+  if (got < 0) {
+    snprintf(err, IR_ERR_LEN, "--iso '%.200s': expected numbers V[,V...] with no empty value, or suggested[:N]",
+             text);
+    return false;
   }
   return true;
 }

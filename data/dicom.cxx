@@ -20,7 +20,9 @@
  * shorter than the header says, and files whose structure is corrupt: each file's elements
  * (and JPEG headers) are walked before GDCM reads it, since GDCM allocates what a corrupt
  * length claims and asserts (aborts the process) on much that is malformed; a corrupt Part 10
- * file in a folder is an error naming it and the byte, never a slice left out.
+ * file in a folder is an error naming it and the byte, never a slice left out. GDCM itself runs
+ * only in child processes (below), so that an abort the walk did not foresee refuses the file
+ * it was reading instead of ending the program.
  * tests/data/fuzz_dicom.cxx fuzzes all of this. */
 #include <algorithm>
 #include <cctype>

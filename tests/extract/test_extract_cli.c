@@ -29,6 +29,9 @@ static void test_bad_input_exits_2_with_one_line(void) {
   expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--bogus", NULL}, "unknown option");
   expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--iso", "x", NULL}, "not a number");
   expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--iso", "1,2,3,4,5", NULL}, "at most 4");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--iso", "1,,2", NULL}, "no empty value");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--method", "thrust,", NULL},
+                 "no empty name");
   expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--iso", "1", "--surface", "2", NULL},
                  "--surface and --iso both given");
   expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--method", "fastest", NULL},
@@ -83,6 +86,44 @@ static void test_a_run_writes_the_library_mesh(void) {
   CHECK(ir_extract(ex, &d, &m, NULL, err) == IR_OK);
   snprintf(lib, sizeof lib, "%s/lib.ply", work);
   snprintf(path, sizeof path, "%s/cli.ply", work);
+  CHECK(ir_mesh_write(&m, lib, err) == IR_OK);
+  CHECK(same_file_bytes(path, lib));
+  ir_mesh_free(&m);
+  ir_extractor_destroy(ex);
+  ir_volume_free(&v);
+  unlink(lib);
+  unlink(path);
+}
+
+/* --iso suggested:2 takes the two best isovalues the histogram suggests (inkray info's), in
+ * ascending order: the mesh is the library's for those values. */
+static void test_suggested_isovalues_as_for_rendering(void) {
+  run_result r;
+  run_inkray(work, (const char *const[]){"extract", "builtin:fractal:32", "--iso", "suggested:2", "--device", "cpu", "-o",
+                                         "suggested.ply", NULL},
+             &r);
+  CHECK_MSG(r.status == 0, "%s", r.output);
+  ir_volume v;
+  char err[IR_ERR_LEN], path[300], lib[300];
+  ir_volume_desc vd = {.source = "builtin:fractal:32"};
+  CHECK(ir_volume_load(&vd, &v, err) == IR_OK);
+  ir_volume_stats st;
+  ir_volume_compute_stats(&v, &st);
+  CHECK_MSG(st.suggested_count >= 2, "the fractal suggests %d isovalues", st.suggested_count);
+  float a = (float)st.suggested_isovalues[0], b = (float)st.suggested_isovalues[1];
+  ir_extract_desc d = {.surface_count = 2, .isovalues = {a < b ? a : b, a < b ? b : a}};
+  char line[128];
+  snprintf(line, sizeof line, "isovalues %g %g (suggested", (double)d.isovalues[0], (double)d.isovalues[1]);
+  CHECK_STR_CONTAINS(r.output, line);
+  ir_extractor *ex = NULL;
+  ir_extractor_desc xd = {.device = IR_EXTRACT_CPU};
+  ir_mesh m;
+  CHECK(ir_extractor_create(&xd, &ex, err) == IR_OK);
+  CHECK(ir_extractor_set_volume(ex, &v, err) == IR_OK);
+  CHECK(ir_extract(ex, &d, &m, NULL, err) == IR_OK);
+  CHECK(m.vertex_count > 0);
+  snprintf(lib, sizeof lib, "%s/suggested_lib.ply", work);
+  snprintf(path, sizeof path, "%s/suggested.ply", work);
   CHECK(ir_mesh_write(&m, lib, err) == IR_OK);
   CHECK(same_file_bytes(path, lib));
   ir_mesh_free(&m);
@@ -183,6 +224,7 @@ int main(void) {
   }
   RUN(test_bad_input_exits_2_with_one_line);
   RUN(test_a_run_writes_the_library_mesh);
+  RUN(test_suggested_isovalues_as_for_rendering);
   RUN(test_empty_surface_writes_a_valid_empty_file);
   RUN(test_look_options_reach_the_mesh);
   RUN(test_headless_run_writes_its_surfaces_as_a_mesh);

@@ -160,6 +160,11 @@ static void test_bad_options_exit_2_with_one_line(void) {
       {"--spacing", "1,1,inf"},  {"--spacing", "1e39,1,1"}, {"--spacing", "1,1e-50,1"},
       {"--iso", "nan"},          {"--iso", "inf"},          {"--iso", "1,-inf"},
       {"--iso", "1e39"},         {"--surface", "1e39"},
+      /* A stray comma is a typo, never a value left out. */
+      {"--iso", ","},            {"--iso", "100,,120"},     {"--iso", "100,"},
+      {"--method", ","},         {"--method", "ink-compact,"}, {"--method", ",thrust"},
+      {"--pipeline", "single,"}, {"--spacing", "1,,1,1"},   {"--spacing", "1,1,1,"},
+      {"--clip-box", "0,1,0,1,,0,1"}, {"--color-range", ",1,2"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const char *args[8] = {"--headless"};
