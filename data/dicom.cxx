@@ -41,6 +41,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -75,6 +76,7 @@ struct slice_info {
   bool encapsulated = false;
   bool rle = false;          /* RLE Lossless: checked here before GDCM decodes it */
   bool j2k = false;          /* JPEG 2000: its image size checked here before GDCM decodes it */
+  bool jpeg = false;         /* JPEG or JPEG-LS: the same, from the frame header */
   size_t pixel_value_at = 0; /* where the Pixel Data value begins in the file (uncompressed) */
   std::string series, modality, description;
   unsigned rows = 0, cols = 0, frames = 1, samples = 1, bits = 0, sign = 0;
@@ -647,6 +649,10 @@ header_kind read_header(const std::string &path, size_t pixel_at, slice_info &s,
   s.rle = ts == gdcm::TransferSyntax::RLELossless;
   s.j2k = ts == gdcm::TransferSyntax::JPEG2000Lossless || ts == gdcm::TransferSyntax::JPEG2000 ||
           ts == gdcm::TransferSyntax::JPEG2000Part2Lossless || ts == gdcm::TransferSyntax::JPEG2000Part2;
+  /* 1.2.840.10008.1.2.4.50 to .4.81: JPEG (ISO 10918) and JPEG-LS. */
+  const std::string syntax = ts.GetString() ? ts.GetString() : "";
+  s.jpeg = syntax.compare(0, 20, "1.2.840.10008.1.2.4.") == 0 && syntax.size() == 22 &&
+           syntax[20] >= '5' && syntax[20] <= '8';
   s.pixel_value_at = pixel_at;
   s.series = trimmed_string(ds, 0x0020, 0x000e);
   s.modality = trimmed_string(ds, 0x0008, 0x0060);
@@ -866,7 +872,44 @@ bool j2k_frame_ok(const unsigned char *b, size_t n, const slice_info &s, std::st
   return true;
 }
 
-/* The RLE or JPEG 2000 frames of a file, checked before GDCM decodes them: one frame is the
+/* The frame header of a JPEG or JPEG-LS image (a fragment starting with SOI; others are the
+ * rest of a frame) must give the frame's size: GDCM's decoders allocate what it says (a corrupt
+ * 2 KB JPEG-LS slice of 16x16 claimed 15056x65535, 2 GB) before finding the data short. A line
+ * count of 0 (JPEG's DNL, set after the scan) is left to the decoder. */
+bool jpeg_frame_ok(const unsigned char *b, size_t n, const slice_info &s, std::string &why) {
+  if (n < 2 || b[0] != 0xff || b[1] != 0xd8) return true;
+  for (size_t pos = 2; pos + 4 <= n;) {
+    if (b[pos] != 0xff) return why = "JPEG data: bytes between segments", false;
+    unsigned marker = b[pos + 1];
+    if (marker == 0xff) {
+      pos++;
+      continue;
+    }
+    if (marker == 0xda) break;
+    size_t seg = (size_t)b[pos + 2] << 8 | b[pos + 3];
+    if (seg < 2 || seg > n - pos - 2) return why = "JPEG data: a segment is cut short", false;
+    bool sof = (marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 &&
+                marker != 0xcc) || marker == 0xf7; /* 0xf7: JPEG-LS */
+    if (sof) {
+      if (seg < 8) return why = "JPEG data: the frame header is cut short", false;
+      const unsigned char *v = b + pos + 4;
+      unsigned precision = v[0], lines = (unsigned)v[1] << 8 | v[2], columns = (unsigned)v[3] << 8 | v[4];
+      if ((lines != 0 && lines != s.rows) || columns != s.cols)
+        return why = "a JPEG image of " + std::to_string(columns) + "x" + std::to_string(lines) +
+                     " in a " + std::to_string(s.cols) + "x" + std::to_string(s.rows) + " frame",
+               false;
+      if (precision > s.bits)
+        return why = "JPEG samples of " + std::to_string(precision) + " bits in " +
+                     std::to_string(s.bits) + "-bit pixels",
+               false;
+      return true;
+    }
+    pos += 2 + seg;
+  }
+  return why = "JPEG data without a frame header before its scan", false;
+}
+
+/* The RLE, JPEG or JPEG 2000 frames of a file, checked before GDCM decodes them: one frame is the
  * fragments joined (as GDCM reads a single frame), several frames one fragment each. */
 ir_status check_frames(const slice_info &s, const char *src, char err[IR_ERR_LEN]) {
   const char *name = ir_display_name(s.path.c_str());
@@ -894,8 +937,9 @@ ir_status check_frames(const slice_info &s, const char *src, char err[IR_ERR_LEN
   if (s.rle && frames.size() != s.frames)
     return ir_input_error(err, src, "%s: %zu RLE fragments for %u frames", name, frames.size(), s.frames);
   for (size_t k = 0; k < frames.size(); k++) {
-    bool ok = s.rle ? rle_frame_ok(frames[k].data(), frames[k].size(), segments, plane, why)
-                    : j2k_frame_ok(frames[k].data(), frames[k].size(), s, why);
+    bool ok = s.rle    ? rle_frame_ok(frames[k].data(), frames[k].size(), segments, plane, why)
+              : s.jpeg ? jpeg_frame_ok(frames[k].data(), frames[k].size(), s, why)
+                       : j2k_frame_ok(frames[k].data(), frames[k].size(), s, why);
     if (!ok) return ir_input_error(err, src, "%s: frame %zu: %s", name, k + 1, why.c_str());
   }
   return IR_OK;
@@ -906,7 +950,7 @@ ir_status check_frames(const slice_info &s, const char *src, char err[IR_ERR_LEN
  * geometry helpers assert on malformed functional groups. */
 ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type, size_t bytes,
                       unsigned char *dst, char err[IR_ERR_LEN]) {
-  if (s.rle || s.j2k) {
+  if (s.rle || s.j2k || s.jpeg) {
     ir_status status = check_frames(s, src, err);
     if (status != IR_OK) return status;
   }
@@ -945,8 +989,9 @@ ir_status read_pixels(const slice_info &s, const char *src, ir_sample_type type,
  * costs two forks a load (about a millisecond each) and one copy of the pixels.
  *
  * INKRAY_DICOM_FAULT=NAME makes a child abort as GDCM would when it reads the file called NAME
- * (its header, or with NAME:pixels its pixels): tests/data/test_dicom.c checks the containment
- * with it, since every known real abort is refused before GDCM sees it. */
+ * (its header, or with NAME:pixels its pixels), and NAME:pixels-1GiB asks for 1 GiB there:
+ * tests/data/test_dicom.c checks the containment with them, since every known real abort or
+ * huge request is refused before GDCM sees the file. */
 
 /* Whole writes and reads over the channel to a child; false when the other side is gone.
  * send(MSG_NOSIGNAL): a child that died must not take this process with it through SIGPIPE. */
@@ -981,12 +1026,45 @@ bool fault_requested(const std::string &path, const char *what) {
   return want == fault;
 }
 
-/* A child process running `work` with one end of a socket pair; the other end is returned. */
+#if defined(__SANITIZE_ADDRESS__)
+#define INKRAY_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define INKRAY_UNDER_ASAN 1
+#endif
+#endif
+
+/* Caps what the child may allocate beyond what it inherited at `allowance` bytes (RLIMIT_DATA
+ * over its data segment at the fork): a corrupt file can make GDCM ask for gigabytes, which it
+ * then gets as std::bad_alloc. Not under AddressSanitizer, whose shadow memory counts as data;
+ * its fuzzers cap each allocation instead (-malloc_limit_mb). */
+void limit_memory(size_t allowance) {
+#ifndef INKRAY_UNDER_ASAN
+  FILE *f = std::fopen("/proc/self/status", "r");
+  if (!f) return;
+  char line[256];
+  unsigned long long data_kb = 0;
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f)) found = std::sscanf(line, "VmData: %llu kB", &data_kb) == 1;
+  std::fclose(f);
+  struct rlimit rl;
+  if (!found || getrlimit(RLIMIT_DATA, &rl) != 0) return;
+  unsigned long long want = data_kb * 1024ull + allowance;
+  if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max) return;
+  rl.rlim_cur = (rlim_t)want;
+  setrlimit(RLIMIT_DATA, &rl);
+#else
+  (void)allowance;
+#endif
+}
+
+/* A child process running `work` with one end of a socket pair; the other end is returned.
+ * `allowance`: what the child may allocate (limit_memory). */
 struct child_process {
   pid_t pid = -1;
   int fd = -1;
   ~child_process() { stop(); }
-  template <class Work> bool start(Work work) {
+  template <class Work> bool start(size_t allowance, Work work) {
     int fds[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return false;
     std::fflush(stdout);
@@ -1004,6 +1082,7 @@ struct child_process {
       /* GDCM's assertion text would be a second line beside the refusal, which says it all. */
       int quiet = open("/dev/null", O_WRONLY);
       if (quiet >= 0) dup2(quiet, STDERR_FILENO);
+      limit_memory(allowance);
       try {
         work(fds[1]);
       } catch (...) {
@@ -1038,7 +1117,7 @@ struct child_process {
  * then its strings (why, series, modality, description), each after its length. */
 struct header_numbers {
   int kind;
-  int encapsulated, rle, j2k, have_position, have_orientation;
+  int encapsulated, rle, j2k, jpeg, have_position, have_orientation;
   size_t pixel_value_at;
   unsigned rows, cols, frames, samples, bits, sign;
   double position[3], orientation[6], pixel_spacing[2], slope, intercept, frame_spacing;
@@ -1052,6 +1131,7 @@ std::string pack_header(header_kind kind, const slice_info &s, const std::string
   h.encapsulated = s.encapsulated;
   h.rle = s.rle;
   h.j2k = s.j2k;
+  h.jpeg = s.jpeg;
   h.have_position = s.have_position;
   h.have_orientation = s.have_orientation;
   h.pixel_value_at = s.pixel_value_at;
@@ -1081,6 +1161,7 @@ bool unpack_header(int fd, header_kind *kind, slice_info &s, std::string &why) {
   s.encapsulated = h.encapsulated;
   s.rle = h.rle;
   s.j2k = h.j2k;
+  s.jpeg = h.jpeg;
   s.have_position = h.have_position;
   s.have_orientation = h.have_orientation;
   s.pixel_value_at = h.pixel_value_at;
@@ -1118,19 +1199,30 @@ bool read_headers_isolated(const std::vector<std::string> &paths, std::vector<he
                            std::string &why_not) {
   out.assign(paths.size(), header_result());
   std::vector<size_t> sound, pixel_at(paths.size(), 0);
+  size_t largest = 0;
   for (size_t i = 0; i < paths.size(); i++) {
     if (check_structure(paths[i], &pixel_at[i], out[i].why)) sound.push_back(i);
     else out[i].kind = header_kind::corrupt;
+    struct stat st;
+    if (stat(paths[i].c_str(), &st) == 0) largest = std::max(largest, (size_t)st.st_size);
   }
+  /* A header is at most its file, which GDCM holds a few times over. */
+  const size_t allowance = (size_t)(256u << 20) + 8 * largest;
   for (size_t next = 0; next < sound.size();) {
     child_process child;
-    bool started = child.start([&](int fd) {
+    bool started = child.start(allowance, [&](int fd) {
       for (size_t k = next; k < sound.size(); k++) {
         const std::string &path = paths[sound[k]];
         slice_info s;
         std::string why;
         if (fault_requested(path, "")) std::abort();
-        header_kind kind = read_header(path, pixel_at[sound[k]], s, why);
+        header_kind kind;
+        try {
+          kind = read_header(path, pixel_at[sound[k]], s, why);
+        } catch (const std::bad_alloc &) {
+          kind = header_kind::corrupt;
+          why = "GDCM asked for more memory than its header can need: the file is corrupt";
+        }
         std::string packed = pack_header(kind, s, why);
         if (!send_all(fd, packed.data(), packed.size())) return;
       }
@@ -1176,13 +1268,27 @@ ir_status read_series_pixels(const std::vector<slice_info> &slices, const char *
     int status;
     char err[IR_ERR_LEN];
   };
+  /* GDCM holds the file, the decoded slice and a decoder's working copies (openjpeg's are 32-bit
+   * a sample): a few times the slice and the file, never gigabytes for a slice of kilobytes. */
+  size_t largest = 0;
+  for (const slice_info &s : slices) largest = std::max(largest, s.file_size);
+  const size_t allowance = (size_t)(256u << 20) + 8 * (slice_bytes + largest);
   child_process child;
-  bool started = child.start([&](int fd) {
+  bool started = child.start(allowance, [&](int fd) {
     for (const slice_info &s : slices) {
       answer a;
       std::memset(&a, 0, sizeof a);
       if (fault_requested(s.path, "pixels")) std::abort();
-      a.status = (int)read_pixels(s, src, type, slice_bytes, static_cast<unsigned char *>(window), a.err);
+      try {
+        if (fault_requested(s.path, "pixels-1GiB")) {
+          char *volatile huge = new char[1u << 30]; /* volatile: not optimised away */
+          delete[] huge;
+        }
+        a.status = (int)read_pixels(s, src, type, slice_bytes, static_cast<unsigned char *>(window), a.err);
+      } catch (const std::bad_alloc &) {
+        a.status = (int)ir_input_error(a.err, src, "%s: GDCM asked for more memory than a %zu-byte slice can need: the "
+                                       "file is corrupt", ir_display_name(s.path.c_str()), slice_bytes);
+      }
       char go = 0;
       /* The next slice waits until this one is copied out of the window. */
       if (!send_all(fd, &a, sizeof a) || a.status != IR_OK || !recv_all(fd, &go, 1)) return;

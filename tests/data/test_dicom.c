@@ -440,8 +440,41 @@ static void test_corrupt_slice_in_a_series_is_named(void) {
   CHECK_STR_CONTAINS(err, "truncated: element (7FE0,0010) claims 80 bytes");
   CHECK_INFO_REFUSES(fmt_path("'%s'", u.dir), "IM06_1.2.826.0.1.19: truncated: element (7FE0,0010)");
 }
+/* The frame header of a JPEG or JPEG-LS slice must give the slice's size: GDCM's decoder
+ * allocates what it says. A 2 KB JPEG-LS slice of 16x16 claiming 15056x65535 took 2 GB and 3 s
+ * before it was checked (found by fuzz_dicom); now it is refused before decoding. */
+static void test_jpeg_frame_larger_than_the_slice_is_refused(void) {
+  static const dicom_compression kinds[] = {DICOM_JPEGLS_LOSSLESS, DICOM_JPEG_LOSSLESS};
+  static const unsigned char sof[] = {0xf7, 0xc3}; /* SOF55 (JPEG-LS), SOF3 (lossless) */
+  for (int k = 0; k < 2; k++) {
+    series_spec s = {.dir = kept_path(k ? "big_jpeg" : "big_jpegls"), .uid = k ? "1.2.826.0.1.23" : "1.2.826.0.1.22",
+                     .slices = 3, .slope = 1, .gap = 1, .skip = -1, .compression = kinds[k]};
+    write_series(&s);
+    const char *victim = fmt_path("%s/IM%02d_%s", s.dir, (2 * 7 + 3) % 11, s.uid);
+    size_t n = 0;
+    unsigned char *bytes = read_bytes(victim, &n);
+    size_t at = 0;
+    for (size_t i = 0; i + 9 < n && !at; i++)
+      if (bytes[i] == 0xff && bytes[i + 1] == sof[k]) at = i;
+    CHECK_MSG(at > 0, "no frame header in %s", victim);
+    if (!at) {
+      free(bytes);
+      continue;
+    }
+    /* Y (lines) and X (columns) follow the length and the precision. */
+    bytes[at + 5] = 0xff, bytes[at + 6] = 0xff, bytes[at + 7] = 0x3a, bytes[at + 8] = 0xd0;
+    write_bytes(victim, bytes, n);
+    free(bytes);
+    ir_volume v;
+    char err[IR_ERR_LEN];
+    CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
+    CHECK_STR_CONTAINS(err, fmt_path("IM06_%s: frame 1: a JPEG image of 15056x65535 in a 8x5 frame", s.uid));
+  }
+}
+
 /* GDCM runs in child processes (data/dicom.cxx): when it aborts on a file, as it does on some
- * malformed input, that file is refused with its name and the program goes on. No real file
+ * malformed input, or asks for far more memory than the file can need, that file is refused with
+ * its name and the program goes on. No real file
  * is known to make it abort past the structure walk, so INKRAY_DICOM_FAULT has the child abort
  * as GDCM does, on the file it names. */
 static void test_gdcm_abort_refuses_the_file(void) {
@@ -472,6 +505,10 @@ static void test_gdcm_abort_refuses_the_file(void) {
   CHECK_EQ_INT(load(c.dir, &v, err), IR_ERR_INPUT);
   CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM's decoder of its compressed pixel data failed (signal 6)", rle_middle));
   CHECK_INFO_REFUSES(fmt_path("'%s'", c.dir), "GDCM's decoder of its compressed pixel data failed");
+  /* A child may not allocate gigabytes for a slice of bytes: it gets bad_alloc. */
+  setenv("INKRAY_DICOM_FAULT", fmt_path("%s:pixels-1GiB", middle), 1);
+  CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM asked for more memory than a 80-byte slice can need", middle));
   /* The same loads, GDCM not aborting, read every value: the children hand over all of it. */
   unsetenv("INKRAY_DICOM_FAULT");
   CHECK_MSG(load(s.dir, &v, err) == IR_OK, "%s", err);
@@ -506,6 +543,7 @@ int main(void) {
   RUN(test_missing_and_uneven_slices);
   RUN(test_bad_files_are_one_line_and_exit_2);
   RUN(test_corrupt_slice_in_a_series_is_named);
+  RUN(test_jpeg_frame_larger_than_the_slice_is_refused);
   RUN(test_gdcm_abort_refuses_the_file);
 #else
   RUN(test_refused_without_gdcm);
