@@ -24,6 +24,41 @@ static inline int util_in_list(const char *list, const char *word) {
   return 0;
 }
 
+/* How far a GPU image is from the CPU reference's (or any two RGBA8 images of n pixels): the
+ * counts each render test holds to its own tolerance. */
+typedef struct util_image_diff {
+  size_t cover_diff; /* pixels hit (alpha 255) in one image only */
+  size_t both;       /* pixels hit in both */
+  size_t close;      /* of those, every RGB channel within close_levels */
+  size_t exact;      /* of those, RGB identical */
+  size_t far;        /* channels (RGBA, of every pixel) off by more than far_levels */
+  int worst;         /* the largest RGB difference of a pixel hit in both */
+} util_image_diff;
+
+static inline util_image_diff util_image_diff_of(const uint8_t *a, const uint8_t *b, size_t n, int close_levels,
+                                                 int far_levels) {
+  util_image_diff d = {0, 0, 0, 0, 0, 0};
+  for (size_t i = 0; i < n; i++) {
+    for (int c = 0; c < 4; c++) d.far += abs((int)a[4 * i + c] - (int)b[4 * i + c]) > far_levels;
+    int ha = a[4 * i + 3] == 255, hb = b[4 * i + 3] == 255;
+    if (ha != hb) {
+      d.cover_diff++;
+      continue;
+    }
+    if (!ha) continue;
+    d.both++;
+    int worst = 0;
+    for (int c = 0; c < 3; c++) {
+      int e = abs((int)a[4 * i + c] - (int)b[4 * i + c]);
+      worst = e > worst ? e : worst;
+    }
+    d.worst = worst > d.worst ? worst : d.worst;
+    d.close += worst <= close_levels;
+    d.exact += worst == 0;
+  }
+  return d;
+}
+
 /* Background pixels have alpha 0, surface pixels alpha 255 (render.h). */
 static inline size_t util_coverage(const uint8_t *rgba, int w, int h) {
   size_t n = 0;

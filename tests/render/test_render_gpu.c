@@ -108,33 +108,17 @@ static uint8_t *render(ir_device device, const ir_volume *v, ir_frame_desc f, co
 
 /* GPU vs CPU within the tolerance above; prints the measured agreement. */
 static void check_close_to_cpu(const char *what, const uint8_t *gpu, const uint8_t *cpu, int w, int h) {
-  size_t n = (size_t)w * h, cover_diff = 0, both = 0, close = 0, exact = 0;
-  int worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    int hg = gpu[4 * i + 3] == 255, hc = cpu[4 * i + 3] == 255;
-    if (hg != hc) {
-      cover_diff++;
-      continue;
-    }
-    if (!hg) continue;
-    both++;
-    int d = 0;
-    for (int c = 0; c < 3; c++) {
-      int e = abs((int)gpu[4 * i + c] - (int)cpu[4 * i + c]);
-      d = e > d ? e : d;
-    }
-    worst = d > worst ? d : worst;
-    close += d <= CLOSE_LEVELS;
-    exact += d == 0;
-  }
-  double cover_frac = (double)cover_diff / (double)n, close_frac = both ? (double)close / (double)both : 1.0;
+  size_t n = (size_t)w * h;
+  util_image_diff d = util_image_diff_of(gpu, cpu, n, CLOSE_LEVELS, 255);
+  double cover_frac = (double)d.cover_diff / (double)n;
+  double close_frac = d.both ? (double)d.close / (double)d.both : 1.0;
   printf("  %s: coverage differs on %zu of %zu pixels (%.4f%%); of %zu hit on both, %.4f%% identical, "
          "%.4f%% within %d, worst %d\n",
-         what, cover_diff, n, 100.0 * cover_frac, both, both ? 100.0 * exact / both : 100.0, 100.0 * close_frac,
-         CLOSE_LEVELS, worst);
+         what, d.cover_diff, n, 100.0 * cover_frac, d.both, d.both ? 100.0 * d.exact / d.both : 100.0,
+         100.0 * close_frac, CLOSE_LEVELS, d.worst);
   CHECK_MSG(cover_frac <= MAX_COVER_MISMATCH, "%s: coverage mismatch %.4f%%", what, 100.0 * cover_frac);
-  CHECK_MSG(close_frac >= MIN_CLOSE_FRACTION, "%s: only %.4f%% of common hits within %d", what, 100.0 * close_frac,
-            CLOSE_LEVELS);
+  CHECK_MSG(close_frac >= MIN_CLOSE_FRACTION, "%s: only %.4f%% of common hits within %d levels", what,
+            100.0 * close_frac, CLOSE_LEVELS);
 }
 
 /* Renders one scene with every variant; all must equal the first bit for bit (and report the

@@ -439,25 +439,9 @@ static size_t compare_exact(const buffers *b, size_t n, char *why, size_t len) {
 /* Within the GPU-against-CPU tolerance (see the top). */
 static bool close_to_cpu(const uint8_t *gpu, const uint8_t *cpu, size_t n, bool translucent, bool ties, tally *t,
                          char *why, size_t len) {
-  size_t cover_diff = 0, both = 0, close = 0, far = 0;
-  int worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    for (int c = 0; c < 4; c++) far += abs((int)gpu[4 * i + c] - (int)cpu[4 * i + c]) > FAR_LEVELS;
-    int hg = gpu[4 * i + 3] == 255, hc = cpu[4 * i + 3] == 255;
-    if (hg != hc) {
-      cover_diff++;
-      continue;
-    }
-    if (!hg) continue;
-    both++;
-    int d = 0;
-    for (int c = 0; c < 3; c++) {
-      int e = abs((int)gpu[4 * i + c] - (int)cpu[4 * i + c]);
-      d = e > d ? e : d;
-    }
-    worst = d > worst ? d : worst;
-    close += d <= CLOSE_LEVELS;
-  }
+  util_image_diff d = util_image_diff_of(gpu, cpu, n, CLOSE_LEVELS, FAR_LEVELS);
+  size_t cover_diff = d.cover_diff, both = d.both, close = d.close, far = d.far;
+  int worst = d.worst;
   double cover = (double)cover_diff / (double)n;
   if (!translucent && worst > t->max_cpu_levels) t->max_cpu_levels = worst;
   if (cover > t->max_cpu_cover) t->max_cpu_cover = cover;

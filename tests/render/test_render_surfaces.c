@@ -78,8 +78,7 @@ static bool render_all(ir_renderer *r, ir_renderer *cpu, ir_frame_desc f, frame_
   static frame_out ref;
   f.pipeline = IR_PIPELINE_SINGLE;
   if (ir_render_frame(cpu, &f, NULL, err) != IR_OK || ir_render_read_image(cpu, ref.rgba, err) != IR_OK) return false;
-  size_t off = 0;
-  for (size_t i = 0; i < sizeof ref.rgba; i++) off += abs((int)ref.rgba[i] - (int)out->rgba[i]) > 8;
+  size_t off = util_image_diff_of(out->rgba, ref.rgba, sizeof ref.rgba / 4, 8, 8).far;
   CHECK_MSG(off <= sizeof ref.rgba / 100, "GPU and CPU differ by more than 8 levels in %zu of %zu channels", off,
             sizeof ref.rgba);
   return true;
