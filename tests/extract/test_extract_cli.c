@@ -66,33 +66,40 @@ static bool same_file_bytes(const char *a, const char *b) {
   return same;
 }
 
+/* The CPU library's mesh of `v` for `d`, written as PLY, must equal work/cli_file byte for byte
+ * (both are removed). */
+static void check_library_mesh(const ir_volume *v, const ir_extract_desc *d, const char *cli_file) {
+  char err[IR_ERR_LEN], path[300], lib[300];
+  ir_extractor *ex = NULL;
+  ir_extractor_desc xd = {.device = IR_EXTRACT_CPU};
+  ir_mesh m;
+  CHECK(ir_extractor_create(&xd, &ex, err) == IR_OK);
+  CHECK(ir_extractor_set_volume(ex, v, err) == IR_OK);
+  CHECK(ir_extract(ex, d, &m, NULL, err) == IR_OK);
+  CHECK(m.vertex_count > 0);
+  snprintf(lib, sizeof lib, "%s/lib.ply", work);
+  snprintf(path, sizeof path, "%s/%s", work, cli_file);
+  CHECK(ir_mesh_write(&m, lib, err) == IR_OK);
+  CHECK_MSG(same_file_bytes(path, lib), "%s differs from the library's mesh", cli_file);
+  ir_mesh_free(&m);
+  ir_extractor_destroy(ex);
+  unlink(lib);
+  unlink(path);
+}
+
 static void test_a_run_writes_the_library_mesh(void) {
   run_result r;
   run_inkray(work, (const char *const[]){"extract", "builtin:sphere:40", "--iso", "1.5", "--device", "cpu", "-o", "cli.ply", NULL},
              &r);
   CHECK_MSG(r.status == 0, "%s", r.output);
   CHECK_STR_CONTAINS(r.output, "vertices");
-  /* The same through the library. */
   ir_volume v;
-  char err[IR_ERR_LEN], path[300], lib[300];
+  char err[IR_ERR_LEN];
   ir_volume_desc vd = {.source = "builtin:sphere:40"};
   CHECK(ir_volume_load(&vd, &v, err) == IR_OK);
-  ir_extractor *ex = NULL;
-  ir_extractor_desc xd = {.device = IR_EXTRACT_CPU};
-  ir_mesh m;
-  CHECK(ir_extractor_create(&xd, &ex, err) == IR_OK);
-  CHECK(ir_extractor_set_volume(ex, &v, err) == IR_OK);
   ir_extract_desc d = {.surface_count = 1, .isovalues = {1.5f}};
-  CHECK(ir_extract(ex, &d, &m, NULL, err) == IR_OK);
-  snprintf(lib, sizeof lib, "%s/lib.ply", work);
-  snprintf(path, sizeof path, "%s/cli.ply", work);
-  CHECK(ir_mesh_write(&m, lib, err) == IR_OK);
-  CHECK(same_file_bytes(path, lib));
-  ir_mesh_free(&m);
-  ir_extractor_destroy(ex);
+  check_library_mesh(&v, &d, "cli.ply");
   ir_volume_free(&v);
-  unlink(lib);
-  unlink(path);
 }
 
 /* --iso suggested:2 takes the two best isovalues the histogram suggests (inkray info's), in
@@ -104,7 +111,7 @@ static void test_suggested_isovalues_as_for_rendering(void) {
              &r);
   CHECK_MSG(r.status == 0, "%s", r.output);
   ir_volume v;
-  char err[IR_ERR_LEN], path[300], lib[300];
+  char err[IR_ERR_LEN];
   ir_volume_desc vd = {.source = "builtin:fractal:32"};
   CHECK(ir_volume_load(&vd, &v, err) == IR_OK);
   ir_volume_stats st;
@@ -115,22 +122,8 @@ static void test_suggested_isovalues_as_for_rendering(void) {
   char line[128];
   snprintf(line, sizeof line, "isovalues %g %g (suggested", (double)d.isovalues[0], (double)d.isovalues[1]);
   CHECK_STR_CONTAINS(r.output, line);
-  ir_extractor *ex = NULL;
-  ir_extractor_desc xd = {.device = IR_EXTRACT_CPU};
-  ir_mesh m;
-  CHECK(ir_extractor_create(&xd, &ex, err) == IR_OK);
-  CHECK(ir_extractor_set_volume(ex, &v, err) == IR_OK);
-  CHECK(ir_extract(ex, &d, &m, NULL, err) == IR_OK);
-  CHECK(m.vertex_count > 0);
-  snprintf(lib, sizeof lib, "%s/suggested_lib.ply", work);
-  snprintf(path, sizeof path, "%s/suggested.ply", work);
-  CHECK(ir_mesh_write(&m, lib, err) == IR_OK);
-  CHECK(same_file_bytes(path, lib));
-  ir_mesh_free(&m);
-  ir_extractor_destroy(ex);
+  check_library_mesh(&v, &d, "suggested.ply");
   ir_volume_free(&v);
-  unlink(lib);
-  unlink(path);
 }
 
 static void test_empty_surface_writes_a_valid_empty_file(void) {
