@@ -26,6 +26,7 @@
  * tests/data/fuzz_dicom.cxx fuzzes all of this. */
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -40,7 +41,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1007,16 +1010,41 @@ bool send_all(int fd, const void *buf, size_t n) {
   return true;
 }
 
-bool recv_all(int fd, void *buf, size_t n) {
+using steady = std::chrono::steady_clock;
+
+enum class received { all, closed, late };
+
+/* Reads n bytes unless the other side goes (closed) or `deadline` passes first (late). */
+received recv_all(int fd, void *buf, size_t n, steady::time_point deadline) {
   char *p = static_cast<char *>(buf);
   while (n) {
+    long long left = deadline == steady::time_point::max()
+                         ? 1LL << 30
+                         : std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
+    if (left <= 0) return received::late;
+    struct pollfd ready = {fd, POLLIN, 0};
+    int r = poll(&ready, 1, (int)std::min(left, 1LL << 30));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return received::closed;
+    if (r == 0) continue; /* the deadline is checked above */
     ssize_t k = recv(fd, p, n, 0);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;
+    if (k <= 0) return received::closed;
     p += k;
     n -= (size_t)k;
   }
-  return true;
+  return received::all;
+}
+
+/* How long a child may take on one file before it is stopped and the file refused: a header
+ * is read in milliseconds, a slice at tens of MB a second even from JPEG 2000. Generous, since
+ * the disk may be a slow network share; INKRAY_DICOM_TIMEOUT (seconds) replaces the base. */
+steady::time_point deadline_for(size_t bytes) {
+  double base = 120;
+  const char *given = std::getenv("INKRAY_DICOM_TIMEOUT");
+  if (given && *given && std::strtod(given, nullptr) > 0) base = std::strtod(given, nullptr);
+  double seconds = std::min(base + (double)bytes / 1e6, 1e7);
+  return steady::now() + std::chrono::milliseconds((long long)(seconds * 1000));
 }
 
 bool fault_requested(const std::string &path, const char *what) {
@@ -1049,42 +1077,71 @@ void limit_memory(size_t allowance) {
   std::fclose(f);
   struct rlimit rl;
   if (!found || getrlimit(RLIMIT_DATA, &rl) != 0) return;
-  unsigned long long want = data_kb * 1024ull + allowance;
-  if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max) return;
-  rl.rlim_cur = (rlim_t)want;
+  rlim_t want = (rlim_t)(data_kb * 1024ull + allowance);
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) return; /* the user's own cap is lower */
+  if (rl.rlim_max != RLIM_INFINITY && want > rl.rlim_max) want = rl.rlim_max;
+  rl.rlim_cur = want;
   setrlimit(RLIMIT_DATA, &rl);
 #else
   (void)allowance;
 #endif
 }
 
-/* A child process running `work` with one end of a socket pair; the other end is returned.
+/* How a child ended, and what that says of the file it was reading. */
+struct child_end {
+  bool crashed = false; /* a signal of a fault (abort, segfault, ...): the file is corrupt */
+  bool late = false;    /* stopped here at its deadline: the file is refused too */
+  std::string how;      /* " (signal 6)", " (exit 1)", "" */
+};
+
+/* A child process running `work` with one end of a socket pair; the other end is `fd`.
  * `allowance`: what the child may allocate (limit_memory). */
 struct child_process {
   pid_t pid = -1;
   int fd = -1;
-  ~child_process() { stop(); }
+  child_process() = default;
+  child_process(const child_process &) = delete;
+  child_process &operator=(const child_process &) = delete;
+  ~child_process() { kill_now(); }
   template <class Work> bool start(size_t allowance, Work work) {
     int fds[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return false;
     std::fflush(stdout);
     std::fflush(stderr);
+    pid_t parent = getpid();
     pid = fork();
     if (pid < 0) {
+      int saved = errno;
       close(fds[0]);
       close(fds[1]);
+      errno = saved;
       return false;
     }
     if (pid == 0) {
-      close(fds[0]);
-      /* The default actions, not this process's handlers (a sanitizer's or a fuzzer's). */
-      for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
-      /* GDCM's assertion text would be a second line beside the refusal, which says it all. */
+      /* Ends with this process: a child left running would read on for no one. */
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(0);
+      /* Only the channel stays open (as fd 3): another descriptor of this process (another
+       * child's channel, the application's pipes) held here would hide a death from whoever
+       * waits on it. */
+      if (fds[1] != 3 && dup2(fds[1], 3) < 0) _exit(1);
+      if (close_range(4, ~0u, 0) != 0)
+        for (int k = 4; k < 65536; k++) close(k);
+      /* The default actions, not this process's handlers (a sanitizer's, a fuzzer's, Python's). */
+      for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+        std::signal(sig, SIG_DFL);
+      /* No core file of a copy of the whole program for a file GDCM could not read. */
+      struct rlimit no_core = {0, 0};
+      setrlimit(RLIMIT_CORE, &no_core);
+#ifndef INKRAY_UNDER_ASAN
+      /* GDCM's assertion text would be a second line beside the refusal, which says it all.
+       * (Under a sanitizer a report from the child must be seen: see finish.) */
       int quiet = open("/dev/null", O_WRONLY);
       if (quiet >= 0) dup2(quiet, STDERR_FILENO);
+#endif
       limit_memory(allowance);
       try {
-        work(fds[1]);
+        work(3);
       } catch (...) {
         /* GDCM's exceptions, and bad_alloc: like an abort, the file being read is refused. */
       }
@@ -1094,24 +1151,65 @@ struct child_process {
     fd = fds[0];
     return true;
   }
-  /* How the child ended, for a message: "" or " (signal 6)"; waits for it. */
-  std::string stop() {
-    if (pid <= 0) return "";
-    if (fd >= 0) close(fd);
-    fd = -1;
-    int wstatus = 0;
-    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-    }
-    pid = -1;
+  /* Closes the channel and waits for the child; `late`: stopped first, for its deadline. */
+  child_end finish(bool late = false) {
+    child_end end;
+    if (pid <= 0) return end;
+    if (late) kill(pid, SIGKILL);
+    int wstatus = stop();
     char how[32] = "";
-    if (WIFSIGNALED(wstatus)) std::snprintf(how, sizeof how, " (signal %d)", WTERMSIG(wstatus));
-    return how;
+    if (WIFSIGNALED(wstatus)) {
+      int sig = WTERMSIG(wstatus);
+      end.crashed = sig == SIGABRT || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL;
+      std::snprintf(how, sizeof how, " (signal %d)", sig);
+    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) != 0) {
+#ifdef INKRAY_UNDER_ASAN
+      /* Under a sanitizer only its report (or libFuzzer's) ends a child with a status: a defect
+       * to see, never a file to refuse quietly. */
+      std::fprintf(stderr, "inkray: a DICOM child process ended with status %d: its report is above\n",
+                   WEXITSTATUS(wstatus));
+      std::abort();
+#endif
+      std::snprintf(how, sizeof how, " (exit %d)", WEXITSTATUS(wstatus));
+    }
+    end.late = late;
+    end.how = how;
+    return end;
   }
   void kill_now() {
     if (pid > 0) kill(pid, SIGKILL);
     stop();
   }
+
+private:
+  int stop() {
+    if (fd >= 0) close(fd);
+    fd = -1;
+    int wstatus = 0;
+    if (pid <= 0) return 0;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    pid = -1;
+    return wstatus;
+  }
 };
+
+/* The message for a child that ended before answering about file `name`: the file's fault
+ * when GDCM crashed on it or took too long (IR_ERR_INPUT), else the system's (IR_ERR_RUNTIME:
+ * killed for memory, interrupted). */
+ir_status child_failure(const child_end &end, const char *src, const char *name, const char *doing,
+                        steady::time_point asked, char err[IR_ERR_LEN]) {
+  if (end.late)
+    return ir_input_error(err, src,
+                          "%s: GDCM did not finish %s in %.0f s and was stopped: the file is corrupt (or the "
+                          "disk too slow: INKRAY_DICOM_TIMEOUT=SECONDS gives it longer)",
+                          name, doing, std::chrono::duration<double>(steady::now() - asked).count());
+  if (end.crashed)
+    return ir_input_error(err, src, "%s: GDCM failed %s%s: the file is corrupt", name, doing, end.how.c_str());
+  std::snprintf(err, IR_ERR_LEN, "%s: the process reading %s was stopped%s%s", src, name, end.how.c_str(),
+                end.how == " (signal 9)" ? ", perhaps by the system for lack of memory" : "");
+  return IR_ERR_RUNTIME;
+}
 
 /* read_header's answer as it crosses from the child: the numbers of slice_info as they are,
  * then its strings (why, series, modality, description), each after its length. */
@@ -1154,9 +1252,11 @@ std::string pack_header(header_kind kind, const slice_info &s, const std::string
   return out;
 }
 
-bool unpack_header(int fd, header_kind *kind, slice_info &s, std::string &why) {
+received unpack_header(int fd, steady::time_point deadline, header_kind *kind, slice_info &s,
+                       std::string &why) {
   header_numbers h;
-  if (!recv_all(fd, &h, sizeof h)) return false;
+  received got = recv_all(fd, &h, sizeof h, deadline);
+  if (got != received::all) return got;
   *kind = (header_kind)h.kind;
   s.encapsulated = h.encapsulated;
   s.rle = h.rle;
@@ -1180,9 +1280,10 @@ bool unpack_header(int fd, header_kind *kind, slice_info &s, std::string &why) {
   std::string *strings[4] = {&why, &s.series, &s.modality, &s.description};
   for (int k = 0; k < 4; k++) {
     strings[k]->assign(h.lengths[k], '\0');
-    if (h.lengths[k] && !recv_all(fd, &(*strings[k])[0], h.lengths[k])) return false;
+    if (h.lengths[k] && (got = recv_all(fd, &(*strings[k])[0], h.lengths[k], deadline)) != received::all)
+      return got;
   }
-  return true;
+  return received::all;
 }
 
 struct header_result {
@@ -1191,12 +1292,18 @@ struct header_result {
   std::string why;
 };
 
+ir_status no_child(const char *src, const char *what, char err[IR_ERR_LEN]) {
+  std::snprintf(err, IR_ERR_LEN, "%s: cannot start a process to read the DICOM %s (%s)", src, what,
+                std::strerror(errno));
+  return IR_ERR_RUNTIME;
+}
+
 /* The header of every path: the structure walk here, then read_header of the sound files in
- * one child process (restarted after a file that kills it: that file is corrupt). The walk is
- * not put in the child: it is inkray's own code, and most corrupt files stop there for the
- * price of reading them. False only when no child process can be started. */
-bool read_headers_isolated(const std::vector<std::string> &paths, std::vector<header_result> &out,
-                           std::string &why_not) {
+ * one child process (restarted after a file on which GDCM crashed or hung: that file is
+ * corrupt). The walk is not put in the child: it is inkray's own code, and most corrupt files
+ * stop there for the price of reading them. */
+ir_status read_headers_isolated(const std::vector<std::string> &paths, std::vector<header_result> &out,
+                                const char *src, char err[IR_ERR_LEN]) {
   out.assign(paths.size(), header_result());
   std::vector<size_t> sound, pixel_at(paths.size(), 0);
   size_t largest = 0;
@@ -1216,6 +1323,7 @@ bool read_headers_isolated(const std::vector<std::string> &paths, std::vector<he
         slice_info s;
         std::string why;
         if (fault_requested(path, "")) std::abort();
+        if (fault_requested(path, "hang")) pause();
         header_kind kind;
         try {
           kind = read_header(path, pixel_at[sound[k]], s, why);
@@ -1227,30 +1335,33 @@ bool read_headers_isolated(const std::vector<std::string> &paths, std::vector<he
         if (!send_all(fd, packed.data(), packed.size())) return;
       }
     });
-    if (!started) {
-      why_not = std::strerror(errno);
-      return false;
-    }
+    if (!started) return no_child(src, "headers", err);
+    received got = received::all;
+    steady::time_point asked = steady::now();
     for (; next < sound.size(); next++) {
       header_result &r = out[sound[next]];
-      if (!unpack_header(child.fd, &r.kind, r.slice, r.why)) break;
+      asked = steady::now();
+      got = unpack_header(child.fd, deadline_for(0), &r.kind, r.slice, r.why);
+      if (got != received::all) break;
       r.slice.path = paths[sound[next]];
     }
-    std::string how = child.stop();
+    child_end end = child.finish(got == received::late);
     if (next < sound.size()) {
+      const char *name = ir_display_name(paths[sound[next]].c_str());
+      char why[IR_ERR_LEN];
+      ir_status status = child_failure(end, src, name, "reading its header", asked, why);
+      if (status == IR_ERR_RUNTIME) {
+        std::memcpy(err, why, IR_ERR_LEN);
+        return status;
+      }
+      /* Without the "SRC: NAME: " in front: the caller names the file itself. */
+      const char *own = std::strstr(why, "GDCM ");
       out[sound[next]].kind = header_kind::corrupt;
-      out[sound[next]].why = "GDCM failed reading its header" + how + ": the file is corrupt";
+      out[sound[next]].why = own ? own : why;
       next++;
     }
   }
-  return true;
-}
-
-ir_status no_child(const char *src, const char *what, const std::string &why,
-                   char err[IR_ERR_LEN]) {
-  std::snprintf(err, IR_ERR_LEN, "%s: cannot start a process to read the DICOM %s (%s)", src, what,
-                why.c_str());
-  return IR_ERR_RUNTIME;
+  return IR_OK;
 }
 
 /* The pixels of every slice of a series (slice_bytes each, into dst in order) through
@@ -1279,6 +1390,7 @@ ir_status read_series_pixels(const std::vector<slice_info> &slices, const char *
       answer a;
       std::memset(&a, 0, sizeof a);
       if (fault_requested(s.path, "pixels")) std::abort();
+      if (fault_requested(s.path, "pixels-hang")) pause();
       try {
         if (fault_requested(s.path, "pixels-1GiB")) {
           char *volatile huge = new char[1u << 30]; /* volatile: not optimised away */
@@ -1291,24 +1403,27 @@ ir_status read_series_pixels(const std::vector<slice_info> &slices, const char *
       }
       char go = 0;
       /* The next slice waits until this one is copied out of the window. */
-      if (!send_all(fd, &a, sizeof a) || a.status != IR_OK || !recv_all(fd, &go, 1)) return;
+      if (!send_all(fd, &a, sizeof a) || a.status != IR_OK ||
+          recv_all(fd, &go, 1, steady::time_point::max()) != received::all)
+        return;
     }
   });
   if (!started) {
-    std::string why = std::strerror(errno);
+    ir_status status = no_child(src, "pixels", err);
     munmap(window, slice_bytes);
-    return no_child(src, "pixels", why, err);
+    return status;
   }
   ir_status status = IR_OK;
   for (size_t i = 0; i < slices.size() && status == IR_OK; i++) {
     answer a;
-    if (!recv_all(child.fd, &a, sizeof a)) {
-      std::string how = child.stop();
-      status = ir_input_error(err, src, "%s: %s%s: the file is corrupt",
-                              ir_display_name(slices[i].path.c_str()),
-                              slices[i].encapsulated ? "GDCM's decoder of its compressed pixel data failed"
-                                                     : "GDCM failed reading its pixel data",
-                              how.c_str());
+    steady::time_point asked = steady::now();
+    received got = recv_all(child.fd, &a, sizeof a, deadline_for(slice_bytes));
+    if (got != received::all) {
+      child_end end = child.finish(got == received::late);
+      status = child_failure(end, src, ir_display_name(slices[i].path.c_str()),
+                             slices[i].encapsulated ? "decoding its compressed pixel data"
+                                                    : "reading its pixel data",
+                             asked, err);
       break;
     }
     status = (ir_status)a.status;
@@ -1322,7 +1437,7 @@ ir_status read_series_pixels(const std::vector<slice_info> &slices, const char *
     char go = 1;
     send_all(child.fd, &go, 1);
   }
-  if (status == IR_OK) child.stop();
+  if (status == IR_OK) child.finish();
   else child.kill_now();
   munmap(window, slice_bytes);
   return status;
@@ -1352,9 +1467,8 @@ ir_status scan_folder(const std::string &folder, std::vector<series_group> &grou
     sizes.push_back((size_t)st.st_size);
   }
   std::vector<header_result> headers;
-  std::string why_not;
-  if (!read_headers_isolated(paths, headers, why_not))
-    return no_child(folder.c_str(), "headers", why_not, err);
+  ir_status read = read_headers_isolated(paths, headers, folder.c_str(), err);
+  if (read != IR_OK) return read;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < paths.size(); i++) {
     const header_result &h = headers[i];
@@ -1509,9 +1623,8 @@ static ir_status load_dicom(const ir_volume_desc *desc, ir_volume *out, char err
     bool part10 = false;
     looks_like_dicom(src, &part10);
     std::vector<header_result> headers;
-    std::string why_not;
-    if (!read_headers_isolated({std::string(src)}, headers, why_not))
-      return no_child(src, "header", why_not, err);
+    ir_status read = read_headers_isolated({std::string(src)}, headers, src, err);
+    if (read != IR_OK) return read;
     header_kind kind = headers[0].kind;
     slice_info s = headers[0].slice;
     if (kind == header_kind::corrupt && part10)

@@ -503,8 +503,19 @@ static void test_gdcm_abort_refuses_the_file(void) {
   CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM failed reading its pixel data (signal 6): the file is corrupt", middle));
   setenv("INKRAY_DICOM_FAULT", fmt_path("%s:pixels", rle_middle), 1);
   CHECK_EQ_INT(load(c.dir, &v, err), IR_ERR_INPUT);
-  CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM's decoder of its compressed pixel data failed (signal 6)", rle_middle));
-  CHECK_INFO_REFUSES(fmt_path("'%s'", c.dir), "GDCM's decoder of its compressed pixel data failed");
+  CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM failed decoding its compressed pixel data (signal 6): the file is corrupt",
+                                    rle_middle));
+  CHECK_INFO_REFUSES(fmt_path("'%s'", c.dir), "GDCM failed decoding its compressed pixel data");
+  /* A child that hangs is stopped at its deadline (INKRAY_DICOM_TIMEOUT seconds a file, plus a
+   * second a MB of pixels), and the file refused. */
+  setenv("INKRAY_DICOM_TIMEOUT", "1", 1);
+  setenv("INKRAY_DICOM_FAULT", fmt_path("%s:hang", middle), 1);
+  CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM did not finish reading its header in 1 s and was stopped", middle));
+  setenv("INKRAY_DICOM_FAULT", fmt_path("%s:pixels-hang", middle), 1);
+  CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM did not finish reading its pixel data in 1 s", middle));
+  unsetenv("INKRAY_DICOM_TIMEOUT");
   /* A child may not allocate gigabytes for a slice of bytes: it gets bad_alloc. */
   setenv("INKRAY_DICOM_FAULT", fmt_path("%s:pixels-1GiB", middle), 1);
   CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
