@@ -73,15 +73,15 @@ const size_t kMaxRatio = 4096;
 const double kEvenTolerance = 0.01;
 const double kAcceptTolerance = 0.10;
 
-struct slice_info {
-  std::string path;
+/* A slice's numbers: plain data, so that they cross from the child process that reads the
+ * header (read_headers_isolated) as they are. */
+struct slice_numbers {
   size_t file_size = 0;
   bool encapsulated = false;
   bool rle = false;          /* RLE Lossless: checked here before GDCM decodes it */
   bool j2k = false;          /* JPEG 2000: its image size checked here before GDCM decodes it */
   bool jpeg = false;         /* JPEG or JPEG-LS: the same, from the frame header */
   size_t pixel_value_at = 0; /* where the Pixel Data value begins in the file (uncompressed) */
-  std::string series, modality, description;
   unsigned rows = 0, cols = 0, frames = 1, samples = 1, bits = 0, sign = 0;
   bool have_position = false, have_orientation = false;
   double position[3] = {0, 0, 0}, orientation[6] = {1, 0, 0, 0, 1, 0};
@@ -89,6 +89,11 @@ struct slice_info {
   double slope = 1, intercept = 0;
   double frame_spacing = 1; /* multi-frame: the distance between frames */
   double depth = 0; /* position along the slice normal */
+};
+
+struct slice_info : slice_numbers {
+  std::string path;
+  std::string series, modality, description;
 };
 
 std::string trimmed_string(const gdcm::DataSet &ds, uint16_t group, uint16_t element) {
@@ -1211,40 +1216,19 @@ ir_status child_failure(const child_end &end, const char *src, const char *name,
   return IR_ERR_RUNTIME;
 }
 
-/* read_header's answer as it crosses from the child: the numbers of slice_info as they are,
- * then its strings (why, series, modality, description), each after its length. */
+/* read_header's answer as it crosses from the child: the slice's numbers as they are, then its
+ * strings (why, series, modality, description), each after its length. */
 struct header_numbers {
   int kind;
-  int encapsulated, rle, j2k, jpeg, have_position, have_orientation;
-  size_t pixel_value_at;
-  unsigned rows, cols, frames, samples, bits, sign;
-  double position[3], orientation[6], pixel_spacing[2], slope, intercept, frame_spacing;
+  slice_numbers numbers;
   uint32_t lengths[4];
 };
 
 std::string pack_header(header_kind kind, const slice_info &s, const std::string &why) {
   header_numbers h;
-  std::memset(&h, 0, sizeof h);
+  std::memset(static_cast<void *>(&h), 0, sizeof h); /* padding too: it crosses a socket */
   h.kind = (int)kind;
-  h.encapsulated = s.encapsulated;
-  h.rle = s.rle;
-  h.j2k = s.j2k;
-  h.jpeg = s.jpeg;
-  h.have_position = s.have_position;
-  h.have_orientation = s.have_orientation;
-  h.pixel_value_at = s.pixel_value_at;
-  h.rows = s.rows;
-  h.cols = s.cols;
-  h.frames = s.frames;
-  h.samples = s.samples;
-  h.bits = s.bits;
-  h.sign = s.sign;
-  std::memcpy(h.position, s.position, sizeof h.position);
-  std::memcpy(h.orientation, s.orientation, sizeof h.orientation);
-  std::memcpy(h.pixel_spacing, s.pixel_spacing, sizeof h.pixel_spacing);
-  h.slope = s.slope;
-  h.intercept = s.intercept;
-  h.frame_spacing = s.frame_spacing;
+  h.numbers = s;
   const std::string *strings[4] = {&why, &s.series, &s.modality, &s.description};
   for (int k = 0; k < 4; k++) h.lengths[k] = (uint32_t)strings[k]->size();
   std::string out(reinterpret_cast<const char *>(&h), sizeof h);
@@ -1258,25 +1242,7 @@ received unpack_header(int fd, steady::time_point deadline, header_kind *kind, s
   received got = recv_all(fd, &h, sizeof h, deadline);
   if (got != received::all) return got;
   *kind = (header_kind)h.kind;
-  s.encapsulated = h.encapsulated;
-  s.rle = h.rle;
-  s.j2k = h.j2k;
-  s.jpeg = h.jpeg;
-  s.have_position = h.have_position;
-  s.have_orientation = h.have_orientation;
-  s.pixel_value_at = h.pixel_value_at;
-  s.rows = h.rows;
-  s.cols = h.cols;
-  s.frames = h.frames;
-  s.samples = h.samples;
-  s.bits = h.bits;
-  s.sign = h.sign;
-  std::memcpy(s.position, h.position, sizeof h.position);
-  std::memcpy(s.orientation, h.orientation, sizeof h.orientation);
-  std::memcpy(s.pixel_spacing, h.pixel_spacing, sizeof h.pixel_spacing);
-  s.slope = h.slope;
-  s.intercept = h.intercept;
-  s.frame_spacing = h.frame_spacing;
+  static_cast<slice_numbers &>(s) = h.numbers;
   std::string *strings[4] = {&why, &s.series, &s.modality, &s.description};
   for (int k = 0; k < 4; k++) {
     strings[k]->assign(h.lengths[k], '\0');
