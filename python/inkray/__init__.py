@@ -549,7 +549,7 @@ def marching_cubes(
     to_device = kind == "gpu" and (output == "device" or on_gpu)
     with lock:
         extractor.set_grid(volume, spacing, stream=_arrays.current_stream(volume))
-        pos, nrm, val, tri, _, _ = extractor.extract(
+        pos, nrm, val, tri, _ = extractor.extract(
             float(level), method=compaction, output="device" if to_device else "numpy", values=values,
             array_axes=True, ascent=gradient_direction == "ascent")
         if to_device:  # the extractor's buffers serve its next call: copy them out now

@@ -203,7 +203,7 @@ static PyObject *extract_stats(const ir_extract_stats *s) {
 
 /* extract(isovalue, *, method='ink-compact', output='numpy', values='isovalue'; or 'gradient', 'local',
  *         array_axes=False, ascent=False)
- * -> (positions (V, 3) x y z, normals (V, 3), values (V,), triangles (F, 3) int32, stats, c_order).
+ * -> (positions (V, 3) x y z, normals (V, 3), values (V,), triangles (F, 3) int32, stats).
  * array_axes: positions and normals in the array's axis order (z, y, x for a C-order array) and
  * triangles wound as scikit-image winds them for gradient_direction 'descent' (or 'ascent'),
  * written so by the extraction itself. */
@@ -274,8 +274,7 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   Py_DECREF(owner);
   PyObject *result = NULL;
   if (items[0] && items[1] && items[2] && items[3] && items[4])
-    result = Py_BuildValue("(OOOOOO)", items[0], items[1], items[2], items[3], items[4],
-                           self->c_order ? Py_True : Py_False);
+    result = Py_BuildValue("(OOOOO)", items[0], items[1], items[2], items[3], items[4]);
   for (int k = 0; k < 5; k++) Py_XDECREF(items[k]);
   return result;
 }
@@ -305,7 +304,7 @@ static PyMethodDef extractor_methods[] = {
      "set_grid(volume, spacing=None, *, stream=None): the array to extract from (spacing in its axis order)."},
     {"extract", (PyCFunction)(void (*)(void))extractor_extract, METH_VARARGS | METH_KEYWORDS,
      "extract(isovalue, *, method, output, values, array_axes, ascent) -> (positions, normals, values, triangles, "
-     "stats, c_order)"},
+     "stats)"},
     {"release_grid", extractor_release_grid, METH_NOARGS,
      "release_grid(): drop the volume (the next extract needs set_grid first)."},
     {NULL, NULL, 0, NULL},
