@@ -389,7 +389,7 @@ static void print_look(FILE *out, const look *L) {
 /* ---- Checks ------------------------------------------------------------------------------------ */
 typedef struct buffers {
   uint8_t *img, *ref, *cpu, *plain_ref;
-  float *depth, *ref_depth;
+  float *depth, *ref_depth, *cpu_depth;
   size_t pixels;
 } buffers;
 
@@ -457,6 +457,24 @@ static bool close_to_cpu(const uint8_t *gpu, const uint8_t *cpu, size_t n, bool 
              "within %d levels (worst %d); %zu channels off by more than %d",
              translucent ? (ties ? "tie" : "translucent, texture or plane") : "opaque", cover_diff, n, close, both, CLOSE_LEVELS, worst, far, FAR_LEVELS);
   return ok;
+}
+
+/* --verbose: the pixels where the GPU and the CPU differ by more than CLOSE_LEVELS or in coverage,
+ * with both depths, to tell a crossing moved along the ray from a different surface hit. */
+static void print_cpu_differences(FILE *out, const buffers *b, size_t n) {
+  int shown = 0;
+  for (size_t i = 0; i < n && shown < 40; i++) {
+    int worst = 0;
+    for (int c = 0; c < 4; c++) {
+      int e = abs((int)b->img[4 * i + c] - (int)b->cpu[4 * i + c]);
+      worst = e > worst ? e : worst;
+    }
+    if (worst <= CLOSE_LEVELS) continue;
+    fprintf(out, "    pixel %zu: gpu rgba %u,%u,%u,%u depth %.9g | cpu rgba %u,%u,%u,%u depth %.9g\n", i, b->img[4 * i],
+            b->img[4 * i + 1], b->img[4 * i + 2], b->img[4 * i + 3], (double)b->depth[i], b->cpu[4 * i],
+            b->cpu[4 * i + 1], b->cpu[4 * i + 2], b->cpu[4 * i + 3], (double)b->cpu_depth[i]);
+    shown++;
+  }
 }
 
 static size_t count_alpha_at_least(const uint8_t *img, size_t n, int a) {
@@ -714,7 +732,7 @@ static int run_frame(renderers *R, const options *o, const scene *s, long frame,
     g.pipeline = IR_PIPELINE_SINGLE;
     g.stage_timing = false;
     ir_frame_stats cs;
-    if (!render_read(R->cpu, &g, &cs, b->cpu, NULL, "the CPU renderer", why, sizeof why)) {
+    if (!render_read(R->cpu, &g, &cs, b->cpu, b->cpu_depth, "the CPU renderer", why, sizeof why)) {
       result = 1;
     } else {
       t->cpu_compared++;
@@ -725,7 +743,10 @@ static int run_frame(renderers *R, const options *o, const scene *s, long frame,
        * with ties), as translucent frames are. */
       bool ties = frame_has_ties(f);
       bool loose = frame_translucent(f) || f->texture_refine || f->clip_plane_on || ties;
-      if (!close_to_cpu(b->img, b->cpu, n, loose, ties, t, why, sizeof why)) result = 1;
+      if (!close_to_cpu(b->img, b->cpu, n, loose, ties, t, why, sizeof why)) {
+        result = 1;
+        if (o->verbose) print_cpu_differences(stderr, b, n);
+      }
       if (result == 0 && f->pipeline != IR_PIPELINE_SINGLE && cs.rays_generated != st.rays_generated) {
         snprintf(why, sizeof why, "%u rays generated, the CPU's %u", st.rays_generated, cs.rays_generated);
         result = 1;
@@ -845,7 +866,8 @@ int main(int argc, char **argv) {
   buffers b = {.pixels = most};
   b.img = malloc(most * 4), b.ref = malloc(most * 4), b.cpu = malloc(most * 4), b.plain_ref = malloc(most * 4);
   b.depth = malloc(most * sizeof(float)), b.ref_depth = malloc(most * sizeof(float));
-  if (!b.img || !b.ref || !b.cpu || !b.plain_ref || !b.depth || !b.ref_depth) {
+  b.cpu_depth = malloc(most * sizeof(float));
+  if (!b.img || !b.ref || !b.cpu || !b.plain_ref || !b.depth || !b.ref_depth || !b.cpu_depth) {
     fprintf(stderr, "out of host memory\n");
     return 1;
   }
@@ -876,7 +898,7 @@ int main(int argc, char **argv) {
   t.total_ms = now_ms() - start;
   print_summary(&o, &t, done);
   destroy_renderers(&R);
-  free(b.img), free(b.ref), free(b.cpu), free(b.plain_ref), free(b.depth), free(b.ref_depth);
+  free(b.img), free(b.ref), free(b.cpu), free(b.plain_ref), free(b.depth), free(b.ref_depth), free(b.cpu_depth);
   ir_volume_free(&s.volume);
   ir_volume_free(&s.color_volume);
   return t.failures ? 1 : 0;
