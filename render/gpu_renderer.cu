@@ -397,7 +397,7 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   IR_CUDA(cudaEventElapsedTime(&ms, g->ev_start, g->ev_stop));
   stats->frame_ms = ms;
   stats->masks_rebuilt = rebuilt;
-  if (rebuilt) {
+  if (g->masks_valid) { /* the last rebuild's events, done by now (this frame or an earlier one) */
     IR_CUDA(cudaEventElapsedTime(&ms, g->ev_mask[0], g->ev_mask[1]));
     stats->mask_ms = ms;
   }

@@ -224,9 +224,9 @@ typedef struct ir_frame_stats {
   double kernel_ms;      /* single pipeline: its one kernel */
   double tail_ms;        /* multi pipeline with tail_rays: the tail kernel */
   uint32_t tail_rays;    /* multi pipeline with tail_rays: rays the tail kernel finished */
-  double mask_ms;        /* the bricks' occupancy masks rebuilt for this frame (its isovalues or
-                            the volume changed; 0 when they were kept), inside frame_ms */
-  bool masks_rebuilt;
+  double mask_ms;        /* the last rebuild of the bricks' occupancy masks (when the isovalues or
+                            the volume changed), in this frame's frame_ms if masks_rebuilt */
+  bool masks_rebuilt;    /* the masks were rebuilt for this frame */
   /* How the timed frame ran (GPU multi pipeline): */
   bool graph;            /* as one CUDA graph (no host round trips) */
   bool graph_resized;    /* with the loop's grids resized on the device each round (all

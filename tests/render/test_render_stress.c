@@ -499,6 +499,20 @@ static bool frame_has_ties(const ir_frame_desc *f) {
   return false;
 }
 
+/* An isovalue in the outer tenth of the volume's value range: there the surface breaks into
+ * blobs around local extrema, many thinner than a step, whose samples lie within the texture
+ * unit's rounding of the isovalue. Whether a ray meets such a blob or the surface behind it is
+ * then decided by that rounding, which the CPU does not reproduce (seed 90417, frame 517: a
+ * 1x1000 column at 237.3 of 0..255, 8 of 600 pixels hit surfaces tens of voxels apart on the two,
+ * 2 more a blob on one only). Those frames are held to the translucent frames' rule. */
+static bool frame_thin(const ir_frame_desc *f, const scene *s) {
+  float span = s->vmax - s->vmin, lo = s->vmin + 0.1f * span, hi = s->vmax - 0.1f * span;
+  if (f->surface_count == 0) return !(f->isovalue >= lo && f->isovalue <= hi);
+  for (int i = 0; i < f->surface_count; i++)
+    if (f->surfaces[i].opacity > 0.0f && !(f->surfaces[i].isovalue >= lo && f->surfaces[i].isovalue <= hi)) return true;
+  return false;
+}
+
 /* The statistics' own consistency (see the top). */
 static bool check_stats(const look *L, const ir_frame_stats *s, const uint8_t *img, tally *t, char *why, size_t len) {
   const ir_frame_desc *f = &L->f;
@@ -742,7 +756,7 @@ static int run_frame(renderers *R, const options *o, const scene *s, long frame,
        * to test_render_surfaces' rule (at most 1 % of the channels off by more than 8 levels; 3 %
        * with ties), as translucent frames are. */
       bool ties = frame_has_ties(f);
-      bool loose = frame_translucent(f) || f->texture_refine || f->clip_plane_on || ties;
+      bool loose = frame_translucent(f) || f->texture_refine || f->clip_plane_on || ties || frame_thin(f, s);
       if (!close_to_cpu(b->img, b->cpu, n, loose, ties, t, why, sizeof why)) {
         result = 1;
         if (o->verbose) print_cpu_differences(stderr, b, n);
