@@ -667,7 +667,7 @@ static inline IR_HD int ir_sub_after(float x, int brick, int step, bool crossed,
 static inline IR_HD bool ir_cursor_skip_brick(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
                                               ir_brick_cursor *q, float *t) {
   const float bc = (float)IR_BRICK_CELLS;
-  int bx = q->cx / IR_SUBS_PER_BRICK, by = q->cy / IR_SUBS_PER_BRICK, bz = q->cz / IR_SUBS_PER_BRICK;
+  int bx = q->cx >> 2, by = q->cy >> 2, bz = q->cz >> 2; /* IR_SUBS_PER_BRICK: cells are >= 0 */
   float ex = ir_cell_exit(r->o.x, r->inv_d.x, bx, q->sx, p->bricks[0], bc);
   float ey = ir_cell_exit(r->o.y, r->inv_d.y, by, q->sy, p->bricks[1], bc);
   float ez = ir_cell_exit(r->o.z, r->inv_d.z, bz, q->sz, p->bricks[2], bc);
@@ -688,57 +688,107 @@ static inline IR_HD bool ir_cursor_skip_brick(const ir_trace_params *p, const ir
   return true;
 }
 
-/* From sample k on, walks the bricks and sub-cells the ray passes and returns the next run of
- * consecutive occupied sub-cells (at most max_cells of them, 0 = no limit) as the samples
- * [*ka, *kb] to march; false when the ray leaves the volume first. Any cover of the volume by
- * cells with shared borders finds the same crossings (docs/render.md), so the image does not
- * depend on where runs start and end. */
+/* Into the next sub-cell (as ir_cursor_step); true when it lies in another brick. */
+static inline IR_HD bool ir_cursor_step_sub(const ir_trace_params *p, const ir_ray *r, ir_brick_cursor *q) {
+  const int last = IR_SUBS_PER_BRICK - 1;
+  if (q->ex <= q->ey && q->ex <= q->ez) {
+    q->cx += q->sx;
+    q->ex = ir_cell_exit(r->o.x, r->inv_d.x, q->cx, q->sx, p->cells[0], p->cell);
+    return (q->cx & last) == (q->sx > 0 ? 0 : last);
+  }
+  if (q->ey <= q->ez) {
+    q->cy += q->sy;
+    q->ey = ir_cell_exit(r->o.y, r->inv_d.y, q->cy, q->sy, p->cells[1], p->cell);
+    return (q->cy & last) == (q->sy > 0 ? 0 : last);
+  }
+  q->cz += q->sz;
+  q->ez = ir_cell_exit(r->o.z, r->inv_d.z, q->cz, q->sz, p->cells[2], p->cell);
+  return (q->cz & last) == (q->sz > 0 ? 0 : last);
+}
+
+static inline IR_HD uint32_t ir_cursor_brick(const ir_trace_params *p, const ir_brick_cursor *q) {
+  return ((uint32_t)q->cx >> 2) + p->bricks[0] * (((uint32_t)q->cy >> 2) + p->bricks[1] * ((uint32_t)q->cz >> 2));
+}
+
+/* A walk in progress: the cursor, the t it stands at, its brick's mask; `done` once the ray has
+ * left the volume. Kept from run to run by a ray that walks and marches in one loop, so that the
+ * walk goes on where the last run ended instead of finding its cell again from a sample. */
+typedef struct ir_walk {
+  ir_brick_cursor q;
+  float t;
+  uint64_t mask;
+  bool done;
+} ir_walk;
+
+/* The walk from sample k. */
+static inline IR_HD ir_walk ir_walk_at(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k) {
+  ir_walk w;
+  w.t = ir_span_t(s, k);
+  w.q = ir_cursor_at(p, r, w.t);
+  w.mask = ir_load_mask(p, ir_cursor_brick(p, &w.q));
+  w.done = false;
+  return w;
+}
+
+/* Walks on to the next run of consecutive occupied sub-cells (at most max_cells of them, 0 = no
+ * limit) and returns it as the samples [*ka, *kb] to march, never before sample k (the march's
+ * progress); false when the ray leaves the volume first. Any cover of the volume by cells with
+ * shared borders finds the same crossings (docs/render.md), so the image does not depend on where
+ * runs start and end, nor on where the walk was last found again from a sample. */
+static inline IR_HD bool ir_walk_next_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, ir_walk *w,
+                                          int32_t k, int max_cells, int32_t *ka, int32_t *kb) {
+  while (!w->done) {
+    float run_start = 0.0f, run_end = s->t1;
+    int cells = 0;
+    for (;;) {
+      if (w->mask == 0) {
+        if (cells > 0) { /* the run ends where this brick begins */
+          run_end = w->t;
+          break;
+        }
+        if (!ir_cursor_skip_brick(p, r, s, &w->q, &w->t)) {
+          w->done = true;
+          return false;
+        }
+        w->mask = ir_load_mask(p, ir_cursor_brick(p, &w->q));
+        continue;
+      }
+      float t_out = fminf(ir_cursor_exit(&w->q), s->t1);
+      bool full = false;
+      if (w->mask >> ir_sub_bit(w->q.cx, w->q.cy, w->q.cz) & 1u) {
+        if (cells++ == 0) run_start = w->t;
+        full = cells == max_cells;
+        if (full) run_end = t_out;
+      } else if (cells > 0) {
+        run_end = w->t;
+        break;
+      }
+      if (t_out >= s->t1) { /* the ray's last cell: run_end is t1 */
+        w->done = true;
+        break;
+      }
+      bool other_brick = ir_cursor_step_sub(p, r, &w->q);
+      w->t = fmaxf(w->t, t_out);
+      if (other_brick) w->mask = ir_load_mask(p, ir_cursor_brick(p, &w->q));
+      if (full) break;
+    }
+    if (cells == 0) return false;
+    ir_span_range(s, run_start, run_end, ka, kb);
+    /* Runs are widened by a segment: never march again what the ray has marched (a translucent
+     * hit would be composited twice). A run the march has already passed (a short one right
+     * after the last, inside its widening) is walked over. */
+    if (*ka < k) *ka = k;
+    if (*kb > k) return true;
+  }
+  return false;
+}
+
+/* From sample k on, the next run (ir_walk_next_run), the walk found again from sample k: for a
+ * stage that keeps nothing of the walk between runs (the multi pipeline's traversal). */
 static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
                                      int max_cells, int32_t *ka, int32_t *kb) {
-  float t = ir_span_t(s, k);
-  ir_brick_cursor q = ir_cursor_at(p, r, t);
-  float run_start = 0.0f, run_end = s->t1;
-  int cells = 0;
-  uint32_t brick = 0xffffffffu;
-  uint64_t mask = 0;
-  for (;;) {
-    uint32_t b = (uint32_t)(q.cx / IR_SUBS_PER_BRICK) +
-                 p->bricks[0] * ((uint32_t)(q.cy / IR_SUBS_PER_BRICK) + p->bricks[1] * (uint32_t)(q.cz / IR_SUBS_PER_BRICK));
-    if (b != brick) {
-      brick = b;
-      mask = ir_load_mask(p, b);
-    }
-    if (mask == 0) {
-      if (cells > 0) { /* the run ends where this brick begins */
-        run_end = t;
-        break;
-      }
-      if (!ir_cursor_skip_brick(p, r, s, &q, &t)) break;
-      continue;
-    }
-    float t_out = fminf(ir_cursor_exit(&q), s->t1);
-    if (mask >> ir_sub_bit(q.cx, q.cy, q.cz) & 1u) {
-      if (cells++ == 0) run_start = t;
-      if (cells == max_cells) {
-        run_end = t_out;
-        break;
-      }
-    } else if (cells > 0) {
-      run_end = t;
-      break;
-    }
-    if (t_out >= s->t1) break; /* run_end stays t1 */
-    ir_cursor_step(p, r, &q);
-    t = fmaxf(t, t_out);
-  }
-  if (cells == 0) return false;
-  ir_span_range(s, run_start, run_end, ka, kb);
-  /* Runs are widened by a segment: never march again what the ray has marched (a translucent
-   * hit would be composited twice). */
-  if (*ka < k) *ka = k;
-  /* A run always ends past sample k (its range is widened by a segment); should rounding ever
-   * say otherwise, the ray ends here rather than walking the same run forever. */
-  return *kb > k;
+  ir_walk w = ir_walk_at(p, r, s, k);
+  return ir_walk_next_run(p, r, s, &w, k, max_cells, ka, kb);
 }
 
 /* From sample k on, walks to each run of valid bricks and marches it until the hit that ends the
@@ -752,11 +802,12 @@ static inline IR_HD bool ir_walk_and_march_as(const ir_trace_params *p, const ir
    * case, runs of neighbouring cells) reuses it instead of fetching it again. */
   float s_k = 0.0f;
   bool have_k = false;
+  ir_walk w = ir_walk_at(p, r, s, k);
   for (int round = 0;; round++) {
     if (counts && round < 64) counts->traverse[round]++;
     if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
     int32_t ka, kb;
-    if (!ir_next_run(p, r, s, k, p->run_cells, &ka, &kb)) return false;
+    if (!ir_walk_next_run(p, r, s, &w, k, p->run_cells, &ka, &kb)) return false;
     if (counts && round < 64) counts->intersect[round]++;
     if (kb > ka) {
       ir_march_state m = ir_march_begin_at(p, r, s, ka, kb, have_k && ka == k, s_k);
@@ -802,10 +853,14 @@ static inline IR_HD ir_march_state ir_step_start(void) {
 
 static inline IR_HD int ir_step_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, ir_march_state *m,
                                    int budget, ir_paint *pt, float *first_t, ir_hit *hit, int mode) {
+  ir_walk w; /* found again from the ray's sample at its step's first run, then kept */
+  bool have_walk = false;
   for (;;) {
     if (m->kb < 0) {
       int32_t ka, kb;
-      if (!ir_next_run(p, r, s, m->k, p->run_cells, &ka, &kb)) return IR_STEP_DONE;
+      if (!have_walk) w = ir_walk_at(p, r, s, m->k);
+      have_walk = true;
+      if (!ir_walk_next_run(p, r, s, &w, m->k, p->run_cells, &ka, &kb)) return IR_STEP_DONE;
       if (kb > ka) {
         *m = ir_march_begin_at(p, r, s, ka, kb, m->kb == IR_STEP_WALK_KNOWN && ka == m->k, m->sa);
       } else { /* an empty run: nothing to march (ir_march_run_as) */
