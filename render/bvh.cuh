@@ -24,14 +24,12 @@
 #include "render/ray_math.cuh"
 
 #define IR_BRICK_CELLS 16
-/* The brick walk's second level (ir_trace_params.cells): sub-cells of 4^3 voxels, 4x4x4 of them
- * to a brick, so a brick's range is the union of its sub-cells' ranges and its occupancy is one
- * 64-bit mask (ir_brick_mask). */
-#define IR_WALK_CELLS 4
-#define IR_SUBS_PER_BRICK (IR_BRICK_CELLS / IR_WALK_CELLS)
-/* Most sub-cells of such a walk's run (ir_trace_params.run_cells). */
+/* The brick walk's finer cells in frames without a BVH update (ir_trace_params.cells): the
+ * octants of the bricks, so a brick's range is the union of its cells' ranges. */
+#define IR_WALK_CELLS 8
+/* Most cells of such a walk's run (ir_trace_params.run_cells). */
 #ifndef IR_WALK_RUN_CELLS
-#define IR_WALK_RUN_CELLS 8
+#define IR_WALK_RUN_CELLS 4
 #endif
 /* Bricks per axis are at most 2^16 (dims <= 2^20), so 3 * 16 + 1 levels suffice; the
  * traversal stack never holds more entries than there are levels. */
@@ -99,32 +97,6 @@ static inline IR_HD bool ir_iso_in_range(const ir_iso_set *iso, float lo, float 
   for (int i = 0; i < iso->n; i++)
     if (lo <= iso->v[i] && iso->v[i] <= hi) return true;
   return false;
-}
-
-/* Bit of sub-cell (x, y, z) of the grid in its brick's occupancy mask. */
-static inline IR_HD int ir_sub_bit(int x, int y, int z) {
-  return (x & (IR_SUBS_PER_BRICK - 1)) + IR_SUBS_PER_BRICK * ((y & (IR_SUBS_PER_BRICK - 1)) +
-                                                              IR_SUBS_PER_BRICK * (z & (IR_SUBS_PER_BRICK - 1)));
-}
-
-/* The occupancy mask of brick (bx, by, bz) for a set of isovalues: bit ir_sub_bit set where the
- * brick's sub-cell exists (the last brick along an axis may hold fewer) and its range (cell_ranges,
- * over the sub-cell grid of cells[] per axis) holds an isovalue. `whole`: one level only, every
- * existing sub-cell's bit set when any one's range holds an isovalue (the brick's own test). */
-static inline IR_HD uint64_t ir_brick_mask(const ir_brick_range *cell_ranges, const uint32_t cells[3], uint32_t bx,
-                                           uint32_t by, uint32_t bz, const ir_iso_set *iso, bool whole) {
-  uint64_t mask = 0, exists = 0;
-  for (uint32_t lz = 0; lz < IR_SUBS_PER_BRICK; lz++)
-    for (uint32_t ly = 0; ly < IR_SUBS_PER_BRICK; ly++)
-      for (uint32_t lx = 0; lx < IR_SUBS_PER_BRICK; lx++) {
-        uint32_t x = bx * IR_SUBS_PER_BRICK + lx, y = by * IR_SUBS_PER_BRICK + ly, z = bz * IR_SUBS_PER_BRICK + lz;
-        if (x >= cells[0] || y >= cells[1] || z >= cells[2]) continue;
-        uint64_t bit = (uint64_t)1 << ir_sub_bit((int)x, (int)y, (int)z);
-        ir_brick_range r = cell_ranges[x + cells[0] * ((size_t)y + cells[1] * (size_t)z)];
-        exists |= bit;
-        if (ir_iso_in_range(iso, r.min, r.max)) mask |= bit;
-      }
-  return whole && mask ? exists : mask;
 }
 
 /* Level 0: brick (x, y, z) for these isovalues. */

@@ -61,11 +61,10 @@ static void layout_build(const ir_volume *v, ir_bvh_layout *L) {
 }
 
 /* ---- Ranges ----------------------------------------------------------------------------------
- * Sub-cells of IR_WALK_CELLS voxels (the walk's second level) from the voxels, then each brick as
- * the union of its sub-cells: sub-cell c along an axis holds voxels W c .. W c + W (its shared
- * border), so sub-cells 4b .. 4b + 3 hold exactly brick b's voxels 16 b .. 16 b + 16. One pass
- * over the volume. */
-_Static_assert(IR_BRICK_CELLS == IR_SUBS_PER_BRICK * IR_WALK_CELLS, "a brick is 4x4x4 sub-cells");
+ * Cells of IR_WALK_CELLS voxels (the walk's finer grid) from the voxels, then each brick as the
+ * union of its cells: cell c along an axis holds voxels W c .. W c + W (its shared border), so
+ * cells 2b and 2b + 1 hold exactly brick b's voxels 16 b .. 16 b + 16. One pass over the volume. */
+_Static_assert(IR_BRICK_CELLS == 2 * IR_WALK_CELLS, "a brick is 2x2x2 walk cells");
 
 static uint32_t cells_along(size_t dim, uint32_t size) {
   size_t cells = dim > 1 ? dim - 1 : 1;
@@ -133,7 +132,7 @@ static void *range_worker(void *arg) {
   return NULL;
 }
 
-/* Brick ranges: the union of each brick's (up to) 64 sub-cells. */
+/* Brick ranges: the union of each brick's (up to) eight cells. */
 static void bricks_from_cells(const ir_bvh_layout *L, const uint32_t *cells, const ir_brick_range *cell_ranges,
                               ir_brick_range *ranges) {
   const uint32_t *bd = L->dims[0];
@@ -141,10 +140,9 @@ static void bricks_from_cells(const ir_bvh_layout *L, const uint32_t *cells, con
     for (uint32_t by = 0; by < bd[1]; by++)
       for (uint32_t bx = 0; bx < bd[0]; bx++) {
         float mn = INFINITY, mx = -INFINITY;
-        const uint32_t n = IR_SUBS_PER_BRICK;
-        for (uint32_t z = n * bz; z < n * bz + n && z < cells[2]; z++)
-          for (uint32_t y = n * by; y < n * by + n && y < cells[1]; y++)
-            for (uint32_t x = n * bx; x < n * bx + n && x < cells[0]; x++) {
+        for (uint32_t z = 2 * bz; z < 2 * bz + 2 && z < cells[2]; z++)
+          for (uint32_t y = 2 * by; y < 2 * by + 2 && y < cells[1]; y++)
+            for (uint32_t x = 2 * bx; x < 2 * bx + 2 && x < cells[0]; x++) {
               const ir_brick_range *c = &cell_ranges[x + cells[0] * ((size_t)y + cells[1] * (size_t)z)];
               mn = c->min < mn ? c->min : mn;
               mx = c->max > mx ? c->max : mx;

@@ -167,23 +167,17 @@ void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace
   for (int k = 0; k < 3; k++) p->bricks[k] = p->cells[k] = r->layout.dims[0][k];
   p->cell = (float)IR_BRICK_CELLS;
   p->inv_cell = 1.0f / (float)IR_BRICK_CELLS;
-  p->masks = NULL;
+  p->ranges = NULL;
   p->run_cells = 0;
 }
 
-void ir_trace_params_walk(const ir_renderer *r, const ir_frame_desc *f, const uint64_t *masks, ir_trace_params *p) {
-  for (int k = 0; k < 3; k++) p->cells[k] = r->cells[k];
-  p->cell = (float)IR_WALK_CELLS;
-  p->inv_cell = 1.0f / (float)IR_WALK_CELLS;
-  p->masks = masks;
+void ir_trace_params_walk(const ir_renderer *r, const ir_frame_desc *f, const ir_brick_range *brick_ranges,
+                          const ir_brick_range *cell_ranges, ir_trace_params *p) {
+  int size = r->walk_cells ? r->walk_cells : ir_walk_cells_auto(r->volume->dims, (size_t)f->width * (size_t)f->height);
+  bool fine = size == IR_WALK_CELLS;
+  for (int k = 0; k < 3; k++) p->cells[k] = fine ? r->cells[k] : r->layout.dims[0][k];
+  p->cell = (float)size;
+  p->inv_cell = 1.0f / (float)size;
+  p->ranges = fine ? cell_ranges : brick_ranges;
   p->run_cells = f->run_bricks ? (int)f->run_bricks : IR_WALK_RUN_CELLS;
-}
-
-void ir_build_masks(const ir_renderer *r, const ir_brick_range *cell_ranges, const ir_iso_set *iso, uint64_t *masks) {
-  const uint32_t *bd = r->layout.dims[0];
-  bool whole = ir_walk_whole_bricks(r);
-  for (uint32_t bz = 0; bz < bd[2]; bz++)
-    for (uint32_t by = 0; by < bd[1]; by++)
-      for (uint32_t bx = 0; bx < bd[0]; bx++)
-        masks[bx + bd[0] * ((size_t)by + bd[1] * (size_t)bz)] = ir_brick_mask(cell_ranges, r->cells, bx, by, bz, iso, whole);
 }

@@ -76,15 +76,6 @@ static ir_status ensure_buffers(ir_renderer *r, size_t image_bytes, char err[IR_
       return IR_ERR_RUNTIME;
     }
   }
-  if (!r->masks) {
-    const uint32_t *bd = r->layout.dims[0];
-    size_t bricks = (size_t)bd[0] * bd[1] * bd[2];
-    r->masks = malloc(bricks * sizeof *r->masks);
-    if (!r->masks) {
-      snprintf(err, IR_ERR_LEN, "out of host memory for %zu brick masks", bricks);
-      return IR_ERR_RUNTIME;
-    }
-  }
   if (image_bytes > r->image_capacity) {
     /* Depth has one float per pixel: as many bytes as the RGBA8 image. */
     uint8_t *grown = realloc(r->image, image_bytes);
@@ -113,15 +104,9 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
 
   p.nodes = r->nodes;
   p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
-  /* The brick walk reads this frame's occupancy masks, as the GPU pipelines do; the paper's
+  /* The brick walk tests its cells' ranges, as the single and persistent kernels do; the paper's
    * pipeline walks the tree. */
-  double mask_ms = 0.0;
-  if (f->pipeline != IR_PIPELINE_PAPER) { /* every frame: a pass over the ranges, cheap beside a CPU frame */
-    double m0 = ir_now_ms();
-    ir_build_masks(r, r->cell_ranges, &p.iso, r->masks);
-    mask_ms = ir_now_ms() - m0;
-    ir_trace_params_walk(r, f, r->masks, &p);
-  }
+  if (f->pipeline != IR_PIPELINE_PAPER) ir_trace_params_walk(r, f, r->ranges, r->cell_ranges, &p);
 
   frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER,
                    .step_batches = f->pipeline == IR_PIPELINE_PERSISTENT ? ir_frame_step_batches(f) : 0,
@@ -142,8 +127,6 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   if (stats) {
     memset(stats, 0, sizeof *stats);
     stats->frame_ms = ir_now_ms() - t0;
-    stats->mask_ms = mask_ms;
-    stats->masks_rebuilt = f->pipeline != IR_PIPELINE_PAPER;
     /* The CPU traces each pixel start to finish, so only the BVH update is a separate stage. */
     if (f->stage_timing) stats->bvh_update_ms = t1 - t0;
     stats->iterations = job.total.rounds;

@@ -183,11 +183,7 @@ struct ir_gpu_state {
   float4 *d_paint;               /* per ray slot: translucent frames' paint so far (ir_paint) */
   uint8_t *d_hit_surf;           /* per ray slot: the paper pipeline's hit surface */
   ir_brick_range *d_ranges;
-  ir_brick_range *d_cell_ranges; /* the brick walk's sub-cells (IR_WALK_CELLS) */
-  uint64_t *d_masks;             /* per brick: its occupancy mask for mask_iso (brick_masks.cu) */
-  ir_iso_set mask_iso;           /* the isovalues d_masks were built for */
-  bool masks_valid;              /* false after the ranges changed (a slot was used) */
-  cudaEvent_t ev_mask[2];        /* around the last rebuild */
+  ir_brick_range *d_cell_ranges; /* the brick walk's finer cells (IR_WALK_CELLS) */
   ir_bvh_node *d_nodes;
   ir_gpu_frame *d_frame;
   ir_gpu_counters *d_counters;
@@ -236,9 +232,6 @@ struct ir_gpu_state {
 };
 
 /* ---- Launchers (each in the stage's own file) ---------------------------------------------- */
-/* brick_masks.cu: every brick's occupancy mask for the iso set (ir_brick_mask). */
-cudaError_t ir_brick_masks_launch(const ir_brick_range *d_cell_ranges, const uint32_t cells[3], const uint32_t bricks[3],
-                                  const ir_iso_set *iso, bool whole, uint64_t *d_masks, cudaStream_t stream);
 /* bvh_update.cu: one or two launches; the isovalue is read from the device frame. */
 cudaError_t ir_bvh_update_launch(const ir_bvh_layout *L, const ir_brick_range *d_ranges, ir_bvh_node *d_nodes,
                                  const ir_gpu_frame *d_frame, cudaStream_t stream);

@@ -336,9 +336,7 @@ static ir_status enqueue_prologue(ir_pass *p, bool graph) {
     for (int s = 0; s < 4; s++) zero_list_add(&z, sections_of(g, s).state, sections_reset_bytes(g));
   frame_begin_kernel<<<1, 256, 0, p->stream>>>(z);
   IR_CUDA(cudaGetLastError());
-  /* The paper's pipeline updates its tree every frame (as published); multi walks the bricks by
-   * their occupancy masks, built before the frame when the isovalues changed. */
-  if (p->paper) IR_CUDA(ir_bvh_update_launch(&p->r->layout, g->d_ranges, g->d_nodes, g->d_frame, p->stream));
+  IR_CUDA(ir_bvh_update_launch(&p->r->layout, g->d_ranges, g->d_nodes, g->d_frame, p->stream));
   IR_CUDA(mark(p, IR_MARK_BVH, 0));
   IR_CUDA(p->paper ? ir_raygen_launch(g->d_frame, p->b, g->d_counters, p->w.gen, p->pixels, p->stream)
                    : ir_walk_raygen_launch(g->d_frame, p->b, g->d_counters, p->w.gen, p->gen_n, p->stream));

@@ -140,9 +140,6 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   IR_CUDA(cudaMalloc(&g->d_ranges, bricks * sizeof(ir_brick_range)));
   size_t cells = (size_t)r->cells[0] * r->cells[1] * r->cells[2];
   IR_CUDA(cudaMalloc(&g->d_cell_ranges, cells * sizeof(ir_brick_range)));
-  IR_CUDA(cudaMalloc(&g->d_masks, bricks * sizeof(uint64_t)));
-  IR_CUDA(cudaEventCreate(&g->ev_mask[0]));
-  IR_CUDA(cudaEventCreate(&g->ev_mask[1]));
   ir_status st = ir_gpu_volumes_create(r, err);
   if (st != IR_OK) return st;
   IR_CUDA(cudaMalloc(&g->d_nodes, (size_t)L->node_count * sizeof(ir_bvh_node)));
@@ -193,9 +190,6 @@ void ir_gpu_destroy(ir_renderer *r) {
   cudaFree(g->d_colormaps);
   cudaFree(g->d_ranges);
   cudaFree(g->d_cell_ranges);
-  cudaFree(g->d_masks);
-  for (int i = 0; i < 2; i++)
-    if (g->ev_mask[i]) cudaEventDestroy(g->ev_mask[i]);
   cudaFree(g->d_nodes);
   cudaFree(g->d_frame);
   cudaFree(g->d_counters);
@@ -273,11 +267,14 @@ static ir_status prepare_frame(ir_renderer *r, const ir_frame_desc *f, ir_gpu_fr
   hf->pixels = (uint32_t)f->width * (uint32_t)f->height;
   hf->rays = ir_tiled_ray_count(f->width, f->height);
   hf->run_bricks = f->run_bricks;
-  /* The single, persistent and multi pipelines walk the bricks and their sub-cells by the
-   * occupancy masks (built for these isovalues before the frame); the plain caster tests the
-   * bricks' ranges itself; the paper's pipeline reads this frame's tree. */
-  if (f->pipeline != IR_PIPELINE_PAPER && f->pipeline != IR_PIPELINE_PLAIN) ir_trace_params_walk(r, f, g->d_masks, &hf->p);
-  if (f->pipeline == IR_PIPELINE_SINGLE || f->pipeline == IR_PIPELINE_PERSISTENT) return IR_OK;
+  /* The single and persistent kernels walk the fine cells and test them against the isovalues
+   * themselves, the plain caster the bricks (no BVH update in their frames); the multi-kernel
+   * pipelines read this frame's tree. */
+  if (f->pipeline == IR_PIPELINE_SINGLE || f->pipeline == IR_PIPELINE_PERSISTENT) {
+    ir_trace_params_walk(r, f, g->d_ranges, g->d_cell_ranges, &hf->p);
+    return IR_OK;
+  }
+  if (f->pipeline == IR_PIPELINE_PLAIN) hf->p.ranges = g->d_ranges;
   /* From pageable memory: the copy is staged before the call returns, so `hf` may go. */
   IR_CUDA(cudaMemcpyAsync(g->d_frame, hf, sizeof *hf, cudaMemcpyHostToDevice, g->stream));
   return IR_OK;
@@ -340,26 +337,6 @@ static ir_status persistent_frame(ir_renderer *r, const ir_frame_desc *f, const 
   return IR_OK;
 }
 
-/* The bricks' occupancy masks for the frame's isovalues, rebuilt only when they, the walk's kind
- * or the volume's ranges changed since the last build (events around it: ir_frame_stats.mask_ms). */
-static ir_status ensure_masks(ir_renderer *r, const ir_frame_desc *f, bool *rebuilt, char err[IR_ERR_LEN]) {
-  struct ir_gpu_state *g = r->gpu;
-  if (f->pipeline == IR_PIPELINE_PAPER || f->pipeline == IR_PIPELINE_PLAIN) return IR_OK;
-  ir_trace_params p;
-  ir_trace_params_fill(r, f, &p);
-  bool same = g->masks_valid && g->mask_iso.n == p.iso.n;
-  for (int i = 0; same && i < p.iso.n; i++) same = memcmp(&g->mask_iso.v[i], &p.iso.v[i], sizeof(float)) == 0;
-  if (same) return IR_OK;
-  IR_CUDA(cudaEventRecord(g->ev_mask[0], g->stream));
-  IR_CUDA(ir_brick_masks_launch(g->d_cell_ranges, r->cells, r->layout.dims[0], &p.iso, ir_walk_whole_bricks(r),
-                                g->d_masks, g->stream));
-  IR_CUDA(cudaEventRecord(g->ev_mask[1], g->stream));
-  g->mask_iso = p.iso;
-  g->masks_valid = true;
-  *rebuilt = true;
-  return IR_OK;
-}
-
 static ir_status run_frame(ir_renderer *r, const ir_frame_desc *f, bool host_loop, bool timed, ir_frame_stats *stats,
                            char err[IR_ERR_LEN]) {
   ir_gpu_frame hf;
@@ -383,8 +360,6 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   bool host_loop = f->host_loop || !ir_compact_supports_device_n(f->method);
 
   IR_CUDA(cudaEventRecord(g->ev_start, g->stream));
-  bool rebuilt = false;
-  if ((st = ensure_masks(r, f, &rebuilt, err)) != IR_OK) return st;
   if ((st = run_frame(r, f, host_loop, false, NULL, err)) != IR_OK) return st;
   IR_CUDA(cudaEventRecord(g->ev_stop, g->stream));
   r->width = f->width;
@@ -396,11 +371,6 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   float ms = 0.0f;
   IR_CUDA(cudaEventElapsedTime(&ms, g->ev_start, g->ev_stop));
   stats->frame_ms = ms;
-  stats->masks_rebuilt = rebuilt;
-  if (g->masks_valid) { /* the last rebuild's events, done by now (this frame or an earlier one) */
-    IR_CUDA(cudaEventElapsedTime(&ms, g->ev_mask[0], g->ev_mask[1]));
-    stats->mask_ms = ms;
-  }
   if (multi) {
     IR_CUDA(cudaMemcpy(g->h_counters, g->d_counters, sizeof(ir_gpu_counters), cudaMemcpyDeviceToHost));
     const ir_gpu_counters *c = g->h_counters;

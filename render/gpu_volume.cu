@@ -11,7 +11,7 @@
  * was read. Volumes that did not come in pieces (compressed data, builtin volumes) go through the
  * same staging buffers from host memory, on several threads.
  *
- * Ranges. Cell ranges (4^3-voxel sub-cells with the shared border, IR_WALK_CELLS) are computed one
+ * Ranges. Cell ranges (8^3 voxels with the shared border, IR_WALK_CELLS) are computed one
  * thread per cell from a point-sampled, element-typed texture of the array, brick ranges as the
  * union of their cells, exactly as bvh_setup.c does on the CPU (the same values: integers and
  * floats compared as they are, int16's -32768 read as -32767, NaN skipped). Float volumes reach
@@ -442,7 +442,7 @@ static __global__ void cell_ranges_kernel(cudaTextureObject_t tex, int3 dims, ui
   out[i].max = mx;
 }
 
-/* One thread per brick: the union of its (up to) 64 sub-cells. */
+/* One thread per brick: the union of its (up to) eight cells. */
 static __global__ void brick_ranges_kernel(ir_bvh_layout L, uint3 cells, const ir_brick_range *__restrict__ cell_ranges,
                                            ir_brick_range *ranges) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -450,10 +450,9 @@ static __global__ void brick_ranges_kernel(ir_bvh_layout L, uint3 cells, const i
   if (i >= bd[0] * bd[1] * bd[2]) return;
   uint32_t bx = i % bd[0], by = i / bd[0] % bd[1], bz = i / (bd[0] * bd[1]);
   float mn = INFINITY, mx = -INFINITY;
-  const uint32_t n = IR_SUBS_PER_BRICK;
-  for (uint32_t z = n * bz; z < n * bz + n && z < cells.z; z++)
-    for (uint32_t y = n * by; y < n * by + n && y < cells.y; y++)
-      for (uint32_t x = n * bx; x < n * bx + n && x < cells.x; x++) {
+  for (uint32_t z = 2 * bz; z < 2 * bz + 2 && z < cells.z; z++)
+    for (uint32_t y = 2 * by; y < 2 * by + 2 && y < cells.y; y++)
+      for (uint32_t x = 2 * bx; x < 2 * bx + 2 && x < cells.x; x++) {
         ir_brick_range c = cell_ranges[x + cells.x * ((size_t)y + cells.y * (size_t)z)];
         mn = c.min < mn ? c.min : mn;
         mx = c.max > mx ? c.max : mx;
@@ -534,7 +533,6 @@ ir_status ir_gpu_use_slot(ir_renderer *r, int slot, char err[IR_ERR_LEN]) {
   const uint32_t *bd = v->layout.dims[0];
   IR_CUDA(cudaMemcpyAsync(g->d_ranges, s->d_ranges, (size_t)bd[0] * bd[1] * bd[2] * sizeof(ir_brick_range),
                           cudaMemcpyDeviceToDevice, g->stream));
-  g->masks_valid = false; /* other ranges: the next frame rebuilds the occupancy masks */
   IR_CUDA(cudaMemcpyAsync(g->d_cell_ranges, s->d_cell_ranges,
                           (size_t)v->cells[0] * v->cells[1] * v->cells[2] * sizeof(ir_brick_range),
                           cudaMemcpyDeviceToDevice, g->stream));

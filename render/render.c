@@ -58,8 +58,8 @@ ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, ch
     return IR_ERR_INPUT;
   }
   if (desc->walk_cells != 0 && desc->walk_cells != IR_WALK_CELLS && desc->walk_cells != IR_BRICK_CELLS) {
-    snprintf(err, IR_ERR_LEN, "walk_cells %d: use 0 or %d (bricks and their sub-cells) or %d (bricks alone)",
-             desc->walk_cells, IR_WALK_CELLS, IR_BRICK_CELLS);
+    snprintf(err, IR_ERR_LEN, "walk_cells %d: use %d, %d or 0 (automatic)", desc->walk_cells, IR_WALK_CELLS,
+             IR_BRICK_CELLS);
     return IR_ERR_INPUT;
   }
   ir_status st = check_volume(desc->volume, desc->voxels_later, err);
@@ -98,7 +98,6 @@ void ir_renderer_destroy(ir_renderer *r) {
   if (r->gpu) ir_gpu_destroy(r);
   for (int k = 0; k < IR_MAX_SLOTS; k++) ir_cpu_slot_free(&r->cpu_slots[k]);
   free(r->nodes);
-  free(r->masks);
   free(r->image);
   free(r->depth);
   free(r);
@@ -356,6 +355,12 @@ const void *ir_render_device_image(const ir_renderer *r) {
 uint32_t ir_tail_auto(uint32_t rays) {
   uint32_t t = rays / 4;
   return t < 1024 ? 1024 : t;
+}
+
+int ir_walk_cells_auto(const size_t dims[3], size_t pixels) {
+  size_t m = dims[0];
+  for (int k = 1; k < 3; k++) m = dims[k] > m ? dims[k] : m;
+  return (double)pixels >= 24.0 * (double)m * (double)m ? IR_WALK_CELLS : IR_BRICK_CELLS;
 }
 
 int ir_frame_step_batches(const ir_frame_desc *f) {

@@ -132,11 +132,16 @@ typedef struct ir_renderer_desc {
                                 its voxels come through slot 0 (ir_renderer_slot_begin .. use_slot),
                                 streamed to the GPU while they are read; no frame before that */
   int cpu_threads;           /* CPU device: 0 = all cores */
-  int walk_cells;            /* the brick walk of the single, persistent and multi pipelines and the
-                                CPU: 0 or 4, two levels (16^3 bricks, then their 4^3-voxel
-                                sub-cells that may hold a crossing: the default); 16, the bricks
-                                alone (for comparison) */
+  int walk_cells;            /* voxels per cell of the brick walk in frames without a BVH update
+                                (single, persistent, the CPU): 8 or 16; 0: chosen per frame
+                                (ir_walk_cells_auto) */
 } ir_renderer_desc;
+
+/* The walk's cells for a frame of `pixels` pixels of a volume of these dims: cells of 8 voxels
+ * where rays are dense (at least 24 pixels per voxel of the largest face), else 16. Finer cells
+ * skip more empty space per range read, which pays while many rays share each read; with fewer
+ * rays per voxel their extra steps across empty space cost more (docs/render.md). */
+int ir_walk_cells_auto(const size_t dims[3], size_t pixels);
 
 ir_status ir_renderer_create(const ir_renderer_desc *desc, ir_renderer **out, char err[IR_ERR_LEN]);
 void ir_renderer_destroy(ir_renderer *r);
@@ -224,9 +229,6 @@ typedef struct ir_frame_stats {
   double kernel_ms;      /* single pipeline: its one kernel */
   double tail_ms;        /* multi pipeline with tail_rays: the tail kernel */
   uint32_t tail_rays;    /* multi pipeline with tail_rays: rays the tail kernel finished */
-  double mask_ms;        /* the last rebuild of the bricks' occupancy masks (when the isovalues or
-                            the volume changed), in this frame's frame_ms if masks_rebuilt */
-  bool masks_rebuilt;    /* the masks were rebuilt for this frame */
   /* How the timed frame ran (GPU multi pipeline): */
   bool graph;            /* as one CUDA graph (no host round trips) */
   bool graph_resized;    /* with the loop's grids resized on the device each round (all

@@ -25,13 +25,12 @@ struct ir_renderer {
   ir_volume_view view;       /* CPU: voxels below; GPU: the texture */
   ir_bvh_layout layout;
   ir_brick_range *ranges;    /* CPU device: per brick, the slot in use's */
-  ir_brick_range *cell_ranges; /* CPU device: per sub-cell of IR_WALK_CELLS voxels (the walk's second level) */
+  ir_brick_range *cell_ranges; /* CPU device: per cell of IR_WALK_CELLS voxels (the walk's finer grid) */
   uint32_t cells[3];         /* that grid */
   int slot_count, slot_in_use; /* ir_renderer_set_slots; -1: none used yet (no frames) */
   ir_cpu_slot cpu_slots[IR_MAX_SLOTS];
-  int walk_cells;            /* ir_renderer_desc.walk_cells: 0 or IR_WALK_CELLS (two levels),
-                                IR_BRICK_CELLS (the bricks alone) */
-  uint64_t *masks;           /* CPU device: this frame's brick occupancy masks */
+  int walk_cells;            /* the cells of frames without a BVH update: IR_WALK_CELLS or
+                                IR_BRICK_CELLS, 0: per frame (ir_renderer_desc.walk_cells) */
   ir_bvh_node *nodes;        /* CPU device: this frame's tree */
   int threads;               /* CPU device */
   uint8_t *image;            /* CPU device: last frame, RGBA8 */
@@ -59,19 +58,15 @@ int ir_cpu_thread_count(int requested);
 
 /* Per-frame camera basis (camera.c). */
 void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int height, ir_cam_basis *out);
-/* The parts of ir_trace_params that do not depend on the device. The grid (cells) is the
- * bricks, without masks: the BVH pipeline's and the plain caster's. */
+/* The parts of ir_trace_params that do not depend on the device. The walk's grid is the bricks,
+ * valid by the BVH's leaves (p->nodes). */
 void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p);
-/* For the brick walk (single, persistent, multi, the CPU): the grid becomes the sub-cells of
- * IR_WALK_CELLS voxels, walked in two levels with this frame's occupancy masks (the host's array
- * or a device copy; ir_build_masks), in runs of at most f->run_bricks sub-cells (0:
- * IR_WALK_RUN_CELLS). */
-void ir_trace_params_walk(const ir_renderer *r, const ir_frame_desc *f, const uint64_t *masks, ir_trace_params *p);
-/* Whether the renderer walks the bricks alone (walk_cells 16): masks then set every existing
- * sub-cell of a brick whose range holds an isovalue (ir_brick_mask's `whole`). */
-static inline bool ir_walk_whole_bricks(const ir_renderer *r) { return r->walk_cells == IR_BRICK_CELLS; }
-/* The occupancy masks of every brick for the iso set, from the sub-cell ranges (CPU device). */
-void ir_build_masks(const ir_renderer *r, const ir_brick_range *cell_ranges, const ir_iso_set *iso, uint64_t *masks);
+/* For frames without a BVH update: the walk's grid becomes the renderer's walk cells (the
+ * bricks, or the cells of IR_WALK_CELLS voxels), valid where their ranges hold an isovalue
+ * (brick_ranges or cell_ranges: the host's arrays or device copies), in runs of at most
+ * f->run_bricks cells (0: IR_WALK_RUN_CELLS). */
+void ir_trace_params_walk(const ir_renderer *r, const ir_frame_desc *f, const ir_brick_range *brick_ranges,
+                          const ir_brick_range *cell_ranges, ir_trace_params *p);
 
 /* ---- Devices ------------------------------------------------------------------------------------ */
 ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]);

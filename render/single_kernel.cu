@@ -15,7 +15,7 @@
 template <int Mode>
 static __device__ __forceinline__ void single_pixel(const ir_gpu_frame &frame, uint32_t *__restrict__ image,
                                                     float *__restrict__ depth) {
-  /* p.masks is set: the walk reads the bricks' occupancy masks for these isovalues. The frame is
+  /* p.ranges is set: bricks are tested against the isovalue as the walk meets them. The frame is
    * a kernel parameter: its fields are read from the constant bank, with no registers held for
    * them and no loads in the loop. */
   const ir_trace_params &p = frame.p;

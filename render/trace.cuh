@@ -59,18 +59,16 @@ typedef struct ir_trace_params {
   float cmap_lo, cmap_scale;  /* a value v reads the map at (v - cmap_lo) * cmap_scale */
   uint32_t root;              /* root node index, IR_BVH_NONE when no brick is valid */
   uint32_t bricks[3];         /* brick grid = the BVH's level 0, nodes[x + bx * (y + by * z)] */
-  /* The brick walk (ir_next_run) goes in two levels: the bricks (16^3 voxels), and inside a brick
-   * with a crossing its 4x4x4 sub-cells of `cell` voxels, cells[] of them along each axis. masks
-   * holds one 64-bit occupancy mask per brick for this frame's isovalues (ir_brick_mask): 0 for
-   * a brick the walk crosses in one step, else the sub-cells that may hold a crossing. The paper's
-   * pipeline (BVH) and the plain caster (its own brick test) walk cells[] = bricks[] of 16 voxels
-   * without masks. */
+  /* The brick walk's grid: cells of `cell` voxels along each axis (a power of two), cells[] of
+   * them. Without ranges its cells are the bricks (16) and a cell is valid where its leaf is
+   * after this frame's BVH update; with ranges (frames without a BVH update) a cell is valid
+   * where its range holds an isovalue, and the cells may be finer than the bricks. */
   uint32_t cells[3];
   float cell, inv_cell;
-  const uint64_t *masks;
-  int run_cells;              /* most valid sub-cells the walk hands the march in one run (0: no
-                                 limit): short runs let a ray start marching before it has
-                                 walked a long row of valid sub-cells */
+  const ir_brick_range *ranges;
+  int run_cells;              /* most valid cells the walk hands the march in one run (0: no
+                                 limit): short runs let a ray start marching before it has read
+                                 the ranges of a long row of valid cells */
 } ir_trace_params;
 
 /* Half-voxel steps: the step in t that moves half a voxel in voxel space. */
@@ -189,7 +187,7 @@ static inline IR_HD float ir_span_t(const ir_span *s, int32_t k) {
  * two computations of the same interval (a leaf's box, a run of DDA cells) that differ in the
  * last bit still cover the same segments. */
 static inline IR_HD void ir_span_range(const ir_span *s, float ta, float tb, int32_t *ka, int32_t *kb) {
-  float inv_dt = 1.0f / s->dt;
+  float inv_dt = 1.0f / s->dt; /* one division: the widening absorbs its last bit */
   float a = floorf((ta - s->t0) * inv_dt) - 1.0f, b = ceilf((tb - s->t0) * inv_dt) + 1.0f;
   float end = (float)s->k_end;
   *ka = a <= 0.0f ? 0 : (int32_t)fminf(a, end);
@@ -452,20 +450,16 @@ static inline IR_HD bool ir_march_part_as(const ir_trace_params *p, const ir_ray
   return false;
 }
 
-/* The march state at the start of the run [ka, kb]: sample ka read, or its value `sa` reused
- * when `known` (the previous run ended at ka: the same sample, the same value). */
-static inline IR_HD ir_march_state ir_march_begin_at(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
-                                                     int32_t ka, int32_t kb, bool known, float sa) {
+/* The march state at the start of the run [ka, kb]: sample ka read. (Reusing the value of the
+ * sample the previous run ended on, when the run starts there, saved a read per run but held
+ * two more registers across the march: 1 % slower on the H200, docs/PERFORMANCE.md.) */
+static inline IR_HD ir_march_state ir_march_begin(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
+                                                  int32_t ka, int32_t kb) {
   ir_march_state m;
   m.k = ka + 1;
   m.kb = kb;
-  m.sa = known ? sa : ir_sample(&p->vol, ir_ray_at(r, ir_span_t(s, ka)));
+  m.sa = ir_sample(&p->vol, ir_ray_at(r, ir_span_t(s, ka)));
   return m;
-}
-
-static inline IR_HD ir_march_state ir_march_begin(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
-                                                  int32_t ka, int32_t kb) {
-  return ir_march_begin_at(p, r, s, ka, kb, false, 0.0f);
 }
 
 /* Marches the segments between samples ka .. kb in order (ir_march_part_as, unbounded). */
@@ -580,18 +574,22 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
 }
 
 /* ---- Brick walk ------------------------------------------------------------------------------
- * A hierarchical 3D-DDA (as NanoVDB's HDDA walks its tree): the bricks of 16^3 voxels, and inside
- * a brick whose occupancy mask is not empty its sub-cells of 4^3 voxels, one bit each. An empty
- * brick is crossed in one step; in an occupied one the walk steps from sub-cell to sub-cell,
- * testing bits of the mask it loaded once for the brick (one 8-byte load per brick, no load per
- * sub-cell). Cell c of size C along an axis spans [C c + 0.5, C c + C + 0.5] in voxel
- * coordinates (the first from 0, the last to the volume's face; bvh.cuh), so the boundaries are
- * C c + 0.5, and a brick's boundaries are those of its first and last sub-cells, bit for bit. */
-static inline IR_HD uint64_t ir_load_mask(const ir_trace_params *p, uint32_t brick) {
+ * 3D-DDA over the walk's grid (ir_trace_params.cells): the brick grid (the BVH's level 0,
+ * updated every frame) for the traversal stage of the multi-kernel pipeline; cells of 8 or 16
+ * voxels with their own ranges for the single and persistent kernels and the CPU. Cell c of size
+ * C along an axis spans [C c + 0.5, C c + C + 0.5] in voxel coordinates (the first from 0, the
+ * last to the volume's face; bvh.cuh), so the cell boundaries are C c + 0.5. */
+static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, int x, int y, int z) {
+  uint32_t i = (uint32_t)x + p->cells[0] * ((uint32_t)y + p->cells[1] * (uint32_t)z);
 #ifdef __CUDA_ARCH__
-  return __ldg((const unsigned long long *)p->masks + brick);
+  if (p->ranges) {
+    float2 m = __ldg((const float2 *)(p->ranges + i));
+    return ir_iso_in_range(&p->iso, m.x, m.y);
+  }
+  return __ldg(&p->nodes[i].a) != IR_BVH_NONE;
 #else
-  return p->masks[brick];
+  if (p->ranges) return ir_iso_in_range(&p->iso, p->ranges[i].min, p->ranges[i].max);
+  return p->nodes[i].a != IR_BVH_NONE;
 #endif
 }
 
@@ -649,146 +647,39 @@ static inline IR_HD void ir_cursor_step(const ir_trace_params *p, const ir_ray *
   }
 }
 
-/* The sub-cell along one axis where the ray stands at a point x after crossing a brick face:
- * on the axis it crossed, the new brick's first sub-cell in its direction; on the others the
- * sub-cell holding x, kept inside the brick (x lies on the brick's face, where rounding could
- * name the neighbour's). */
-static inline IR_HD int ir_sub_after(float x, int brick, int step, bool crossed, uint32_t n, float inv_cell) {
-  int first = brick * IR_SUBS_PER_BRICK, last = first + IR_SUBS_PER_BRICK - 1;
-  last = last < (int)n - 1 ? last : (int)n - 1;
-  if (crossed) return step > 0 ? first : last;
-  int c = ir_cell_of(x, n, inv_cell);
-  return c < first ? first : (c > last ? last : c);
-}
-
-/* Over an empty brick in one step: the cursor moves to the sub-cell where the ray enters the
- * next brick, through the face it leaves by first (x, then y, then z on ties, as
- * ir_cursor_step); *t to that face. False when the ray leaves the volume first. */
-static inline IR_HD bool ir_cursor_skip_brick(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
-                                              ir_brick_cursor *q, float *t) {
-  const float bc = (float)IR_BRICK_CELLS;
-  int bx = q->cx >> 2, by = q->cy >> 2, bz = q->cz >> 2; /* IR_SUBS_PER_BRICK: cells are >= 0 */
-  float ex = ir_cell_exit(r->o.x, r->inv_d.x, bx, q->sx, p->bricks[0], bc);
-  float ey = ir_cell_exit(r->o.y, r->inv_d.y, by, q->sy, p->bricks[1], bc);
-  float ez = ir_cell_exit(r->o.z, r->inv_d.z, bz, q->sz, p->bricks[2], bc);
-  float t_out = fminf(ex, fminf(ey, ez));
-  if (t_out >= s->t1) return false;
-  *t = fmaxf(*t, t_out);
-  bool cx = ex <= ey && ex <= ez, cy = !cx && ey <= ez, cz = !cx && !cy;
-  bx += cx ? q->sx : 0;
-  by += cy ? q->sy : 0;
-  bz += cz ? q->sz : 0;
-  ir_vec3 x = ir_ray_at(r, *t);
-  q->cx = ir_sub_after(x.x, bx, q->sx, cx, p->cells[0], p->inv_cell);
-  q->cy = ir_sub_after(x.y, by, q->sy, cy, p->cells[1], p->inv_cell);
-  q->cz = ir_sub_after(x.z, bz, q->sz, cz, p->cells[2], p->inv_cell);
-  q->ex = ir_cell_exit(r->o.x, r->inv_d.x, q->cx, q->sx, p->cells[0], p->cell);
-  q->ey = ir_cell_exit(r->o.y, r->inv_d.y, q->cy, q->sy, p->cells[1], p->cell);
-  q->ez = ir_cell_exit(r->o.z, r->inv_d.z, q->cz, q->sz, p->cells[2], p->cell);
-  return true;
-}
-
-/* Into the next sub-cell (as ir_cursor_step); true when it lies in another brick. */
-static inline IR_HD bool ir_cursor_step_sub(const ir_trace_params *p, const ir_ray *r, ir_brick_cursor *q) {
-  const int last = IR_SUBS_PER_BRICK - 1;
-  if (q->ex <= q->ey && q->ex <= q->ez) {
-    q->cx += q->sx;
-    q->ex = ir_cell_exit(r->o.x, r->inv_d.x, q->cx, q->sx, p->cells[0], p->cell);
-    return (q->cx & last) == (q->sx > 0 ? 0 : last);
-  }
-  if (q->ey <= q->ez) {
-    q->cy += q->sy;
-    q->ey = ir_cell_exit(r->o.y, r->inv_d.y, q->cy, q->sy, p->cells[1], p->cell);
-    return (q->cy & last) == (q->sy > 0 ? 0 : last);
-  }
-  q->cz += q->sz;
-  q->ez = ir_cell_exit(r->o.z, r->inv_d.z, q->cz, q->sz, p->cells[2], p->cell);
-  return (q->cz & last) == (q->sz > 0 ? 0 : last);
-}
-
-static inline IR_HD uint32_t ir_cursor_brick(const ir_trace_params *p, const ir_brick_cursor *q) {
-  return ((uint32_t)q->cx >> 2) + p->bricks[0] * (((uint32_t)q->cy >> 2) + p->bricks[1] * ((uint32_t)q->cz >> 2));
-}
-
-/* A walk in progress: the cursor, the t it stands at, its brick's mask; `done` once the ray has
- * left the volume. Kept from run to run by a ray that walks and marches in one loop, so that the
- * walk goes on where the last run ended instead of finding its cell again from a sample. */
-typedef struct ir_walk {
-  ir_brick_cursor q;
-  float t;
-  uint64_t mask;
-  bool done;
-} ir_walk;
-
-/* The walk from sample k. */
-static inline IR_HD ir_walk ir_walk_at(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k) {
-  ir_walk w;
-  w.t = ir_span_t(s, k);
-  w.q = ir_cursor_at(p, r, w.t);
-  w.mask = ir_load_mask(p, ir_cursor_brick(p, &w.q));
-  w.done = false;
-  return w;
-}
-
-/* Walks on to the next run of consecutive occupied sub-cells (at most max_cells of them, 0 = no
- * limit) and returns it as the samples [*ka, *kb] to march, never before sample k (the march's
- * progress); false when the ray leaves the volume first. Any cover of the volume by cells with
- * shared borders finds the same crossings (docs/render.md), so the image does not depend on where
- * runs start and end, nor on where the walk was last found again from a sample. */
-static inline IR_HD bool ir_walk_next_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, ir_walk *w,
-                                          int32_t k, int max_cells, int32_t *ka, int32_t *kb) {
-  while (!w->done) {
-    float run_start = 0.0f, run_end = s->t1;
-    int cells = 0;
-    for (;;) {
-      if (w->mask == 0) {
-        if (cells > 0) { /* the run ends where this brick begins */
-          run_end = w->t;
-          break;
-        }
-        if (!ir_cursor_skip_brick(p, r, s, &w->q, &w->t)) {
-          w->done = true;
-          return false;
-        }
-        w->mask = ir_load_mask(p, ir_cursor_brick(p, &w->q));
-        continue;
-      }
-      float t_out = fminf(ir_cursor_exit(&w->q), s->t1);
-      bool full = false;
-      if (w->mask >> ir_sub_bit(w->q.cx, w->q.cy, w->q.cz) & 1u) {
-        if (cells++ == 0) run_start = w->t;
-        full = cells == max_cells;
-        if (full) run_end = t_out;
-      } else if (cells > 0) {
-        run_end = w->t;
-        break;
-      }
-      if (t_out >= s->t1) { /* the ray's last cell: run_end is t1 */
-        w->done = true;
-        break;
-      }
-      bool other_brick = ir_cursor_step_sub(p, r, &w->q);
-      w->t = fmaxf(w->t, t_out);
-      if (other_brick) w->mask = ir_load_mask(p, ir_cursor_brick(p, &w->q));
-      if (full) break;
-    }
-    if (cells == 0) return false;
-    ir_span_range(s, run_start, run_end, ka, kb);
-    /* Runs are widened by a segment: never march again what the ray has marched (a translucent
-     * hit would be composited twice). A run the march has already passed (a short one right
-     * after the last, inside its widening) is walked over. */
-    if (*ka < k) *ka = k;
-    if (*kb > k) return true;
-  }
-  return false;
-}
-
-/* From sample k on, the next run (ir_walk_next_run), the walk found again from sample k: for a
- * stage that keeps nothing of the walk between runs (the multi pipeline's traversal). */
+/* From sample k on, walks the cells the ray passes and returns the next run of consecutive
+ * valid cells (at most max_cells of them, 0 = no limit) as the samples [*ka, *kb] to march;
+ * false when the ray leaves the volume first. */
 static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
                                      int max_cells, int32_t *ka, int32_t *kb) {
-  ir_walk w = ir_walk_at(p, r, s, k);
-  return ir_walk_next_run(p, r, s, &w, k, max_cells, ka, kb);
+  float t = ir_span_t(s, k);
+  ir_brick_cursor q = ir_cursor_at(p, r, t);
+  float run_start = 0.0f, run_end = s->t1;
+  int cells = 0;
+  for (;;) {
+    float t_out = fminf(ir_cursor_exit(&q), s->t1);
+    if (ir_brick_valid(p, q.cx, q.cy, q.cz)) {
+      if (cells++ == 0) run_start = t;
+      if (cells == max_cells) {
+        run_end = t_out;
+        break;
+      }
+    } else if (cells > 0) {
+      run_end = t;
+      break;
+    }
+    if (t_out >= s->t1) break; /* run_end stays t1 */
+    ir_cursor_step(p, r, &q);
+    t = fmaxf(t, t_out);
+  }
+  if (cells == 0) return false;
+  ir_span_range(s, run_start, run_end, ka, kb);
+  /* Runs are widened by a segment: never march again what the ray has marched (a translucent
+   * hit would be composited twice). */
+  if (*ka < k) *ka = k;
+  /* A run always ends past sample k (its range is widened by a segment); should rounding ever
+   * say otherwise, the ray ends here rather than walking the same run forever. */
+  return *kb > k;
 }
 
 /* From sample k on, walks to each run of valid bricks and marches it until the hit that ends the
@@ -798,25 +689,13 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
 static inline IR_HD bool ir_walk_and_march_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t k,
                                               ir_round_counts *counts, ir_paint *pt, float *first_t, ir_hit *hit,
                                               int mode) {
-  /* The value of sample k once a run has ended there: the next run that starts at k (the usual
-   * case, runs of neighbouring cells) reuses it instead of fetching it again. */
-  float s_k = 0.0f;
-  bool have_k = false;
-  ir_walk w = ir_walk_at(p, r, s, k);
   for (int round = 0;; round++) {
     if (counts && round < 64) counts->traverse[round]++;
     if (counts && round + 1 > counts->rounds) counts->rounds = round + 1;
     int32_t ka, kb;
-    if (!ir_walk_next_run(p, r, s, &w, k, p->run_cells, &ka, &kb)) return false;
+    if (!ir_next_run(p, r, s, k, p->run_cells, &ka, &kb)) return false;
     if (counts && round < 64) counts->intersect[round]++;
-    if (kb > ka) {
-      ir_march_state m = ir_march_begin_at(p, r, s, ka, kb, have_k && ka == k, s_k);
-      if (ir_march_part_as(p, r, s, &m, NULL, pt, first_t, hit, mode & ~IR_TRACE_BOUNDED)) return true;
-      s_k = m.sa; /* the value at kb, where the next walk starts */
-      have_k = true;
-    } else {
-      have_k = false; /* an empty run: k moves to kb, whose value is not known */
-    }
+    if (ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, mode)) return true;
     if (kb >= s->k_end) return false;
     k = kb;
   }
@@ -838,34 +717,25 @@ enum { IR_STEP_LIVE = 0, /* budget spent: the ray goes on in a later step */
        IR_STEP_HIT,      /* the hit that ends the ray (in *hit) */
        IR_STEP_DONE };   /* the ray left the volume (its translucent hits composited in *pt) */
 
-/* While walking, m->kb is one of these: the value of sample m->k unknown, or known (m->sa; a
- * run ended there). */
-enum { IR_STEP_WALK = -1, IR_STEP_WALK_KNOWN = -2 };
-
 /* The state of a ray that has not started: walking from the span's first sample. */
 static inline IR_HD ir_march_state ir_step_start(void) {
   ir_march_state m;
   m.k = 0;
-  m.kb = IR_STEP_WALK;
+  m.kb = -1;
   m.sa = 0.0f;
   return m;
 }
 
 static inline IR_HD int ir_step_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, ir_march_state *m,
                                    int budget, ir_paint *pt, float *first_t, ir_hit *hit, int mode) {
-  ir_walk w; /* found again from the ray's sample at its step's first run, then kept */
-  bool have_walk = false;
   for (;;) {
     if (m->kb < 0) {
       int32_t ka, kb;
-      if (!have_walk) w = ir_walk_at(p, r, s, m->k);
-      have_walk = true;
-      if (!ir_walk_next_run(p, r, s, &w, m->k, p->run_cells, &ka, &kb)) return IR_STEP_DONE;
+      if (!ir_next_run(p, r, s, m->k, p->run_cells, &ka, &kb)) return IR_STEP_DONE;
       if (kb > ka) {
-        *m = ir_march_begin_at(p, r, s, ka, kb, m->kb == IR_STEP_WALK_KNOWN && ka == m->k, m->sa);
+        *m = ir_march_begin(p, r, s, ka, kb);
       } else { /* an empty run: nothing to march (ir_march_run_as) */
         if (kb >= s->k_end) return IR_STEP_DONE;
-        m->kb = IR_STEP_WALK; /* kb > m->k (ir_next_run): its value is not known */
         m->k = kb;
         continue;
       }
@@ -873,8 +743,8 @@ static inline IR_HD int ir_step_as(const ir_trace_params *p, const ir_ray *r, co
     if (ir_march_part_as(p, r, s, m, &budget, pt, first_t, hit, mode | IR_TRACE_BOUNDED)) return IR_STEP_HIT;
     if (m->k <= m->kb) return IR_STEP_LIVE; /* paused inside the run */
     if (m->kb >= s->k_end) return IR_STEP_DONE;
-    m->k = m->kb; /* the walk resumes at the run's last sample, whose value m->sa is */
-    m->kb = IR_STEP_WALK_KNOWN;
+    m->k = m->kb; /* the walk resumes at the run's last sample */
+    m->kb = -1;
     if (budget <= 0) return IR_STEP_LIVE;
   }
 }
