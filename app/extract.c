@@ -320,8 +320,8 @@ int app_extract_main(int argc, char **argv) {
     return rc;
   }
   if (o.look.color_by == IR_COLOR_VOLUME) {
-    ir_volume_desc color_desc = o.volume;
-    color_desc.source = o.look.color_file;
+    ir_volume_desc color_desc = app_look_color_desc(&o.look, &o.volume);
+    color_desc.level = st.volume.level;
     if ((rc = cli_load_volume(&color_desc, &st.color_volume)) != 0) {
       release(&st);
       return rc;

@@ -123,6 +123,7 @@ __attribute__((format(printf, 1, 2))) static int bad_option(const char *format, 
 static int parse_options(int argc, char **argv, win_options *o) {
   *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_DEFAULT,
                      .vsync = -1, .bench_frames = 2000, .rate = 10.0};
+  o->volume.level = IR_LEVEL_AUTO; /* multiscale sources: the finest level the device holds */
   app_look_init(&o->look);
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i];
@@ -1161,8 +1162,8 @@ static void choose_isovalue(win_state *s, const win_options *o) {
  * be the main volume's (checked by the renderer). */
 static int load_color_volume(win_state *s, const win_options *o) {
   if (o->look.color_by != IR_COLOR_VOLUME) return 0;
-  ir_volume_desc desc = o->volume;
-  desc.source = o->look.color_file;
+  ir_volume_desc desc = app_look_color_desc(&o->look, &o->volume);
+  desc.level = s->volume.level; /* the level the volume was read at: the same dims */
   /* Dims first, from the header alone: a mismatch is refused before any voxel is read. */
   ir_volume_desc header = desc;
   header.header_only = true;
