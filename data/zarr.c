@@ -372,6 +372,7 @@ typedef struct zarr_job {
   const zarr_image *img;
   const ir_zarr_array *a;
   const char *name;
+  const char *where; /* the array's folder, for messages */
   size_t sel_lo[IR_ZARR_MAX_DIMS], sel_hi[IR_ZARR_MAX_DIMS]; /* array coordinates of the box */
   size_t grid_lo[IR_ZARR_MAX_DIMS], grid_n[IR_ZARR_MAX_DIMS]; /* chunk indices that meet it */
   size_t items;
@@ -504,7 +505,7 @@ static bool grow(unsigned char **buf, size_t *cap, size_t want) {
 }
 
 /* Reads a whole chunk file; *missing when there is none (the fill value). */
-static ir_status read_whole(const char *path, const char *key, size_t max, unsigned char **buf, size_t *cap, size_t *len,
+static ir_status read_whole(const char *path, const char *where, const char *key, size_t max, unsigned char **buf, size_t *cap, size_t *len,
                             bool *missing, char err[IR_ERR_LEN]) {
   *missing = false;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -513,23 +514,23 @@ static ir_status read_whole(const char *path, const char *key, size_t max, unsig
       *missing = true;
       return IR_OK;
     }
-    return ir_input_error(err, path, "chunk %s: cannot open: %s", key, strerror(errno));
+    return ir_input_error(err, where, "chunk %s: cannot open: %s", key, strerror(errno));
   }
   struct stat st;
   ir_status status = IR_OK;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) status = ir_input_error(err, path, "chunk %s: not a regular file", key);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) status = ir_input_error(err, where, "chunk %s: not a regular file", key);
   else if ((size_t)st.st_size > max)
-    status = ir_input_error(err, path, "chunk %s: %lld bytes, more than a chunk of these dims can be stored in", key,
+    status = ir_input_error(err, where, "chunk %s: %lld bytes, more than a chunk of these dims can be stored in", key,
                             (long long)st.st_size);
   else if (!grow(buf, cap, (size_t)st.st_size + 1)) {
-    ir_input_error(err, path, "out of host memory for chunk %s", key);
+    ir_input_error(err, where, "out of host memory for chunk %s", key);
     status = IR_ERR_RUNTIME;
   }
   size_t got = 0;
   while (status == IR_OK && got < (size_t)st.st_size) {
     ssize_t r = read(fd, *buf + got, (size_t)st.st_size - got);
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) status = ir_input_error(err, path, "chunk %s: read error", key);
+    if (r <= 0) status = ir_input_error(err, where, "chunk %s: read error", key);
     else got += (size_t)r;
   }
   close(fd);
@@ -537,13 +538,13 @@ static ir_status read_whole(const char *path, const char *key, size_t max, unsig
   return status;
 }
 
-static ir_status pread_exact(int fd, unsigned char *dst, size_t n, uint64_t at, const char *path, const char *key,
+static ir_status pread_exact(int fd, unsigned char *dst, size_t n, uint64_t at, const char *where, const char *key,
                              char err[IR_ERR_LEN]) {
   size_t got = 0;
   while (got < n) {
     ssize_t r = pread(fd, dst + got, n - got, (off_t)(at + got));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return ir_input_error(err, path, "shard %s: read error at byte %llu", key, (unsigned long long)(at + got));
+    if (r <= 0) return ir_input_error(err, where, "shard %s: read error at byte %llu", key, (unsigned long long)(at + got));
     got += (size_t)r;
   }
   return IR_OK;
@@ -558,12 +559,12 @@ static void fill_chunk(const ir_zarr_array *a, unsigned char *dst, size_t n) {
 }
 
 static ir_status decode_one(zarr_job *j, zarr_scratch *w, const unsigned char *src, size_t n, const size_t *shape,
-                            const size_t *origin, const char *path, const char *key, char err[IR_ERR_LEN]) {
+                            const size_t *origin, const char *where, const char *key, char err[IR_ERR_LEN]) {
   const ir_zarr_array *a = j->a;
   size_t bytes = chunk_elems(a, shape) * a->elem;
   char reason[IR_ERR_LEN];
   if (!ir_zarr_decode_bytes(a->codecs.compressor, a->codecs.crc32c, src, n, w->dec, bytes, w->zstd, reason))
-    return ir_input_error(err, path, "chunk %s: %s", key, reason);
+    return ir_input_error(err, where, "chunk %s: %s", key, reason);
   size_t placed = place(j, w->dec, shape, origin, j->swap);
   ir_progress_add(j->progress, placed);
   return IR_OK;
@@ -572,6 +573,7 @@ static ir_status decode_one(zarr_job *j, zarr_scratch *w, const unsigned char *s
 static ir_status read_shard(zarr_job *j, zarr_scratch *w, const char *path, const char *key, const size_t *origin,
                             char err[IR_ERR_LEN]) {
   const ir_zarr_array *a = j->a;
+  const char *where = j->where;
   size_t per[IR_ZARR_MAX_DIMS], count = 1;
   for (int k = 0; k < a->ndim; k++) {
     per[k] = a->chunk[k] / a->inner[k];
@@ -591,22 +593,22 @@ static ir_status read_shard(zarr_job *j, zarr_scratch *w, const char *path, cons
     }
     return IR_OK;
   }
-  if (fd < 0) return ir_input_error(err, path, "shard %s: cannot open: %s", key, strerror(errno));
+  if (fd < 0) return ir_input_error(err, where, "shard %s: cannot open: %s", key, strerror(errno));
   struct stat st;
   ir_status status = IR_OK;
   size_t index_bytes = count * 16 + (a->index_crc32c ? 4 : 0);
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) status = ir_input_error(err, path, "shard %s: not a regular file", key);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) status = ir_input_error(err, where, "shard %s: not a regular file", key);
   else if ((size_t)st.st_size < index_bytes)
-    status = ir_input_error(err, path, "shard %s: %lld bytes, too short for its index of %zu", key, (long long)st.st_size,
+    status = ir_input_error(err, where, "shard %s: %lld bytes, too short for its index of %zu", key, (long long)st.st_size,
                             index_bytes);
   if (status == IR_OK) {
     size_t at = a->index_at_start ? 0 : (size_t)st.st_size - index_bytes;
-    status = pread_exact(fd, w->index, index_bytes, at, path, key, err);
+    status = pread_exact(fd, w->index, index_bytes, at, where, key, err);
   }
   char reason[IR_ERR_LEN];
   if (status == IR_OK &&
       !ir_zarr_parse_shard_index(a, w->index, index_bytes, count, (size_t)st.st_size, w->offsets, w->sizes, reason))
-    status = ir_input_error(err, path, "shard %s: %s", key, reason);
+    status = ir_input_error(err, where, "shard %s: %s", key, reason);
   for (size_t i = 0; i < count && status == IR_OK && !atomic_load(&j->failed); i++) {
     size_t at[IR_ZARR_MAX_DIMS], r = i;
     bool meets = true;
@@ -624,17 +626,17 @@ static ir_status read_shard(zarr_job *j, zarr_scratch *w, const char *path, cons
       continue;
     }
     if (w->sizes[i] > max_stored(inner_elems * a->elem) + 4) {
-      status = ir_input_error(err, path, "chunk %s: %llu bytes, more than a chunk of these dims can be stored in", inner_key,
+      status = ir_input_error(err, where, "chunk %s: %llu bytes, more than a chunk of these dims can be stored in", inner_key,
                               (unsigned long long)w->sizes[i]);
       break;
     }
     if (!grow(&w->raw, &w->raw_cap, (size_t)w->sizes[i] + 1)) {
-      ir_input_error(err, path, "out of host memory for chunk %s", inner_key);
+      ir_input_error(err, where, "out of host memory for chunk %s", inner_key);
       status = IR_ERR_RUNTIME;
       break;
     }
-    status = pread_exact(fd, w->raw, (size_t)w->sizes[i], w->offsets[i], path, key, err);
-    if (status == IR_OK) status = decode_one(j, w, w->raw, (size_t)w->sizes[i], a->inner, at, path, inner_key, err);
+    status = pread_exact(fd, w->raw, (size_t)w->sizes[i], w->offsets[i], where, key, err);
+    if (status == IR_OK) status = decode_one(j, w, w->raw, (size_t)w->sizes[i], a->inner, at, where, inner_key, err);
     if (j->probing) break; /* one inner chunk tells whether the codecs are right */
   }
   close(fd);
@@ -655,14 +657,14 @@ static ir_status read_item(zarr_job *j, zarr_scratch *w, size_t item, const char
   if (a->sharded) return read_shard(j, w, path, key, origin, err);
   size_t elems = chunk_elems(a, a->chunk), len = 0;
   bool missing = false;
-  ir_status st = read_whole(path, key, max_stored(elems * a->elem) + 4, &w->raw, &w->raw_cap, &len, &missing, err);
+  ir_status st = read_whole(path, j->where, key, max_stored(elems * a->elem) + 4, &w->raw, &w->raw_cap, &len, &missing, err);
   if (st != IR_OK) return st;
   if (missing) {
     fill_chunk(a, w->fill, elems);
     ir_progress_add(j->progress, place(j, w->fill, a->chunk, origin, false));
     return IR_OK;
   }
-  return decode_one(j, w, w->raw, len, a->chunk, origin, path, key, err);
+  return decode_one(j, w, w->raw, len, a->chunk, origin, j->where, key, err);
 }
 
 static void scratch_free(zarr_scratch *w) {
@@ -841,6 +843,7 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   j->img = &img;
   j->a = a;
   j->name = ir_display_name(src);
+  j->where = img.levels[level].dir;
   j->items = 1;
   for (int k = 0; k < a->ndim; k++) {
     ir_zarr_role r = img.role[k];
