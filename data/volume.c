@@ -517,14 +517,6 @@ static ir_status load_volume(const ir_volume_desc *desc, ir_volume *out, char er
     snprintf(err, IR_ERR_LEN, "no volume given: name a file or builtin:NAME[:N]");
     return IR_ERR_INPUT;
   }
-  if (strncmp(src, "builtin:", 8) == 0) {
-    if (desc->series || desc->array)
-      return ir_input_error(err, src, "%s is for %s; a builtin volume has none",
-                            desc->series ? "--series" : "--array",
-                            desc->series ? "DICOM folders" : ".vti files");
-    return ir_load_builtin(desc, out, err);
-  }
-
   /* Chunked arrays: the level, channel and time step pick what is read; elsewhere they are
    * refused (--level auto, the renderer's default, means the one level there is). */
   bool chunked = ir_is_zarr_source(src) || ir_is_hdf5_source(src);
@@ -535,6 +527,13 @@ static ir_status load_volume(const ir_volume_desc *desc, ir_volume *out, char er
     return ir_input_error(err, src, "--dims, --type, --endian, --series and --array are not for %s sources "
                           "(their metadata give them)", ir_is_hdf5_source(src) ? "HDF5" : "Zarr");
   if (chunked) return ir_is_hdf5_source(src) ? ir_load_hdf5(desc, out, err) : ir_load_zarr(desc, out, err);
+  if (strncmp(src, "builtin:", 8) == 0) {
+    if (desc->series || desc->array)
+      return ir_input_error(err, src, "%s is for %s; a builtin volume has none",
+                            desc->series ? "--series" : "--array",
+                            desc->series ? "DICOM folders" : ".vti files");
+    return ir_load_builtin(desc, out, err);
+  }
 
   static const struct {
     const char *suffix;
