@@ -380,6 +380,10 @@ typedef struct zarr_job {
   unsigned char *dst;
   bool swap;
   bool probing;      /* decode, copy nothing: the check before the volume is allocated */
+  bool scan;         /* the samples are the voxels: scan their range while placing them */
+  ir_voxel_type voxel_type;
+  double lo, hi;     /* the threads' ranges merged */
+  size_t nonfinite;
   atomic_size_t next;
   atomic_bool failed;
   pthread_mutex_t lock;
@@ -389,6 +393,8 @@ typedef struct zarr_job {
 } zarr_job;
 
 typedef struct zarr_scratch {
+  double lo, hi;    /* the value range of the voxels this thread placed (native types) */
+  size_t nonfinite;
   unsigned char *raw, *dec, *fill;
   size_t raw_cap;
   void *zstd;
@@ -466,7 +472,10 @@ static void copy_run(unsigned char *dst, const unsigned char *src, size_t n, siz
 
 /* Copies the part of a decoded chunk (shape `shape`, first element at array coordinates
  * `origin`, elements in the codecs' order) inside the box into the volume; returns its bytes. */
-static size_t place(zarr_job *j, const unsigned char *chunk, const size_t *shape, const size_t *origin, bool swap) {
+/* The range is scanned row by row as each is copied, while it is in cache, instead of in a
+ * pass over the whole volume afterwards. */
+static size_t place(zarr_job *j, zarr_scratch *w, const unsigned char *chunk, const size_t *shape, const size_t *origin,
+                    bool swap) {
   const ir_zarr_array *a = j->a;
   if (j->probing) return 0;
   size_t stride[IR_ZARR_MAX_DIMS], lo[IR_ZARR_MAX_DIMS], hi[IR_ZARR_MAX_DIMS];
@@ -491,6 +500,14 @@ static size_t place(zarr_job *j, const unsigned char *chunk, const size_t *shape
       size_t src = base + (z - lo[az]) * stride[az] + (y - lo[ay]) * stride[ay];
       size_t dst = ((z - j->box_off[2]) * j->box[1] + (y - j->box_off[1])) * j->box[0] + (lo[ax] - j->box_off[0]);
       copy_run(j->dst + dst * elem, chunk + src * elem, nx, stride[ax], elem, swap);
+      if (j->scan) {
+        double l, h;
+        size_t bad;
+        ir_scan_range(j->dst, j->voxel_type, dst, dst + nx, &l, &h, &bad);
+        w->lo = l < w->lo ? l : w->lo;
+        w->hi = h > w->hi ? h : w->hi;
+        w->nonfinite += bad;
+      }
     }
   return nx * (hi[ay] - lo[ay]) * (hi[az] - lo[az]) * elem;
 }
@@ -565,7 +582,7 @@ static ir_status decode_one(zarr_job *j, zarr_scratch *w, const unsigned char *s
   char reason[IR_ERR_LEN];
   if (!ir_zarr_decode_bytes(a->codecs.compressor, a->codecs.crc32c, src, n, w->dec, bytes, w->zstd, reason))
     return ir_input_error(err, where, "chunk %s: %s", key, reason);
-  size_t placed = place(j, w->dec, shape, origin, j->swap);
+  size_t placed = place(j, w, w->dec, shape, origin, j->swap);
   ir_progress_add(j->progress, placed);
   return IR_OK;
 }
@@ -589,7 +606,7 @@ static ir_status read_shard(zarr_job *j, zarr_scratch *w, const char *path, cons
         at[k] = origin[k] + (r % per[k]) * a->inner[k];
         r /= per[k];
       }
-      ir_progress_add(j->progress, place(j, w->fill, a->inner, at, false));
+      ir_progress_add(j->progress, place(j, w, w->fill, a->inner, at, false));
     }
     return IR_OK;
   }
@@ -622,7 +639,7 @@ static ir_status read_shard(zarr_job *j, zarr_scratch *w, const char *path, cons
     snprintf(inner_key, sizeof inner_key, "%s (inner chunk %zu)", key, i);
     if (w->offsets[i] == UINT64_MAX && w->sizes[i] == UINT64_MAX) {
       fill_chunk(a, w->fill, inner_elems);
-      ir_progress_add(j->progress, place(j, w->fill, a->inner, at, false));
+      ir_progress_add(j->progress, place(j, w, w->fill, a->inner, at, false));
       continue;
     }
     if (w->sizes[i] > max_stored(inner_elems * a->elem) + 4) {
@@ -661,7 +678,7 @@ static ir_status read_item(zarr_job *j, zarr_scratch *w, size_t item, const char
   if (st != IR_OK) return st;
   if (missing) {
     fill_chunk(a, w->fill, elems);
-    ir_progress_add(j->progress, place(j, w->fill, a->chunk, origin, false));
+    ir_progress_add(j->progress, place(j, w, w->fill, a->chunk, origin, false));
     return IR_OK;
   }
   return decode_one(j, w, w->raw, len, a->chunk, origin, j->where, key, err);
@@ -680,6 +697,8 @@ static void scratch_free(zarr_scratch *w) {
 
 static bool scratch_init(const ir_zarr_array *a, zarr_scratch *w) {
   memset(w, 0, sizeof *w);
+  w->lo = INFINITY;
+  w->hi = -INFINITY;
   const size_t *shape = a->sharded ? a->inner : a->chunk;
   size_t bytes = chunk_elems(a, shape) * a->elem;
   w->dec = malloc(bytes);
@@ -723,6 +742,11 @@ static void worker(void *ctx, size_t begin, size_t end, int index) {
       break;
     }
   }
+  pthread_mutex_lock(&j->lock);
+  j->lo = w.lo < j->lo ? w.lo : j->lo;
+  j->hi = w.hi > j->hi ? w.hi : j->hi;
+  j->nonfinite += w.nonfinite;
+  pthread_mutex_unlock(&j->lock);
   scratch_free(&w);
 }
 
@@ -891,6 +915,10 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   }
   if (status == IR_OK) {
     j->dst = samples;
+    j->scan = native;
+    j->voxel_type = out->type;
+    j->lo = INFINITY;
+    j->hi = -INFINITY;
     ir_progress progress;
     ir_progress_begin(&progress, desc, j->name, bytes);
     j->progress = &progress;
@@ -929,7 +957,8 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
     size_t used = strlen(out->note);
     snprintf(out->note + used, sizeof out->note - used, "%s%s", used ? "; " : "", note);
   }
-  ir_volume_finish(out, ir_display_name(src));
+  if (native) ir_volume_finish_with_range(out, ir_display_name(src), j->lo, j->hi, j->nonfinite);
+  else ir_volume_finish(out, ir_display_name(src));
   if (desc->header_only) {
     free(out->voxels);
     out->voxels = NULL;
