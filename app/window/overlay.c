@@ -117,6 +117,7 @@ static void main_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   if (!info->look) add_line(lines, "iso %.6g", info->isovalue);
   add_line(lines, "%.40s", v->name);
   add_line(lines, "%zux%zux%zu %s", v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type));
+  if (v->level_count > 1) add_line(lines, "level %d of %d (0 the finest; --level)", v->level, v->level_count);
   add_line(lines, "res %dx%d", info->render_width, info->render_height);
   char generated[16], hit[16];
   short_count(info->last.rays_generated, generated);
