@@ -284,7 +284,8 @@ static ir_status parse_v2(const cJSON *root, const char *path, ir_zarr_array *a,
   a->ndim = cJSON_GetArraySize(shape);
   if (a->ndim < 1 || a->ndim > IR_ZARR_MAX_DIMS)
     return ir_input_error(err, path, "%d dimensions: 3 to 5 are read", a->ndim);
-  if (!size_list(shape, a->ndim, 0, a->shape)) return ir_input_error(err, path, "shape: expected whole numbers");
+  if (!size_list(shape, a->ndim, 1, a->shape))
+    return ir_input_error(err, path, "shape: expected whole numbers of 1 or more (an empty array has nothing to draw)");
   if (!size_list(member(root, "chunks"), a->ndim, 1, a->chunk))
     return ir_input_error(err, path, "chunks: expected %d whole numbers of 1 or more", a->ndim);
   const cJSON *dtype = member(root, "dtype");
@@ -331,7 +332,8 @@ static ir_status parse_v3(const cJSON *root, const char *path, ir_zarr_array *a,
   a->ndim = cJSON_GetArraySize(shape);
   if (a->ndim < 1 || a->ndim > IR_ZARR_MAX_DIMS)
     return ir_input_error(err, path, "%d dimensions: 3 to 5 are read", a->ndim);
-  if (!size_list(shape, a->ndim, 0, a->shape)) return ir_input_error(err, path, "shape: expected whole numbers");
+  if (!size_list(shape, a->ndim, 1, a->shape))
+    return ir_input_error(err, path, "shape: expected whole numbers of 1 or more (an empty array has nothing to draw)");
   const cJSON *grid = member(root, "chunk_grid");
   const cJSON *gname = member(grid, "name");
   if (!cJSON_IsString(gname) || strcmp(gname->valuestring, "regular") != 0)
