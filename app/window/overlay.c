@@ -172,7 +172,7 @@ static const char *const HELP[][2] = {
     {"B / Shift+B", "clip box / next face"},    {"Shift+left drag", "move the box face"},
     {"L / Shift+L", "clip plane / face the view"}, {"Shift+right drag", "move the plane"},
     {"K", "colour by surface/gradient/volume"}, {"M / Shift+M", "next / previous colour map"},
-    {"R", "reset view"},
+    {"R", "reset view"},              {"- / =", "coarser / finer level (OME-Zarr)"},
     {"U", "flip the view (up axis)"}, {"Shift+U", "next up axis"},
     {"S or F12", "screenshot"},      {"E", "surfaces as a mesh"},      {"F", "overlay on/off"},      {"H", "this help"},
     {"Esc or Q", "quit"},
