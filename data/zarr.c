@@ -17,8 +17,11 @@
  * Samples of types other than the four voxel types are decoded into a buffer of their own type
  * and converted as the other readers do (ir_volume_from_samples).
  *
- * What this file does not do: stream pieces to a sink (chunks arrive in no row order), or read
- * Zarr stores other than folders (zip, HTTP). */
+ * A whole volume of a voxel type streams to desc->sink in z slabs one chunk deep, each passed on
+ * when its last chunk is placed (the items run x fastest, then y, then z, so slabs complete
+ * roughly in order).
+ *
+ * What this file does not do: read Zarr stores other than folders (zip, HTTP). */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -384,6 +387,11 @@ typedef struct zarr_job {
   ir_voxel_type voxel_type;
   double lo, hi;     /* the threads' ranges merged */
   size_t nonfinite;
+  /* Streaming to desc->sink: the volume's z slabs of one chunk row each (whole slices), passed
+   * on as soon as every chunk of the slab is placed. */
+  const ir_volume_sink *sink;
+  atomic_size_t *slab_done; /* chunks placed, per slab */
+  size_t slab_chunks;       /* chunks a slab has */
   atomic_size_t next;
   atomic_bool failed;
   pthread_mutex_t lock;
@@ -717,6 +725,23 @@ static bool scratch_init(const ir_zarr_array *a, zarr_scratch *w) {
   return ok;
 }
 
+/* One more chunk of item's slab is placed: the whole slab goes to the sink when it was the last. */
+static ir_status slab_progress(zarr_job *j, size_t item, char err[IR_ERR_LEN]) {
+  const ir_zarr_array *a = j->a;
+  int az = j->img->axis_of[IR_ZARR_Z];
+  size_t rest = item, slab = 0;
+  for (int k = a->ndim - 1; k >= 0; k--) {
+    if (k == az) slab = rest % j->grid_n[k];
+    rest /= j->grid_n[k];
+  }
+  if (atomic_fetch_add(&j->slab_done[slab], 1) + 1 != j->slab_chunks) return IR_OK;
+  size_t z0 = (j->grid_lo[az] + slab) * a->chunk[az], z1 = z0 + a->chunk[az];
+  if (z1 > j->box[2]) z1 = j->box[2];
+  size_t slice = j->box[0] * j->box[1] * a->elem;
+  ir_volume_piece piece = {z0 * slice, (z1 - z0) * slice, z0 * j->box[1], (z1 - z0) * j->box[1]};
+  return j->sink->piece(j->sink->ctx, &piece, j->dst + piece.offset, err);
+}
+
 typedef struct zarr_run {
   zarr_job *job;
   const char *dir;
@@ -737,6 +762,7 @@ static void worker(void *ctx, size_t begin, size_t end, int index) {
     size_t item = atomic_fetch_add(&j->next, 1);
     if (item >= j->items) break;
     ir_status st = read_item(j, &w, item, run->dir, err);
+    if (st == IR_OK && j->sink) st = slab_progress(j, item, err);
     if (st != IR_OK) {
       job_fail(j, st, err);
       break;
@@ -851,6 +877,7 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
     float ones[3] = {1, 1, 1};
     ir_volume_header_only(out, dims, shown, ones, ir_display_name(src));
     describe(&img, level, desc, out);
+    out->streamable = native && !ir_region_is_partial(dims, size);
     if (note[0]) snprintf(out->note, sizeof out->note, "%s", note);
     image_free(&img);
     return IR_OK;
@@ -915,6 +942,16 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   }
   if (status == IR_OK) {
     j->dst = samples;
+    /* Whole-volume reads of the voxel types stream (boxes and converted types do not). */
+    if (native && desc->sink && desc->sink->piece && !ir_region_is_partial(dims, size)) {
+      int az = img.axis_of[IR_ZARR_Z];
+      j->slab_chunks = j->items / j->grid_n[az];
+      j->slab_done = calloc(j->grid_n[az], sizeof *j->slab_done);
+      if (j->slab_done) {
+        for (size_t k = 0; k < j->grid_n[az]; k++) atomic_init(&j->slab_done[k], 0);
+        j->sink = desc->sink;
+      }
+    }
     j->scan = native;
     j->voxel_type = out->type;
     j->lo = INFINITY;
@@ -930,7 +967,9 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
       status = j->status;
       snprintf(err, IR_ERR_LEN, "%s", j->err);
     }
+    out->streamed = status == IR_OK && j->sink != NULL;
   }
+  free(j->slab_done);
   pthread_mutex_destroy(&j->lock);
   if (status == IR_OK && !native) {
     out->voxels = NULL;

@@ -6,6 +6,7 @@
  * chunk, before the volume is allocated; the program's info, and a headless CPU picture equal
  * to the raw volume's. */
 #include <math.h>
+#include <pthread.h>
 
 #include "data/zarr.h"
 #include "tests/data/data_test_util.h"
@@ -125,6 +126,51 @@ static void test_region_of_a_sharded_array(void) {
       for (size_t x = 0; x < 9; x++) wrong += ir_volume_value_at(&v, x, y, z) != value(x + 3, y + 4, z + 5, 0, 0);
   CHECK_MSG(wrong == 0, "%zu voxels wrong", wrong);
   ir_volume_free(&v);
+}
+
+/* A sink sees every z slab once, whole slices, with its final voxels, while the load runs. */
+typedef struct slab_sink {
+  unsigned char *copy;
+  size_t bytes, pieces, slice_rows;
+  bool whole_slices;
+  pthread_mutex_t lock;
+} slab_sink;
+
+static ir_status take_slab(void *ctx, const ir_volume_piece *p, const void *voxels, char err[IR_ERR_LEN]) {
+  (void)err;
+  slab_sink *k = ctx;
+  pthread_mutex_lock(&k->lock);
+  memcpy(k->copy + p->offset, voxels, p->bytes);
+  k->bytes += p->bytes;
+  k->pieces++;
+  k->whole_slices = k->whole_slices && p->row % k->slice_rows == 0 && p->rows % k->slice_rows == 0;
+  pthread_mutex_unlock(&k->lock);
+  return IR_OK;
+}
+
+static void test_whole_slabs_stream_to_a_sink(void) {
+  static const char *const names[] = {"v2_blosc_lz4_bitshuffle.zarr", "v3_sharded.zarr", "v2_missing_chunks.zarr"};
+  for (size_t i = 0; i < 3; i++) {
+    slab_sink k = {.copy = calloc(NX * NY * NZ, 2), .slice_rows = NY, .whole_slices = true};
+    pthread_mutex_init(&k.lock, NULL);
+    ir_volume_sink sink = {take_slab, &k};
+    ir_volume v, head;
+    char err[IR_ERR_LEN] = "";
+    CHECK_MSG(load_desc(names[i], (ir_volume_desc){.header_only = true}, &head, err) == IR_OK, "%s", err);
+    CHECK(head.streamable);
+    CHECK_MSG(load_desc(names[i], (ir_volume_desc){.sink = &sink, .io_threads = 3}, &v, err) == IR_OK, "%s", err);
+    CHECK(v.streamed);
+    CHECK_EQ_INT(k.bytes, v.bytes);
+    CHECK(k.whole_slices && k.pieces >= 2);
+    CHECK(memcmp(k.copy, v.voxels, v.bytes) == 0);
+    ir_volume_free(&v);
+    /* A box does not stream. */
+    CHECK_MSG(load_desc(names[i], (ir_volume_desc){.sink = &sink, .region_size = {4, 4, 4}}, &v, err) == IR_OK, "%s", err);
+    CHECK(!v.streamed);
+    ir_volume_free(&v);
+    pthread_mutex_destroy(&k.lock);
+    free(k.copy);
+  }
 }
 
 static void test_ome_04_levels_axes_time_and_channels(void) {
@@ -391,6 +437,7 @@ int main(void) {
   RUN(test_v2_missing_chunks_are_the_fill_value);
   RUN(test_v3_codecs_transpose_crc32c_sharding_and_keys);
   RUN(test_region_of_a_sharded_array);
+  RUN(test_whole_slabs_stream_to_a_sink);
   RUN(test_ome_04_levels_axes_time_and_channels);
   RUN(test_ome_04_time_axis_is_a_series);
   RUN(test_ome_05_sharded_levels_and_auto);
