@@ -579,8 +579,17 @@ static ir_status pread_exact(int fd, unsigned char *dst, size_t n, uint64_t at, 
  * is not a chunk of these dims. */
 static size_t max_stored(size_t bytes) { return bytes + bytes / 8 + ((size_t)1 << 16); }
 
-static void fill_chunk(const ir_zarr_array *a, unsigned char *dst, size_t n) {
-  for (size_t i = 0; i < n; i++) memcpy(dst + i * a->elem, a->fill, a->elem);
+/* The fill value's chunk, made at the first missing chunk (most arrays have none). */
+static const unsigned char *fill_chunk(const ir_zarr_array *a, zarr_scratch *w) {
+  if (!w->fill) {
+    const size_t *shape = a->sharded ? a->inner : a->chunk;
+    size_t n = 1;
+    for (int k = 0; k < a->ndim; k++) n *= shape[k];
+    w->fill = malloc(n * a->elem);
+    if (!w->fill) return NULL;
+    for (size_t i = 0; i < n; i++) memcpy(w->fill + i * a->elem, a->fill, a->elem);
+  }
+  return w->fill;
 }
 
 static ir_status decode_one(zarr_job *j, zarr_scratch *w, const unsigned char *src, size_t n, const size_t *shape,
@@ -607,7 +616,7 @@ static ir_status read_shard(zarr_job *j, zarr_scratch *w, const char *path, cons
   size_t inner_elems = chunk_elems(a, a->inner);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) {
-    fill_chunk(a, w->fill, inner_elems);
+    if (!fill_chunk(a, w)) return ir_input_error(err, where, "out of host memory for the fill value's chunk"), IR_ERR_RUNTIME;
     for (size_t i = 0; i < count; i++) {
       size_t at[IR_ZARR_MAX_DIMS], r = i;
       for (int k = a->ndim - 1; k >= 0; k--) {
@@ -646,7 +655,11 @@ static ir_status read_shard(zarr_job *j, zarr_scratch *w, const char *path, cons
     char inner_key[300];
     snprintf(inner_key, sizeof inner_key, "%s (inner chunk %zu)", key, i);
     if (w->offsets[i] == UINT64_MAX && w->sizes[i] == UINT64_MAX) {
-      fill_chunk(a, w->fill, inner_elems);
+      if (!fill_chunk(a, w)) {
+        ir_input_error(err, where, "out of host memory for the fill value's chunk");
+        status = IR_ERR_RUNTIME;
+        break;
+      }
       ir_progress_add(j->progress, place(j, w, w->fill, a->inner, at, false));
       continue;
     }
@@ -685,7 +698,7 @@ static ir_status read_item(zarr_job *j, zarr_scratch *w, size_t item, const char
   ir_status st = read_whole(path, j->where, key, max_stored(elems * a->elem) + 4, &w->raw, &w->raw_cap, &len, &missing, err);
   if (st != IR_OK) return st;
   if (missing) {
-    fill_chunk(a, w->fill, elems);
+    if (!fill_chunk(a, w)) return ir_input_error(err, j->where, "out of host memory for the fill value's chunk"), IR_ERR_RUNTIME;
     ir_progress_add(j->progress, place(j, w, w->fill, a->chunk, origin, false));
     return IR_OK;
   }
@@ -710,9 +723,8 @@ static bool scratch_init(const ir_zarr_array *a, zarr_scratch *w) {
   const size_t *shape = a->sharded ? a->inner : a->chunk;
   size_t bytes = chunk_elems(a, shape) * a->elem;
   w->dec = malloc(bytes);
-  w->fill = malloc(bytes);
   w->zstd = ir_zarr_zstd_context();
-  bool ok = w->dec && w->fill;
+  bool ok = w->dec != NULL;
   if (a->sharded) {
     size_t count = 1;
     for (int k = 0; k < a->ndim; k++) count *= a->chunk[k] / a->inner[k];
@@ -910,6 +922,9 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   pthread_mutex_init(&j->lock, NULL);
   size_t elems = size[0] * size[1] * size[2], bytes = 0;
   if (!ir_sample_byte_count(size, a->sample, &bytes, src, err)) status = IR_ERR_INPUT;
+  /* The volume's memory is checked first (no allocation yet), so that dims too large for it are
+   * refused before even a chunk's buffers are taken. */
+  if (status == IR_OK) status = ir_check_memory(bytes, desc, src, err);
   /* One chunk first, decoded and dropped: metadata that lie about the chunks (another size,
    * another codec) are refused before the volume's memory is taken. */
   zarr_run run = {j, img.levels[level].dir};

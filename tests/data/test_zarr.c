@@ -257,7 +257,8 @@ static void test_ome_05_sharded_levels_and_auto(void) {
 }
 
 /* Broken chunks: exit 2, one line naming the chunk key and the reason; checked before the
- * volume's memory (a memory figure too small for the volume would otherwise speak first). */
+ * volume is allocated (with memory for the volume and no more, the chunk still speaks first;
+ * with too little, the memory check does, before any chunk is read). */
 static void test_broken_chunks_name_the_key(void) {
   static const struct {
     const char *name, *key, *reason;
@@ -278,9 +279,12 @@ static void test_broken_chunks_name_the_key(void) {
   }
   ir_volume v;
   char err[IR_ERR_LEN] = "";
-  ir_status st = load_desc("bad_chunk_shape.zarr", (ir_volume_desc){.available_bytes_override = 16}, &v, err);
+  ir_status st = load_desc("bad_chunk_shape.zarr", (ir_volume_desc){.available_bytes_override = 4000}, &v, err);
   CHECK(st == IR_ERR_INPUT);
   CHECK_STR_CONTAINS(err, "chunk 0.0.0");
+  st = load_desc("bad_chunk_shape.zarr", (ir_volume_desc){.available_bytes_override = 16}, &v, err);
+  CHECK(st == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "needs 3360 bytes");
 }
 
 /* A copy of a sample in the scratch folder, for damaging. */
