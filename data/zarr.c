@@ -494,12 +494,25 @@ static size_t place(zarr_job *j, zarr_scratch *w, const unsigned char *chunk, co
     s *= shape[axis];
   }
   size_t base = 0;
+  bool whole = !swap; /* the whole chunk lands in the volume, in host order */
   for (int k = 0; k < a->ndim; k++) {
     lo[k] = origin[k] > j->sel_lo[k] ? origin[k] : j->sel_lo[k];
     size_t end = origin[k] + shape[k];
     hi[k] = end < j->sel_hi[k] ? end : j->sel_hi[k];
     if (lo[k] >= hi[k]) return 0;
     base += (lo[k] - origin[k]) * stride[k];
+    whole = whole && lo[k] == origin[k] && hi[k] == end;
+  }
+  /* A chunk that lands whole: its range in one pass over the contiguous buffer (a call a row
+   * costs more than the scan itself on short rows). */
+  bool row_scan = j->scan && !whole;
+  if (j->scan && whole) {
+    double l, h;
+    size_t bad;
+    ir_scan_range(chunk, j->voxel_type, 0, s, &l, &h, &bad);
+    w->lo = l < w->lo ? l : w->lo;
+    w->hi = h > w->hi ? h : w->hi;
+    w->nonfinite += bad;
   }
   int ax = j->img->axis_of[IR_ZARR_X], ay = j->img->axis_of[IR_ZARR_Y], az = j->img->axis_of[IR_ZARR_Z];
   size_t nx = hi[ax] - lo[ax], elem = a->elem;
@@ -508,7 +521,7 @@ static size_t place(zarr_job *j, zarr_scratch *w, const unsigned char *chunk, co
       size_t src = base + (z - lo[az]) * stride[az] + (y - lo[ay]) * stride[ay];
       size_t dst = ((z - j->box_off[2]) * j->box[1] + (y - j->box_off[1])) * j->box[0] + (lo[ax] - j->box_off[0]);
       copy_run(j->dst + dst * elem, chunk + src * elem, nx, stride[ax], elem, swap);
-      if (j->scan) {
+      if (row_scan) {
         double l, h;
         size_t bad;
         ir_scan_range(j->dst, j->voxel_type, dst, dst + nx, &l, &h, &bad);
