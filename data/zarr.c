@@ -933,7 +933,7 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   memcpy(j->box, size, sizeof size);
   j->swap = a->elem > 1 && a->codecs.big_endian != ir_host_is_big_endian();
   pthread_mutex_init(&j->lock, NULL);
-  size_t elems = size[0] * size[1] * size[2], bytes = 0;
+  size_t bytes = 0;
   if (!ir_sample_byte_count(size, a->sample, &bytes, src, err)) status = IR_ERR_INPUT;
   /* The volume's memory is checked first (no allocation yet), so that dims too large for it are
    * refused before even a chunk's buffers are taken. */
@@ -1014,7 +1014,6 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
     image_free(&img);
     return status;
   }
-  (void)elems;
   memcpy(out->full_dims, dims, sizeof out->full_dims);
   memcpy(out->origin, off, sizeof out->origin);
   for (int k = 0; k < 3; k++) out->spacing[k] = 1.0f;

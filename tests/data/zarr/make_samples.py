@@ -42,13 +42,13 @@ def fresh(name):
     return path
 
 
-def v2(name, dtype="<u2", chunks=(4, 5, 6), **kw):
+def v2(name, dtype="<u2", chunks=(4, 7, 8), **kw):
     z = zarr.open_array(fresh(name), mode="w", shape=(NZ, NY, NX), dtype=dtype, chunks=chunks,
                         zarr_format=2, **kw)
     z[:] = volume(dtype)
 
 
-def v3(name, dtype="uint16", chunks=(4, 5, 6), **kw):
+def v3(name, dtype="uint16", chunks=(4, 7, 8), **kw):
     z = zarr.create_array(fresh(name), shape=(NZ, NY, NX), dtype=dtype, chunks=chunks,
                           zarr_format=3, **kw)
     z[:] = volume(dtype)
@@ -66,7 +66,7 @@ v2("v2_gzip_big_endian.zarr", dtype=">u2", compressor=numcodecs.GZip())
 for dt in ["|i1", "|u1", "<i2", "<i4", "<u4", ">i8", "<u8", "<f4", ">f4", "<f8"]:
     v2("v2_dtype_%s%s.zarr" % (np.dtype(dt).name, "_be" if dt[0] == ">" else ""), dtype=dt, compressor=None)
 z = zarr.open_array(fresh("v2_missing_chunks.zarr"), mode="w", shape=(NZ, NY, NX), dtype="<u2",
-                    chunks=(4, 5, 6), zarr_format=2, fill_value=9, compressor=numcodecs.Zlib())
+                    chunks=(4, 7, 8), zarr_format=2, fill_value=9, compressor=numcodecs.Zlib())
 z[0:4, 0:5, 0:6] = volume("<u2")[0:4, 0:5, 0:6]
 
 v3("v3_blosc.zarr", compressors=[BloscCodec(cname="lz4", shuffle="bitshuffle")])
@@ -83,7 +83,7 @@ g = zarr.open_group(root, mode="w", zarr_format=2)
 levels, shape = [], (NZ, NY, NX)
 for level, (fz, fy, fx) in enumerate([(1, 1, 1), (1, 2, 2), (2, 4, 4)]):
     data = np.stack([np.stack([volume("<u2", t, c)[::fz, ::fy, ::fx] for c in range(2)]) for t in range(3)])
-    a = g.create_array(str(level), shape=data.shape, dtype="<u2", chunks=(1, 1, 4, 5, 6),
+    a = g.create_array(str(level), shape=data.shape, dtype="<u2", chunks=(1, 1, 4, 7, 8),
                        compressors=[Blosc(cname="lz4", shuffle=Blosc.SHUFFLE)])
     a[:] = data
     levels.append({"path": str(level), "coordinateTransformations": [
@@ -123,7 +123,7 @@ open(chunk, "wb").write(data[: len(data) // 2])
 v2("bad_chunk_shape.zarr", compressor=numcodecs.Zlib())
 meta = os.path.join(HERE, "bad_chunk_shape.zarr", ".zarray")
 m = json.load(open(meta))
-m["chunks"] = [4, 5, 7]
+m["chunks"] = [4, 7, 9]
 json.dump(m, open(meta, "w"), indent=4)
 
 # HDF5: a volume with element_size_um, chunked and gzip-compressed; a 4-D time series; a file of
