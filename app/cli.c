@@ -17,9 +17,14 @@ void cli_print_volume_options(FILE *to) {
         "  --series UID         DICOM folder of several series: the one to load (default: the\n"
         "                       largest; the others are listed)\n"
         "  --array NAME         .vti: the point data array (default: the active scalars)\n"
+        "  --level N|auto       OME-Zarr: the multiscale level, 0 the finest (default: auto when\n"
+        "                       drawing, the finest that fits the device's memory; 0 for info)\n"
+        "  --channel N          OME-Zarr, Zarr: the channel (default 0)\n"
         "VOLUME is a file (.raw, .raw.gz, .nrrd, .nhdr, .mhd, .mha, .nii, .nii.gz, .dat, .vti,\n"
         ".tif, .tiff, .dcm or any DICOM file), a folder of DICOM files or TIFF slices, a TIFF\n"
-        "slice pattern (slice_%03d.tif) or builtin:NAME[:N] (N up to 2048)",
+        "slice pattern (slice_%03d.tif), a Zarr v2/v3 array or OME-Zarr image (a folder), an\n"
+        "HDF5 dataset (file.h5:/path, or file.h5 holding one 3-D dataset) or builtin:NAME[:N]\n"
+        "(N up to 2048)",
         to);
   const char *const *names = ir_builtin_names();
   fputs(" with NAME one of:", to);

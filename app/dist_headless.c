@@ -123,12 +123,19 @@ static int run(ir_dist *d, const app_dist_options *o) {
                       "volume's histogram, and no rank holds the whole volume\n");
     return 2;
   }
+  if (o->look && o->look->color_channel >= 0) {
+    if (rank == 0) fprintf(stderr, "inkray: --color-by channel:N is not read in distributed runs; give the channel as a file\n");
+    return 2;
+  }
   if (iso_count == 0) {
     isovalues = &builtin_iso;
     iso_count = 1;
   }
   ir_dist_scene_desc desc = {.volume = o->volume, .device = (ir_device)o->device, .cpu_threads = o->cpu_threads};
   if (o->look && o->look->color_by == IR_COLOR_VOLUME) desc.color_source = o->look->color_file;
+  /* Each rank reads its brick of one level: the finest, unless --level names another (an
+   * automatic choice could differ between hosts of unlike memory). */
+  if (desc.volume.level == IR_LEVEL_AUTO) desc.volume.level = 0;
   if (!desc.volume.source) desc.volume.source = IR_DEFAULT_VOLUME;
   ir_dist_scene *scene = NULL;
   char err[IR_ERR_LEN] = "";

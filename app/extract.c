@@ -65,8 +65,9 @@ static void print_help(FILE *to) {
         "  --clip-box X0,X1,Y0,Y1,Z0,Z1  keep the cells whose centre lies in this box (fractions 0..1)\n"
         "  --clip-plane NX,NY,NZ,D  keep the cells whose centre x has n.x + D >= 0 (world units, the\n"
         "                        volume spanning 0..dims*spacing)\n"
-        "  --color-by gradient|FILE  per-vertex colours from the colour map of the gradient magnitude\n"
-        "                        or of a second volume FILE; the vertex value (PLY 'value') is that\n"
+        "  --color-by gradient|FILE|channel:N  per-vertex colours from the colour map of the gradient\n"
+        "                        magnitude, of a second volume FILE or of channel N of the same\n"
+        "                        OME-Zarr source; the vertex value (PLY 'value') is that\n"
         "                        quantity (else the isovalue)\n"
         "  --colormap NAME, --color-range LO,HI  as for rendering\n"
         "\n"
@@ -320,8 +321,8 @@ int app_extract_main(int argc, char **argv) {
     return rc;
   }
   if (o.look.color_by == IR_COLOR_VOLUME) {
-    ir_volume_desc color_desc = o.volume;
-    color_desc.source = o.look.color_file;
+    ir_volume_desc color_desc = app_look_color_desc(&o.look, &o.volume);
+    color_desc.level = st.volume.level;
     if ((rc = cli_load_volume(&color_desc, &st.color_volume)) != 0) {
       release(&st);
       return rc;

@@ -178,6 +178,7 @@ static int bad_value(const char *err) { return bad_option("%s%s", err, ""); }
 /* Returns -1 to go on, else the exit status (0 after --help). */
 static int parse_options(int argc, char **argv, hl_options *o) {
   memset(o, 0, sizeof *o);
+  o->volume.level = IR_LEVEL_AUTO; /* multiscale sources: the finest level the device holds */
   o->device = IR_DEVICE_GPU;
   o->use_method[IR_COMPACT_INK_COMPACT] = true;
   o->use_pipeline[IR_PIPELINE_DEFAULT] = true;
@@ -1091,8 +1092,8 @@ int app_headless_main(int argc, char **argv) {
   if (o.quiet) o.volume.progress_min_bytes = SIZE_MAX;
   if (o.look.color_by == IR_COLOR_VOLUME) {
     /* The second volume is read like the first: the same format options, its own file. */
-    ir_volume_desc color_desc = o.volume;
-    color_desc.source = o.look.color_file;
+    ir_volume_desc color_desc = app_look_color_desc(&o.look, &o.volume);
+    color_desc.level = st.volume->level; /* the level the volume was read at: the same dims */
     if ((rc = cli_load_volume(&color_desc, &st.color_volume)) != 0) {
       release(&st);
       return rc;

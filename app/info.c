@@ -70,6 +70,11 @@ static void print_info(const ir_volume *v, const char *source) {
            (double)v->world_origin[2]);
   if (v->modality[0]) printf("modality    %s\n", v->modality);
   if (v->description[0]) printf("description %s\n", v->description);
+  for (int l = 0; l < v->level_count && l < IR_MAX_LEVELS; l++)
+    printf("level %-5d %zu x %zu x %zu, spacing %g x %g x %g%s\n", l, v->level_dims[l][0], v->level_dims[l][1],
+           v->level_dims[l][2], (double)v->level_spacing[l][0], (double)v->level_spacing[l][1],
+           (double)v->level_spacing[l][2], l == v->level ? " (shown)" : "");
+  if (v->channels) printf("channels    %zu\n", v->channels);
   print_bytes(v->bytes);
   /* A float volume can be NaN/Inf throughout: it has no range and nothing to suggest. */
   bool no_finite = v->nonfinite_count > 0 && v->nonfinite_count == ir_volume_voxel_count(v);

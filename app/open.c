@@ -18,8 +18,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cuda_runtime_api.h>
 
 #include "app/app.h"
 
@@ -225,6 +228,7 @@ static int open_series(const app_open_desc *d, ir_volume_desc *desc, app_opened 
   ir_status st = ir_series_open(desc, &o->series, err);
   if (st != IR_OK) return fail("", st, err);
   const ir_volume *header = ir_series_header(o->series);
+  if (header->note[0]) fprintf(stderr, "inkray: %s: %s\n", header->name, header->note);
   int rc = create_renderer(d, header, true, &o->renderer);
   if (rc) return rc;
   rc = app_player_create(o->series, o->renderer, desc, &o->player);
@@ -236,6 +240,24 @@ static int open_series(const app_open_desc *d, ir_volume_desc *desc, app_opened 
   o->volume.voxels = NULL; /* a view: the player owns the voxels */
   o->bytes = app_player_slot_volume(o->player, 0)->bytes;
   return app_player_start(o->player);
+}
+
+/* --level auto on the GPU: the finest level that takes at most half the GPU's free memory (the
+ * renderer's bricks, rays and frames take the rest), divided among the slots a time series keeps
+ * there (three). The data module also keeps it within half the host's available memory, which is
+ * the whole budget on the CPU device. */
+static void level_budget(const app_open_desc *d, ir_volume_desc *desc, bool series) {
+  if (desc->level != IR_LEVEL_AUTO || d->device != IR_DEVICE_GPU) return;
+  /* Multiscale sources are Zarr folders: other sources do not start CUDA here, ahead of the
+   * renderer's start-up that overlaps the read. */
+  struct stat st;
+  if (!desc->source || stat(desc->source, &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    cudaGetLastError(); /* no device: the renderer says so when it starts */
+    return;
+  }
+  desc->level_budget_bytes = free_bytes / 2 / (series ? 3 : 1);
 }
 
 int app_open(const app_open_desc *d, app_opened *o) {
@@ -251,7 +273,9 @@ int app_open(const app_open_desc *d, app_opened *o) {
   desc.on_progress = d->on_progress;
   desc.progress_ctx = d->progress_ctx;
   io_from_environment(&desc);
-  if (ir_series_detect(desc.source)) return open_series(d, &desc, o);
+  bool series = ir_series_detect(desc.source);
+  level_budget(d, &desc, series);
+  if (series) return open_series(d, &desc, o);
 
   char err[IR_ERR_LEN] = "";
   ir_volume header;

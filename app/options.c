@@ -110,9 +110,9 @@ static bool parse_spacing3(const char *text, float spacing[3]) {
 
 int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc, char err[IR_ERR_LEN]) {
   const char *opt = argv[*i];
-  const char *names[] = {"--dims", "--type", "--endian", "--spacing", "--series", "--array"};
+  const char *names[] = {"--dims", "--type", "--endian", "--spacing", "--series", "--array", "--level", "--channel"};
   int which = -1;
-  for (int k = 0; k < 6; k++)
+  for (int k = 0; k < 8; k++)
     if (strcmp(opt, names[k]) == 0) which = k;
   if (which < 0) return 0;
   if (*i + 1 >= argc) {
@@ -150,6 +150,27 @@ int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc,
     if (which == 4) desc->series = value;
     else desc->array = value;
     break;
+  case 6: {
+    long level = 0;
+    if (strcmp(value, "auto") == 0) {
+      desc->level = IR_LEVEL_AUTO;
+    } else if (cli_parse_int(value, 0, IR_MAX_LEVELS - 1, &level)) {
+      desc->level = (int)level;
+    } else {
+      snprintf(err, IR_ERR_LEN, "--level '%s': expected auto or a level from 0 (the finest) to %d", value, IR_MAX_LEVELS - 1);
+      return -1;
+    }
+    break;
+  }
+  case 7: {
+    long channel = 0;
+    if (!cli_parse_int(value, 0, 1 << 20, &channel)) {
+      snprintf(err, IR_ERR_LEN, "--channel '%s': expected a channel index from 0", value);
+      return -1;
+    }
+    desc->channel = (size_t)channel;
+    break;
+  }
   default:
     if (!parse_spacing3(value, desc->spacing)) {
       snprintf(err, IR_ERR_LEN, "--spacing '%s': expected three positive numbers sx,sy,sz", value);
@@ -168,6 +189,7 @@ void app_look_init(app_look *look) {
   memset(look, 0, sizeof *look);
   look->color_by = IR_COLOR_SURFACE;
   look->colormap = IR_COLORMAP_VIRIDIS;
+  look->color_channel = -1;
 }
 
 void app_list_color_names(char *buf, size_t cap) {
@@ -271,15 +293,30 @@ static bool parse_clip_plane(const char *value, app_look *look, char err[IR_ERR_
   return true;
 }
 
+ir_volume_desc app_look_color_desc(const app_look *look, const ir_volume_desc *volume) {
+  ir_volume_desc d = *volume;
+  if (look->color_channel >= 0) d.channel = (size_t)look->color_channel;
+  else d.source = look->color_file;
+  return d;
+}
+
 static bool parse_color_by(const char *value, app_look *look, char err[IR_ERR_LEN]) {
   if (!*value) {
     snprintf(err, IR_ERR_LEN, "--color-by: expected gradient, surface or a volume file");
     return false;
   }
   look->color_file = NULL;
+  look->color_channel = -1;
   if (strcmp(value, "gradient") == 0) look->color_by = IR_COLOR_GRADIENT;
   else if (strcmp(value, "surface") == 0) look->color_by = IR_COLOR_SURFACE;
-  else look->color_by = IR_COLOR_VOLUME, look->color_file = value;
+  else if (strncmp(value, "channel:", 8) == 0) {
+    long channel = 0;
+    if (!cli_parse_int(value + 8, 0, 1 << 20, &channel)) {
+      snprintf(err, IR_ERR_LEN, "--color-by '%s': expected channel:N with N a channel index from 0", value);
+      return false;
+    }
+    look->color_by = IR_COLOR_VOLUME, look->color_file = value, look->color_channel = (int)channel;
+  } else look->color_by = IR_COLOR_VOLUME, look->color_file = value;
   return true;
 }
 

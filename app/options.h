@@ -17,6 +17,7 @@
 /* Volume options every subcommand that loads a volume accepts:
  *   --dims XxYxZ  --type uint8|uint16|int16|float32  --endian little|big  --spacing sx,sy,sz
  *   --series UID (DICOM)  --array NAME (.vti)
+ *   --level N|auto  --channel N (OME-Zarr, Zarr, HDF5: the multiscale level, 0 the finest; the channel)
  * If argv[*i] is one of them, consumes it (and its value), fills `desc` and returns 1;
  * returns 0 if argv[*i] is not a volume option; returns -1 and fills `err` on a bad value. */
 int cli_parse_volume_option(int argc, char **argv, int *i, ir_volume_desc *desc, char err[IR_ERR_LEN]);
@@ -31,8 +32,9 @@ bool cli_parse_float(const char *text, double *out);
  *   --surface ISO[:COLOR[:OPACITY]]   repeatable, up to IR_MAX_SURFACES; COLOR #rrggbb or a name
  *   --clip-box X0,X1,Y0,Y1,Z0,Z1      fractions of the volume along each axis
  *   --clip-plane NX,NY,NZ,D           keeps world points with n.x + D >= 0
- *   --color-by gradient|FILE          colour surfaces by a second quantity (FILE: a volume of the
- *                                     same dims, loaded with the main volume's format options)
+ *   --color-by gradient|FILE|channel:N  colour surfaces by a second quantity (FILE: a volume of the
+ *                                     same dims, loaded with the main volume's format options;
+ *                                     channel:N: channel N of the main volume's source)
  *   --colormap NAME  --color-range LO,HI
  *   --refine exact|texture            crossing refinement (exact float trilinear by default)
  *   --depth FILE                      headless: the last frame's depth as a 32-bit float image */
@@ -46,6 +48,7 @@ typedef struct app_look {
   float clip_plane[4];
   ir_color_source color_by;
   const char *color_file;           /* IR_COLOR_VOLUME: the second volume's path */
+  int color_channel;                /* --color-by channel:N: N (the main source's channel); -1 */
   ir_colormap colormap;
   bool color_range_given;
   float color_range[2];
@@ -55,6 +58,9 @@ typedef struct app_look {
 
 /* Defaults: no surfaces given, no clipping, surface colours, viridis, exact refinement. */
 void app_look_init(app_look *look);
+/* The desc the --color-by volume is read with: the main volume's options with its own file, or
+ * the main source with channel N. */
+ir_volume_desc app_look_color_desc(const app_look *look, const ir_volume_desc *volume);
 /* Like cli_parse_volume_option, for the look options above. */
 int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char err[IR_ERR_LEN]);
 /* --depth files: the format is named by the extension (.pfm, .nrrd; any case). */

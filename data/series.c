@@ -28,8 +28,11 @@
 #endif
 
 #include "data/volume_internal.h"
+#include "data/zarr.h"
 
-typedef enum series_kind { SERIES_FILES = 0, SERIES_4D } series_kind;
+/* SERIES_INDEXED: an array with a time axis (Zarr, OME-Zarr, HDF5), each step read by
+ * ir_volume_load with desc.time_step. */
+typedef enum series_kind { SERIES_FILES = 0, SERIES_4D, SERIES_INDEXED } series_kind;
 
 struct ir_series {
   series_kind kind;
@@ -96,8 +99,27 @@ static bool read_4d_header(const char *path, ir_header *h, bool *nifti, char err
   return st == IR_OK;
 }
 
+/* The header of an array with a time axis; false when the source is no such array. */
+static bool indexed_header(const ir_volume_desc *desc, ir_volume *header, char err[IR_ERR_LEN]) {
+  if (!ir_is_zarr_source(desc->source) && !ir_is_hdf5_source(desc->source)) return false;
+  ir_volume_desc d = *desc;
+  d.header_only = true;
+  d.time_step = 0;
+  d.sink = NULL;
+  d.recycle = NULL;
+  if (ir_volume_load(&d, header, err) != IR_OK) return false;
+  return header->steps > 1;
+}
+
 bool ir_series_detect(const char *source) {
   if (!source || !*source || strncmp(source, "builtin:", 8) == 0) return false;
+  if (ir_is_zarr_source(source) || ir_is_hdf5_source(source)) {
+    ir_volume header;
+    char err[IR_ERR_LEN];
+    bool steps = indexed_header(&(ir_volume_desc){.source = source, .level = IR_LEVEL_AUTO}, &header, err);
+    ir_volume_free(&header);
+    return steps;
+  }
   struct stat st;
   if (stat(source, &st) == 0) {
     if (S_ISDIR(st.st_mode)) return folder_is_series(source);
@@ -579,6 +601,37 @@ static ir_status open_4d(ir_series *s, const char *path, char err[IR_ERR_LEN]) {
   return IR_OK;
 }
 
+static ir_status open_indexed(ir_series *s, const ir_volume_desc *desc, char err[IR_ERR_LEN]) {
+  s->kind = SERIES_INDEXED;
+  s->path = strdup(desc->source);
+  if (!s->path) {
+    snprintf(err, IR_ERR_LEN, "out of host memory");
+    return IR_ERR_RUNTIME;
+  }
+  err[0] = '\0';
+  if (!indexed_header(desc, &s->header, err)) {
+    if (!err[0]) ir_input_error(err, desc->source, "not a time series");
+    return IR_ERR_INPUT;
+  }
+  /* Every step is read at the level the header took (auto decides once). */
+  s->desc.level = s->header.level;
+  s->count = s->header.steps;
+  s->names = calloc(s->count, sizeof *s->names);
+  if (!s->names) {
+    snprintf(err, IR_ERR_LEN, "out of host memory");
+    return IR_ERR_RUNTIME;
+  }
+  for (size_t i = 0; i < s->count; i++) {
+    char name[300];
+    snprintf(name, sizeof name, "%s[t=%zu]", ir_display_name(desc->source), i);
+    if (!(s->names[i] = strdup(name))) {
+      snprintf(err, IR_ERR_LEN, "out of host memory");
+      return IR_ERR_RUNTIME;
+    }
+  }
+  return IR_OK;
+}
+
 ir_status ir_series_open(const ir_volume_desc *desc, ir_series **out, char err[IR_ERR_LEN]) {
   *out = NULL;
   err[0] = '\0';
@@ -604,7 +657,9 @@ ir_status ir_series_open(const ir_volume_desc *desc, ir_series **out, char err[I
   bool nrrd_or_nifti = exists && !dir &&
                        (ir_path_has_suffix(src, ".nrrd") || ir_path_has_suffix(src, ".nhdr") ||
                         ir_path_has_suffix(src, ".nii") || ir_path_has_suffix(src, ".nii.gz"));
-  if (nrrd_or_nifti) {
+  if (ir_is_zarr_source(src) || ir_is_hdf5_source(src)) {
+    status = open_indexed(s, desc, err);
+  } else if (nrrd_or_nifti) {
     status = open_4d(s, src, err);
   } else {
     if (dir) status = list_folder(src, &l, err);
@@ -794,7 +849,18 @@ ir_status ir_series_read(ir_series *s, size_t step, const ir_volume_desc *option
     return IR_ERR_INPUT;
   }
   ir_status status;
-  if (s->kind == SERIES_4D) {
+  if (s->kind == SERIES_INDEXED) {
+    d.source = s->path;
+    d.time_step = step;
+    d.header_only = false;
+    status = ir_volume_load(&d, out, sub);
+    if (status == IR_OK && (!same_dims(out->dims, s->header.dims) || out->type != s->header.type)) {
+      status = ir_input_error(sub, s->names[step], "is %s, but step 0 is %s: every step must have the same type",
+                              ir_voxel_type_name(out->type), ir_voxel_type_name(s->header.type));
+      ir_volume_free(out);
+    }
+    if (status == IR_OK) snprintf(out->name, sizeof out->name, "%s", s->names[step]);
+  } else if (s->kind == SERIES_4D) {
     bool gz = s->nifti ? ir_path_has_suffix(s->path, ".gz") : s->h.encoding != IR_ENCODING_RAW;
     status = gz ? read_4d_gz(s, step, &d, out, sub) : read_4d_raw(s, step, &d, out, sub);
     if (d.recycle) ir_volume_free(d.recycle);

@@ -12,6 +12,7 @@
 
 #include "data/parallel.h"
 #include "data/volume_internal.h"
+#include "data/zarr.h"
 
 ir_status ir_input_error(char err[IR_ERR_LEN], const char *path, const char *fmt, ...) {
   /* Keep the path short enough that the reason always fits. */
@@ -400,6 +401,13 @@ ir_status ir_load_vti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ER
 }
 #endif
 
+#ifndef INKRAY_HAVE_HDF5
+ir_status ir_load_hdf5(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]) {
+  (void)out;
+  return ir_input_error(err, desc->source, "inkray was built without HDF5 support (install libhdf5-dev and rebuild)");
+}
+#endif
+
 static bool is_tiff_name(const char *name) {
   return ir_path_has_suffix(name, ".tif") || ir_path_has_suffix(name, ".tiff");
 }
@@ -509,6 +517,16 @@ static ir_status load_volume(const ir_volume_desc *desc, ir_volume *out, char er
     snprintf(err, IR_ERR_LEN, "no volume given: name a file or builtin:NAME[:N]");
     return IR_ERR_INPUT;
   }
+  /* Chunked arrays: the level, channel and time step pick what is read; elsewhere they are
+   * refused (--level auto, the renderer's default, means the one level there is). */
+  bool chunked = ir_is_zarr_source(src) || ir_is_hdf5_source(src);
+  if (!chunked && (desc->level > 0 || desc->channel || desc->time_step))
+    return ir_input_error(err, src, "%s is for OME-Zarr, Zarr and HDF5 sources",
+                          desc->level > 0 ? "--level" : desc->channel ? "--channel" : "a time step");
+  if (chunked && (raw_only_options(desc) || desc->series || desc->array))
+    return ir_input_error(err, src, "--dims, --type, --endian, --series and --array are not for %s sources "
+                          "(their metadata give them)", ir_is_hdf5_source(src) ? "HDF5" : "Zarr");
+  if (chunked) return ir_is_hdf5_source(src) ? ir_load_hdf5(desc, out, err) : ir_load_zarr(desc, out, err);
   if (strncmp(src, "builtin:", 8) == 0) {
     if (desc->series || desc->array)
       return ir_input_error(err, src, "%s is for %s; a builtin volume has none",

@@ -41,6 +41,11 @@ bool ir_axis_parse(const char *word, ir_axis *out);  /* x|y|z|-x|-y|-z (+x etc. 
 int ir_axis_index(ir_axis a);                        /* 0, 1, 2 (-1 for none) */
 int ir_axis_sign(ir_axis a);                         /* +1 or -1 (0 for none) */
 
+/* ---- Multiscale levels -------------------------------------------------------------------- */
+#define IR_MAX_LEVELS 16
+/* ir_volume_desc.level: the finest level whose voxels fit a memory budget (below). */
+#define IR_LEVEL_AUTO (-1)
+
 /* ---- A volume in host memory ----------------------------------------------------------- */
 typedef struct ir_volume {
   size_t dims[3];        /* voxels along x, y, z */
@@ -72,6 +77,17 @@ typedef struct ir_volume {
   /* Header-only loads: a full load of this source reads uncompressed pieces (and so passes them
    * to a sink); false for compressed data, DICOM, TIFF, VTI and builtin volumes. */
   bool streamable;
+  /* Multiscale sources (OME-Zarr): the level read (0 the finest) and every level's dims and
+   * spacing, finest first; level_count 0 for sources of one level. */
+  int level;
+  int level_count;
+  size_t level_dims[IR_MAX_LEVELS][3];
+  float level_spacing[IR_MAX_LEVELS][3];
+  /* Arrays of more than three dimensions (Zarr, HDF5): the length of their time axis (0 when
+   * there is none; the series of ir_series_open reads one step each) and of their channel axis
+   * (0 when there is none; ir_volume_desc.channel picks one). */
+  size_t steps;
+  size_t channels;
 } ir_volume;
 
 /* ---- Reading in pieces ------------------------------------------------------------------- */
@@ -150,6 +166,15 @@ typedef struct ir_volume_desc {
    * tenth of their pages in the page cache. */
   int io_threads;
   ir_io_mode io_mode;
+  /* Chunked arrays (Zarr, OME-Zarr, HDF5; refused for the other formats when not zero):
+   * level: which level of a multiscale image, 0 the finest, IR_LEVEL_AUTO the finest whose
+   * voxels take at most level_budget_bytes and half the available memory (0: half of
+   * MemAvailable alone); the volume's note says which was taken. channel: the index along a
+   * channel axis. time_step: the index along a time axis (ir_series_open reads each step). */
+  int level;
+  size_t level_budget_bytes;
+  size_t channel;
+  size_t time_step;
 } ir_volume_desc;
 
 /* Loads (or generates) a volume. On failure `out` is left empty and `err` holds one line. */

@@ -108,6 +108,10 @@ ir_status ir_load_builtin(const ir_volume_desc *desc, ir_volume *out, char err[I
 ir_status ir_load_dicom(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
 ir_status ir_load_tiff(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
 ir_status ir_load_vti(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+/* Zarr v2/v3 arrays and OME-Zarr images (zarr.c; needs cJSON, INKRAY_HAVE_CJSON), HDF5 datasets
+ * (hdf5.c; needs libhdf5, INKRAY_HAVE_HDF5): refused with a line naming the package without. */
+ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
+ir_status ir_load_hdf5(const ir_volume_desc *desc, ir_volume *out, char err[IR_ERR_LEN]);
 /* A whole .vti file in memory (the loader and the fuzz target): `array` as --array. */
 ir_status ir_vti_decode(const unsigned char *bytes, size_t len, const char *path,
                         const char *array, ir_volume *out, char err[IR_ERR_LEN]);

@@ -10,7 +10,8 @@ build=${INKRAY_BUILD_DIR:-$root/build}
 
 # Required: without these nothing builds. Optional: each adds a feature (ninja: faster builds;
 # zlib: the system's instead of the copy in third_party/zlib; GDCM, libtiff, expat, lz4, lzma:
-# the DICOM, TIFF and VTK image data loaders; SDL2/GLEW/GL: the window; Xvfb: the window tests
+# the DICOM, TIFF and VTK image data loaders; cJSON, c-blosc, zstd: Zarr and OME-Zarr and their
+# codecs; HDF5: the HDF5 loader; SDL2/GLEW/GL: the window; Xvfb: the window tests
 # without a display; clang: the header fuzzer; pkg-config: the installed package's pkg-config
 # test; OpenMPI: distributed runs; python3-dev, python3-venv: the Python package and its tests);
 # a new optional dependency goes here too. Missing optional
@@ -18,6 +19,7 @@ build=${INKRAY_BUILD_DIR:-$root/build}
 required=(cmake gcc g++)
 optional=(ninja-build pkg-config zlib1g-dev
           libgdcm-dev libtiff-dev libexpat1-dev liblz4-dev liblzma-dev
+          libcjson-dev libblosc-dev libzstd-dev libhdf5-dev
           libsdl2-dev libglew-dev libgl-dev
           xvfb xauth libgl1-mesa-dri
           clang libclang-rt-14-dev

@@ -117,6 +117,7 @@ static void main_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   if (!info->look) add_line(lines, "iso %.6g", info->isovalue);
   add_line(lines, "%.40s", v->name);
   add_line(lines, "%zux%zux%zu %s", v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type));
+  if (v->level_count > 1) add_line(lines, "level %d of %d (0 the finest; --level)", v->level, v->level_count);
   add_line(lines, "res %dx%d", info->render_width, info->render_height);
   char generated[16], hit[16];
   short_count(info->last.rays_generated, generated);
@@ -171,7 +172,7 @@ static const char *const HELP[][2] = {
     {"B / Shift+B", "clip box / next face"},    {"Shift+left drag", "move the box face"},
     {"L / Shift+L", "clip plane / face the view"}, {"Shift+right drag", "move the plane"},
     {"K", "colour by surface/gradient/volume"}, {"M / Shift+M", "next / previous colour map"},
-    {"R", "reset view"},
+    {"R", "reset view"},              {"- / =", "coarser / finer level (OME-Zarr)"},
     {"U", "flip the view (up axis)"}, {"Shift+U", "next up axis"},
     {"S or F12", "screenshot"},      {"E", "surfaces as a mesh"},      {"F", "overlay on/off"},      {"H", "this help"},
     {"Esc or Q", "quit"},

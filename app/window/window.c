@@ -123,6 +123,7 @@ __attribute__((format(printf, 1, 2))) static int bad_option(const char *format, 
 static int parse_options(int argc, char **argv, win_options *o) {
   *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_DEFAULT,
                      .vsync = -1, .bench_frames = 2000, .rate = 10.0};
+  o->volume.level = IR_LEVEL_AUTO; /* multiscale sources: the finest level the device holds */
   app_look_init(&o->look);
   for (int i = 1; i < argc; i++) {
     const char *opt = argv[i];
@@ -257,6 +258,13 @@ typedef struct win_state {
   char screenshot_path[512];
   int screenshot_count;
   const win_options *options;
+  /* Multiscale volumes (OME-Zarr): another level opened behind the frames, swapped in when ready
+   * (the coarsest first, then --level auto's; - and = step a level coarser and finer). */
+  struct win_level_loader *level_loader;
+  struct win_level_loader *level_shown; /* the loader whose volume s->opened's renderer was made
+                                           from (it keeps a pointer to it): kept while drawn */
+  bool levels_switchable;
+  double start_s;
   ir_extractor *extractor; /* E: made at the first mesh, on the renderer's device */
   char mesh_note[96];      /* the last mesh, for the overlay */
 
@@ -587,6 +595,8 @@ static ir_pipeline next_pipeline(ir_pipeline p) {
   return cycle[0];
 }
 
+static void level_step(win_state *s, int delta); /* multiscale levels, below */
+
 static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
   bool shift = (mod & KMOD_SHIFT) != 0;
   if (key >= SDLK_1 && key < SDLK_1 + IR_COMPACT_METHOD_COUNT) {
@@ -627,6 +637,8 @@ static void on_key(win_state *s, SDL_Keycode key, Uint16 mod) {
   case SDLK_F12: request_screenshot(s, NULL); break;
   case SDLK_e: save_mesh(s); break;
   case SDLK_f: s->overlay = !s->overlay; break;
+  case SDLK_MINUS: level_step(s, +1); break;
+  case SDLK_EQUALS: level_step(s, -1); break;
   case SDLK_h: s->help = !s->help; break;
   default: break;
   }
@@ -1080,6 +1092,107 @@ static void draw_progress(win_state *s, const char *name, size_t done, size_t to
   SDL_GL_SwapWindow(s->window);
 }
 
+/* ---- Multiscale levels ------------------------------------------------------------------------------
+ * A multiscale source opened at --level auto is shown at its coarsest level first (a small read:
+ * the first frame comes at once), while app_open reads the level auto picks on a thread of its
+ * own, with its own renderer; the main loop swaps the two when that one is ready and closes the
+ * coarse one. - and = open the next coarser or finer level the same way. Not for time series
+ * (their player owns the slots) or --color-by volumes (read at one level). */
+typedef struct win_level_loader {
+  app_open_desc desc;
+  ir_volume_desc volume;
+  app_opened opened;
+  pthread_t thread;
+  atomic_bool finished;
+  int rc;
+} win_level_loader;
+
+static void *level_thread(void *arg) {
+  win_level_loader *l = arg;
+  l->rc = app_open(&l->desc, &l->opened);
+  if (l->rc == 0) l->rc = app_open_finish(&l->opened);
+  atomic_store(&l->finished, true);
+  return NULL;
+}
+
+static void level_start(win_state *s, int level) {
+  if (s->level_loader) {
+    printf("inkray: a level is still loading; wait for it\n");
+    return;
+  }
+  win_level_loader *l = calloc(1, sizeof *l);
+  if (!l) return;
+  l->volume = s->options->volume;
+  l->volume.level = level;
+  l->volume.keep_bad_steps = false;
+  /* Behind the frames: no progress lines, the window shows the level when it comes. */
+  l->desc = (app_open_desc){.volume = &l->volume, .device = s->device, .cpu_threads = s->options->threads, .quiet = true};
+  atomic_init(&l->finished, false);
+  if (pthread_create(&l->thread, NULL, level_thread, l) != 0) {
+    free(l);
+    return;
+  }
+  s->level_loader = l;
+}
+
+/* Swaps in a level that finished loading (or reports why it did not). */
+static void level_poll(win_state *s, bool wait) {
+  win_level_loader *l = s->level_loader;
+  if (!l || (!wait && !atomic_load(&l->finished))) return;
+  pthread_join(l->thread, NULL);
+  s->level_loader = NULL;
+  if (l->rc == 0 && !wait && l->opened.volume.level != s->volume.level) {
+    /* The renderer may hold a pointer to the volume it was made from: the loader's struct stays
+     * while its renderer draws; the closed one's goes with it. */
+    app_opened old = s->opened;
+    s->opened = l->opened;
+    s->volume = s->opened.volume;
+    s->renderer = s->opened.renderer;
+    for (int k = 0; k < IR_COLOR_SOURCE_COUNT; k++) s->auto_range_ready[k] = false;
+    app_opened_close(&old);
+    free(s->level_shown);
+    s->level_shown = l;
+    printf("inkray: level %d of %d (%zux%zux%zu) drawn, %.2f s after the start\n", s->volume.level,
+           s->volume.level_count, s->volume.dims[0], s->volume.dims[1], s->volume.dims[2], now_seconds() - s->start_s);
+    fflush(stdout);
+    return;
+  }
+  app_opened_close(&l->opened);
+  free(l);
+}
+
+static void level_step(win_state *s, int delta) {
+  if (!s->levels_switchable) {
+    printf("inkray: - and = step the levels of a multiscale volume (OME-Zarr), not of a time series or with "
+           "--color-by FILE\n");
+    return;
+  }
+  int level = s->volume.level + delta;
+  if (level < 0 || level >= s->volume.level_count) return;
+  level_start(s, level);
+}
+
+/* --level auto on a multiscale volume: the coarsest level is opened first (o->volume.level is
+ * set to it); returns the level to load next, or -1. */
+static int coarsest_first(win_state *s, win_options *o) {
+  if (o->volume.level != IR_LEVEL_AUTO || o->look.color_by == IR_COLOR_VOLUME) return -1;
+  const char *src = o->volume.source ? o->volume.source : IR_DEFAULT_VOLUME;
+  if (ir_series_detect(src)) return -1;
+  ir_volume_desc hd = o->volume;
+  hd.source = src;
+  hd.header_only = true;
+  hd.level = 0;
+  ir_volume head;
+  char err[IR_ERR_LEN] = {0};
+  if (ir_volume_load(&hd, &head, err) != IR_OK) return -1; /* the load proper says why */
+  int count = head.level_count;
+  ir_volume_free(&head);
+  s->levels_switchable = count > 1;
+  if (count <= 1) return -1;
+  o->volume.level = count - 1;
+  return IR_LEVEL_AUTO;
+}
+
 static int load_volume(win_state *s, win_options *o) {
   win_loader *l = calloc(1, sizeof *l);
   if (!l) {
@@ -1089,6 +1202,8 @@ static int load_volume(win_state *s, win_options *o) {
   /* A time series' bad steps (missing, mismatched, short) are skipped while playing, not
    * refused at the start as a headless run does. */
   o->volume.keep_bad_steps = true;
+  s->start_s = now_seconds();
+  int next_level = coarsest_first(s, o);
   l->desc = (app_open_desc){.volume = &o->volume, .device = s->device, .cpu_threads = o->threads,
                             .on_progress = on_load_progress, .progress_ctx = l};
   l->opened = &s->opened;
@@ -1116,6 +1231,13 @@ static int load_volume(win_state *s, win_options *o) {
   if (rc) return rc;
   s->volume = s->opened.volume;
   s->renderer = s->opened.renderer;
+  if (next_level == IR_LEVEL_AUTO) {
+    printf("inkray: level %d of %d (%zux%zux%zu) first; the finest level that fits the device loads behind the "
+           "frames (- and = step levels)\n", s->volume.level, s->volume.level_count, s->volume.dims[0],
+           s->volume.dims[1], s->volume.dims[2]);
+    o->volume.level = IR_LEVEL_AUTO;
+    level_start(s, IR_LEVEL_AUTO);
+  }
   char title[300];
   snprintf(title, sizeof title, "inkray - %s", s->volume.name);
   SDL_SetWindowTitle(s->window, title);
@@ -1161,8 +1283,8 @@ static void choose_isovalue(win_state *s, const win_options *o) {
  * be the main volume's (checked by the renderer). */
 static int load_color_volume(win_state *s, const win_options *o) {
   if (o->look.color_by != IR_COLOR_VOLUME) return 0;
-  ir_volume_desc desc = o->volume;
-  desc.source = o->look.color_file;
+  ir_volume_desc desc = app_look_color_desc(&o->look, &o->volume);
+  desc.level = s->volume.level; /* the level the volume was read at: the same dims */
   /* Dims first, from the header alone: a mismatch is refused before any voxel is read. */
   ir_volume_desc header = desc;
   header.header_only = true;
@@ -1296,6 +1418,7 @@ static int run(win_state *s, const win_options *o, win_script *script) {
     }
     int render_width = o->size_fixed ? o->width : width, render_height = o->size_fixed ? o->height : height;
     playback_update(s);
+    level_poll(s, false);
     if (!frame(s, width, height, render_width, render_height)) return 1;
     if (script && s->frames == 1) script->start = now_seconds();
   }
@@ -1501,10 +1624,12 @@ int app_window_main(int argc, char **argv) {
     rc = o.bench ? run_bench(&s, &o) : run(&s, &o, o.script ? &script : NULL);
     if (!o.bench) print_summary(&s);
   }
+  level_poll(&s, true); /* a level still loading is waited for and dropped */
   close_window(&s);
   wnd_mesh_free(&s.overlay_mesh);
   ir_extractor_destroy(s.extractor);
   app_opened_close(&s.opened); /* also after a failed open: it frees what was made */
+  free(s.level_shown);
   ir_volume_free(&s.color_volume);
   wnd_script_free(&script.script);
   free(s.history);

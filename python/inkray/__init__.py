@@ -592,19 +592,30 @@ def load(
     region_offset: Optional[Sequence[int]] = None,
     region_size: Optional[Sequence[int]] = None,
     header_only: bool = False,
+    level: Union[int, str] = 0,
+    channel: int = 0,
+    time_step: int = 0,
 ) -> Volume:
     """Opens a volume with the program's loader: raw (``name_XxYxZ_type.raw``, ``.raw.gz``, or
     any file with ``shape`` and ``dtype``), NRRD, MetaImage, NIfTI-1, QVis, DICOM series and
-    multi-frame files, TIFF stacks, VTK ``.vti``, and ``builtin:NAME[:N]`` (sphere,
-    marschner-lobb, fractal).
+    multi-frame files, TIFF stacks, VTK ``.vti``, Zarr v2/v3 arrays and OME-Zarr images (folders),
+    HDF5 datasets (``file.h5:/path``, or the file when it holds one 3-D dataset), and
+    ``builtin:NAME[:N]`` (sphere, marschner-lobb, fractal).
 
     The volume options are the program's, in the array's axis order: ``shape`` (z, y, x) and
     ``dtype`` for raw files (``--dims XxYxZ --type``), ``endian`` ('little' or 'big'),
     ``spacing`` (z, y, x), ``series`` (a DICOM SeriesInstanceUID), ``array`` (a .vti point data
     array), ``region_offset`` and ``region_size`` (z, y, x: read only that box), ``header_only``
-    (no voxels: ``array`` is None). Returns a :class:`Volume`; unknown or broken files raise
-    ValueError with the program's message.
+    (no voxels: ``array`` is None), ``level`` (OME-Zarr: the multiscale level, 0 the finest, or
+    'auto': the finest within half the available memory), ``channel`` and ``time_step`` (arrays
+    with c and t axes). ``info`` also holds ``level``, ``levels`` (each level's shape and
+    spacing, z, y, x), ``steps`` and ``channels``. Returns a :class:`Volume`; unknown or broken
+    files raise ValueError with the program's message.
     """
+    if level == "auto":
+        level = -1
+    elif not isinstance(level, int) or isinstance(level, bool) or level < 0:
+        raise ValueError(f"level must be 'auto' or a whole number from 0, not {level!r}")
     dtype_name = None if dtype is None else np.dtype(dtype).name
     d = _inkray.load(
         os.fspath(path) if not isinstance(path, str) else path,
@@ -617,6 +628,9 @@ def load(
         region_offset=None if region_offset is None else [int(v) for v in region_offset],
         region_size=None if region_size is None else [int(v) for v in region_size],
         header_only=header_only,
+        level=level,
+        channel=channel,
+        time_step=time_step,
     )
     voxels = d.pop("voxels")
     data = None if voxels is None else np.asarray(voxels)

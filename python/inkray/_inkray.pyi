@@ -110,6 +110,9 @@ def load(
     region_offset: Optional[Sequence[int]] = None,
     region_size: Optional[Sequence[int]] = None,
     header_only: bool = False,
+    level: int = 0,
+    channel: int = 0,
+    time_step: int = 0,
 ) -> Dict[str, Any]: ...
 def builtin_names() -> List[str]: ...
 def builtin_isovalue(source: str) -> float: ...

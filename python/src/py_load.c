@@ -67,20 +67,29 @@ static PyObject *zyx_tuple_float(const float xyz[3]) {
 
 static PyObject *load(PyObject *self, PyObject *args, PyObject *kwargs) {
   static char *keywords[] = {"path", "shape", "dtype", "endian", "spacing", "series", "array",
-                             "region_offset", "region_size", "header_only", NULL};
+                             "region_offset", "region_size", "header_only", "level", "channel", "time_step", NULL};
   PyObject *path_obj = NULL, *shape = Py_None, *spacing = Py_None, *offset = Py_None, *size = Py_None;
   const char *dtype = NULL, *endian = NULL, *series = NULL, *array = NULL;
-  int header_only = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|$OzzOzzOOp", keywords, PyUnicode_FSConverter, &path_obj,
+  int header_only = 0, level = 0;
+  Py_ssize_t channel = 0, time_step = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|$OzzOzzOOpinn", keywords, PyUnicode_FSConverter, &path_obj,
                                    &shape, &dtype, &endian, &spacing, &series, &array, &offset, &size,
-                                   &header_only))
+                                   &header_only, &level, &channel, &time_step))
     return NULL;
+  if (level < IR_LEVEL_AUTO || channel < 0 || time_step < 0) {
+    Py_DECREF(path_obj);
+    PyErr_SetString(PyExc_ValueError, "level must be 'auto' or 0 or more; channel and time_step 0 or more");
+    return NULL;
+  }
   ir_volume_desc desc;
   memset(&desc, 0, sizeof desc);
   desc.source = PyBytes_AS_STRING(path_obj);
   desc.series = series;
   desc.array = array;
   desc.header_only = header_only != 0;
+  desc.level = level;
+  desc.channel = (size_t)channel;
+  desc.time_step = (size_t)time_step;
   bool given = false;
   PyObject *result = NULL;
   if (zyx_sizes(shape, "shape", false, desc.dims, &given) != 0 ||
@@ -124,13 +133,26 @@ static PyObject *load(PyObject *self, PyObject *args, PyObject *kwargs) {
     Py_INCREF(voxels);
   }
   float origin[3] = {v.world_origin[0], v.world_origin[1], v.world_origin[2]};
-  result = Py_BuildValue("{s:N,s:s,s:N,s:N,s:N,s:N,s:s,s:s,s:s,s:s,s:s,s:s,s:(dd),s:n}",
+  PyObject *levels = PyList_New(0);
+  for (int l = 0; levels && l < v.level_count; l++) {
+    PyObject *item = Py_BuildValue("{s:N,s:N}", "shape", zyx_tuple_size(v.level_dims[l]), "spacing",
+                                   zyx_tuple_float(v.level_spacing[l]));
+    if (!item || PyList_Append(levels, item) != 0) Py_CLEAR(levels);
+    Py_XDECREF(item);
+  }
+  if (!levels) {
+    Py_DECREF(voxels);
+    goto done;
+  }
+  result = Py_BuildValue("{s:N,s:s,s:N,s:N,s:N,s:N,s:s,s:s,s:s,s:s,s:s,s:s,s:(dd),s:n,s:i,s:N,s:n,s:n}",
                          "voxels", voxels, "dtype", ir_voxel_type_name(v.type),
                          "spacing", zyx_tuple_float(v.spacing), "origin", zyx_tuple_float(origin),
                          "full_shape", zyx_tuple_size(v.full_dims), "region_offset", zyx_tuple_size(v.origin),
                          "name", v.name, "note", v.note, "modality", v.modality, "description", v.description,
                          "up_axis", ir_axis_name(v.up_axis), "up_source", v.up_source,
-                         "value_range", v.value_min, v.value_max, "nonfinite_count", (Py_ssize_t)v.nonfinite_count);
+                         "value_range", v.value_min, v.value_max, "nonfinite_count", (Py_ssize_t)v.nonfinite_count,
+                         "level", v.level, "levels", levels, "steps", (Py_ssize_t)v.steps, "channels",
+                         (Py_ssize_t)v.channels);
   ir_volume_free(&v);
 done:
   Py_DECREF(path_obj);
@@ -161,8 +183,8 @@ static PyObject *builtin_isovalue(PyObject *self, PyObject *arg) {
 
 PyMethodDef irpy_load_methods[] = {
     {"load", (PyCFunction)(void (*)(void))load, METH_VARARGS | METH_KEYWORDS,
-     "load(path, *, shape, dtype, endian, spacing, series, array, region_offset, region_size, header_only) "
-     "-> dict"},
+     "load(path, *, shape, dtype, endian, spacing, series, array, region_offset, region_size, header_only, level, "
+     "channel, time_step) -> dict"},
     {"builtin_names", builtin_names, METH_NOARGS, "Names accepted after builtin:."},
     {"builtin_isovalue", builtin_isovalue, METH_O, "The isovalue a builtin:NAME[:N] volume is made for."},
     {NULL, NULL, 0, NULL},

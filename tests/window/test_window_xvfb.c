@@ -598,6 +598,23 @@ static void test_window_opens_dicom_tiff_and_vti(void) {
   }
 }
 
+/* An OME-Zarr image at --level auto: the coarsest level first, the finest that fits loaded behind
+ * the frames and swapped in; - and = step a level coarser and finer, each swapped in when read. */
+static void test_window_opens_ome_zarr_coarsest_first_and_steps_levels(void) {
+  write_file("levels.txt", "1.0 key -\n2.5 key =\n4.0 quit\n");
+  static char output[1 << 15];
+  const char *args = "--device cpu --window 160x120 --iso 1500 --script levels.txt '" INKRAY_TEST_DATA_DIR
+                     "/zarr/ome_05_zyx.zarr'";
+  int rc = run_inkray(args, output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray %s exited with %d:\n%s", args, rc, output);
+  CHECK_STR_CONTAINS(output, "level 1 of 2 (7x6x5) first");
+  const char *fine = strstr(output, "level 0 of 2 (14x12x10) drawn");
+  CHECK_MSG(fine != NULL, "level 0 never drawn:\n%s", output);
+  const char *coarse = fine ? strstr(fine, "level 1 of 2 (7x6x5) drawn") : NULL;
+  CHECK_MSG(coarse != NULL, "- did not draw level 1:\n%s", output);
+  CHECK_MSG(coarse && strstr(coarse, "level 0 of 2 (14x12x10) drawn"), "= did not draw level 0 again:\n%s", output);
+}
+
 /* E writes the surfaces as the frame draws them: a second surface and the clip box reach the mesh,
  * which equals the library's extraction of the same look (the CPU extractor); the overlay says so. */
 static void test_e_writes_the_surfaces_as_a_mesh(void) {
@@ -971,6 +988,9 @@ int main(void) {
   RUN(test_window_steps_and_plays_a_time_series);
   RUN(test_window_skips_a_bad_step);
   RUN(test_window_opens_dicom_tiff_and_vti);
+#if defined(INKRAY_HAVE_CJSON) && defined(INKRAY_HAVE_ZSTD)
+  RUN(test_window_opens_ome_zarr_coarsest_first_and_steps_levels);
+#endif
   int rc = check_summary();
   if (rc == 0) {
     char command[128];
