@@ -990,13 +990,6 @@ static int check_distributed(const hl_options *o) {
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
   const app_look *look = &o->look;
-  for (int k = 0; k < look->surface_count; k++)
-    if (look->surfaces[k].opacity < 1.0f) {
-      fprintf(stderr, "inkray: --surface at isovalue %g has opacity %g: a distributed run composites the bricks "
-              "by depth, which needs opaque surfaces (opacity 1)\n", (double)look->surfaces[k].isovalue,
-              (double)look->surfaces[k].opacity);
-      return 2;
-    }
   /* No rank holds the whole volume: a gradient range measured on bricks would differ from the
    * whole volume's (their faces, their subsamples). */
   if (look->color_by == IR_COLOR_GRADIENT && !look->color_range_given)
