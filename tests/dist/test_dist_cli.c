@@ -25,6 +25,8 @@ static const char *device = "cpu", *pipeline = "multi", *tail_rays = "auto";
 /* The plain caster steps from each cell's (and so each brick's) entry, not on the whole volume's
  * sample grid: a brick moves its crossings by up to a step, so only its coverage is compared. */
 static bool coverage_only;
+/* "INKRAY_DIST_COMPOSITE=gpu" to have the ranks composite through NCCL (or fail saying why). */
+static const char *composite_env;
 
 /* inkray with `args` in one process (ranks 0) or under mpirun with that many ranks. CI runs as
  * root on two cores: --allow-run-as-root and --oversubscribe. */
@@ -41,6 +43,10 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
     argv[n++] = "none";
     argv[n++] = "-np";
     argv[n++] = np;
+    if (composite_env) {
+      argv[n++] = "-x";
+      argv[n++] = composite_env;
+    }
   }
   argv[n++] = inkray_binary();
   for (int k = 0; args[k] && n < 63; k++) argv[n++] = args[k];
@@ -98,6 +104,20 @@ static void compare_with_ranks(const char *dir, const char *volume, const char *
   CHECK_STR_CONTAINS(result.output, "composite");
   CHECK_STR_CONTAINS(result.output, "gather");
   if (result.status == 0) check_images_agree(one, many);
+}
+
+/* NCCL compositing (INKRAY_DIST_COMPOSITE=gpu): two ranks, and four where there are four GPUs. */
+static int gpu_count;
+static void test_gpu_ranks_composite_opaque_frames_through_nccl_like_one_process(void) {
+  char dir[64];
+  make_scratch(dir);
+  compare_with_ranks(dir, "builtin:fractal:96", "127.5", 2);
+  CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
+  if (gpu_count >= 4) {
+    compare_with_ranks(dir, "builtin:marschner-lobb:80", "0.5", 4);
+    CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
+  }
+  remove_scratch(dir);
 }
 
 static void compare_one_and_three(const char *dir, const char *volume, const char *iso) {
@@ -305,6 +325,7 @@ static void check_translucent_images_agree(const char *a_path, const char *b_pat
 /* Four surfaces, three translucent, over three bricks (3x1x1) and four (2x2x1): rays cross two
  * or three bricks, each adding its surfaces behind the ones in front; views from several sides
  * change the bricks' order. */
+static int translucent_ranks[2] = {3, 4};
 static void test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image(void) {
   char dir[64], one[128], many[128];
   make_scratch(dir);
@@ -312,7 +333,7 @@ static void test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_
   snprintf(many, sizeof many, "%s/ranks.png", dir);
   /* The last frame of an orbit of 8 views: azimuth 0, 135 and 270 degrees. */
   static const char *const frames[] = {"1", "4", "7"};
-  static const int rank_counts[] = {3, 4};
+  const int *rank_counts = translucent_ranks;
   for (size_t r = 0; r < 2; r++)
     for (size_t k = 0; k < sizeof frames / sizeof frames[0]; k++) {
       const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
@@ -453,6 +474,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "gpu") == 0) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) check_skip_all("no CUDA device");
+    gpu_count = count;
     device = "gpu";
     /* The same images on the GPU, with the depth of each place that writes a colour: the multi
      * pipeline's intersection stage and its tail kernel, the single kernel, the paper pipeline
@@ -467,6 +489,22 @@ int main(int argc, char **argv) {
       printf("GPU, %s pipeline, tail rays %s\n", pipeline, tail_rays);
       RUN(test_three_ranks_draw_the_single_process_image_of_a_builtin_volume);
       RUN(test_three_ranks_draw_the_single_process_image_of_a_raw_file);
+    }
+    pipeline = "single";
+    tail_rays = "auto";
+    coverage_only = false;
+    RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
+    /* One rank per GPU: compositing on the GPUs through NCCL (opaque and translucent), where
+     * the machine has two GPUs or more. */
+    if (count >= 2) {
+      composite_env = "INKRAY_DIST_COMPOSITE=gpu";
+      translucent_ranks[0] = 2;
+      translucent_ranks[1] = count >= 4 ? 4 : 2;
+      printf("GPU, NCCL compositing over %d and %d ranks\n", translucent_ranks[0], translucent_ranks[1]);
+      RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
+      CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
+      RUN(test_gpu_ranks_composite_opaque_frames_through_nccl_like_one_process);
+      composite_env = NULL;
     }
     return check_summary();
   }
