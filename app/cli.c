@@ -19,7 +19,7 @@ void cli_print_volume_options(FILE *to) {
         "  --array NAME         .vti: the point data array (default: the active scalars)\n"
         "VOLUME is a file (.raw, .raw.gz, .nrrd, .nhdr, .mhd, .mha, .nii, .nii.gz, .dat, .vti,\n"
         ".tif, .tiff, .dcm or any DICOM file), a folder of DICOM files or TIFF slices, a TIFF\n"
-        "slice pattern (slice_%03d.tif) or builtin:NAME[:N] (N up to 2048)",
+        "slice pattern (slice_%03d.tif) or builtin:NAME[:N] or builtin:NAME:XxYxZ (each up to 16384)",
         to);
   const char *const *names = ir_builtin_names();
   fputs(" with NAME one of:", to);
