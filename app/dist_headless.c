@@ -152,6 +152,7 @@ static int run(ir_dist *d, const app_dist_options *o) {
   }
   ir_dist_scene_desc desc = {.volume = o->volume, .device = (ir_device)o->device, .cpu_threads = o->cpu_threads};
   if (o->look && o->look->color_by == IR_COLOR_VOLUME) desc.color_source = o->look->color_file;
+  desc.keep_depth = o->look && o->look->depth_path;
   if (!desc.volume.source) desc.volume.source = IR_DEFAULT_VOLUME;
   ir_dist_scene *scene = NULL;
   char err[IR_ERR_LEN] = "";

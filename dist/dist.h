@@ -124,6 +124,9 @@ typedef struct ir_dist_scene_desc {
   const char *color_source; /* NULL, or a second volume of the whole volume's dims for
                                IR_COLOR_VOLUME frames, read with the same format options: each
                                rank loads the same brick of it */
+  bool keep_depth;          /* rank 0 will read the composited depth (ir_dist_scene_last_depth);
+                               on the GPUs the frames then travel with it (8 bytes a pixel into
+                               rank 0 instead of 4) */
 } ir_dist_scene_desc;
 
 /* Phases of one distributed frame, milliseconds on the host clock of this rank. */
@@ -144,7 +147,8 @@ void ir_dist_scene_destroy(ir_dist_scene *s);
 /* Rank 0: the last composited frame as RGBA8 in host memory (width*height*4 bytes). */
 ir_status ir_dist_scene_read_image(ir_dist_scene *s, uint8_t *rgba, char err[IR_ERR_LEN]);
 /* Rank 0: the last frame's composited depth (the nearest surface of any brick per pixel, as
- * ir_render_read_depth gives it), width*height floats; false on other ranks or before a frame. */
+ * ir_render_read_depth gives it), width*height floats; false on other ranks, before a frame, or
+ * on the GPUs without desc.keep_depth. */
 bool ir_dist_scene_last_depth(ir_dist_scene *s, float *depth);
 /* How frames are composited: "none (one rank)", "on the GPUs (NCCL)", or on the host (MPI) with
  * the reason. */

@@ -8,8 +8,9 @@
  *   translucent: every rank sends its chunk j to rank j (grouped ncclSend/ncclRecv, a direct
  *                send like the host path's Alltoallv), and rank j blends the ranks' chunks in
  *                visibility order with the "over" kernel.
- * Then the chunks go to rank 0 (grouped ncclSend/ncclRecv), whose GPU holds the frame; it is
- * unpacked into RGBA8 and copied to the host only when read (ir_dist_gpu_read_image).
+ * Then the chunks go to rank 0 (grouped ncclSend/ncclRecv), whose GPU holds the frame: as RGBA8
+ * (each rank unpacks its chunk first, 4 bytes a pixel), or as words where the depth is wanted
+ * (8 bytes). It is copied to the host only when read (ir_dist_gpu_read_image).
  *
  * Waits poll the stream and NCCL's asynchronous error with a deadline (INKRAY_DIST_TIMEOUT
  * seconds, default 20): a peer that died or hangs aborts the communicator (ncclCommAbort) and the
@@ -37,8 +38,10 @@ struct ir_dist_gpu {
   cudaStream_t stream;
   size_t chunk_capacity;            /* words per rank the buffers below hold */
   uint64_t *words, *strips, *part;  /* size*chunk, size*chunk, chunk */
-  uint64_t *result;                 /* rank 0: size*chunk, the composited frame */
-  uint32_t *image;                  /* rank 0: the frame unpacked into RGBA8 */
+  uint64_t *result;                 /* rank 0: size*chunk, the composited words (keep_depth) */
+  uint32_t *part_color;             /* chunk: this rank's composited chunk as RGBA8 */
+  uint32_t *image;                  /* rank 0: size*chunk, the frame as RGBA8 */
+  bool keep_depth;                  /* gather the words (8 bytes a pixel), else only colours (4) */
   int *order, *host_order;          /* translucent: the ranks front to back (device, pinned) */
   size_t pixels;                    /* of the last composited frame (0: none) */
   double timeout_ms;
@@ -119,9 +122,10 @@ static void free_buffers(ir_dist_gpu *g) {
   cudaFree(g->strips);
   cudaFree(g->part);
   cudaFree(g->result);
+  cudaFree(g->part_color);
   cudaFree(g->image);
   g->words = g->strips = g->part = g->result = NULL;
-  g->image = NULL;
+  g->part_color = g->image = NULL;
   g->chunk_capacity = 0;
 }
 
@@ -143,7 +147,7 @@ static ir_status setup_local(ir_dist_gpu *g, char err[IR_ERR_LEN]) {
   return IR_OK;
 }
 
-ir_status ir_dist_gpu_create(ir_dist *d, ir_dist_gpu **out, char err[IR_ERR_LEN]) {
+ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, char err[IR_ERR_LEN]) {
   *out = NULL;
   ir_dist_gpu *g = (ir_dist_gpu *)calloc(1, sizeof *g);
   int rank = ir_dist_rank(d);
@@ -154,6 +158,7 @@ ir_status ir_dist_gpu_create(ir_dist *d, ir_dist_gpu **out, char err[IR_ERR_LEN]
   g->d = d;
   g->rank = rank;
   g->size = ir_dist_size(d);
+  g->keep_depth = keep_depth;
   g->timeout_ms = DIST_TIMEOUT_S * 1000.0;
   const char *t = getenv("INKRAY_DIST_TIMEOUT");
   if (t && atof(t) > 0) g->timeout_ms = atof(t) * 1000.0;
@@ -199,8 +204,9 @@ static ir_status ensure_buffers(ir_dist_gpu *g, size_t chunk, char err[IR_ERR_LE
   DIST_CUDA(cudaMalloc(&g->words, all * sizeof *g->words));
   DIST_CUDA(cudaMalloc(&g->strips, all * sizeof *g->strips));
   DIST_CUDA(cudaMalloc(&g->part, chunk * sizeof *g->part));
+  DIST_CUDA(cudaMalloc(&g->part_color, chunk * sizeof *g->part_color));
   if (g->rank == 0) {
-    DIST_CUDA(cudaMalloc(&g->result, all * sizeof *g->result));
+    if (g->keep_depth) DIST_CUDA(cudaMalloc(&g->result, all * sizeof *g->result));
     DIST_CUDA(cudaMalloc(&g->image, all * sizeof *g->image));
   }
   g->chunk_capacity = chunk;
@@ -220,18 +226,20 @@ ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth,
   return wait_stream(g, "packing the frame", err);
 }
 
-/* The chunks of `from` (chunk words on each rank) into rank 0's result, in rank order. */
-static ir_status gather_to_root(ir_dist_gpu *g, const uint64_t *from, size_t chunk, char err[IR_ERR_LEN]) {
+/* The chunks at `from` (chunk elements of `bytes` on each rank) into `to` on rank 0, in rank
+ * order. */
+static ir_status gather_to_root(ir_dist_gpu *g, const void *from, void *to, size_t chunk, size_t bytes,
+                                char err[IR_ERR_LEN]) {
+  ncclDataType_t type = bytes == 8 ? ncclUint64 : ncclUint32;
   DIST_NCCL(ncclGroupStart());
   if (g->rank == 0) {
     for (int j = 1; j < g->size; j++)
-      DIST_NCCL(ncclRecv(g->result + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
+      DIST_NCCL(ncclRecv((char *)to + (size_t)j * chunk * bytes, chunk, type, j, g->comm, g->stream));
   } else {
-    DIST_NCCL(ncclSend(from, chunk, ncclUint64, 0, g->comm, g->stream));
+    DIST_NCCL(ncclSend(from, chunk, type, 0, g->comm, g->stream));
   }
   DIST_NCCL(ncclGroupEnd());
-  if (g->rank == 0)
-    DIST_CUDA(cudaMemcpyAsync(g->result, from, chunk * sizeof *from, cudaMemcpyDeviceToDevice, g->stream));
+  if (g->rank == 0) DIST_CUDA(cudaMemcpyAsync(to, from, chunk * bytes, cudaMemcpyDeviceToDevice, g->stream));
   return IR_OK;
 }
 
@@ -257,7 +265,15 @@ ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels,
     over_kernel<<<grid_for(chunk), DIST_BLOCK, 0, g->stream>>>(g->strips, chunk, g->order, g->size, g->part);
     DIST_CUDA(cudaGetLastError());
   }
-  ir_status st = gather_to_root(g, mine, chunk, err);
+  /* Only colours travel to rank 0 unless the depth is wanted: half the bytes. */
+  ir_status st;
+  if (g->keep_depth) {
+    st = gather_to_root(g, mine, g->result, chunk, sizeof *mine, err);
+  } else {
+    unpack_kernel<<<grid_for(chunk), DIST_BLOCK, 0, g->stream>>>(mine, chunk, g->part_color);
+    DIST_CUDA(cudaGetLastError());
+    st = gather_to_root(g, g->part_color, g->image, chunk, sizeof *g->part_color, err);
+  }
   if (st == IR_OK) st = wait_stream(g, order ? "translucent compositing (NCCL)" : "compositing (NCCL)", err);
   g->pixels = st == IR_OK && g->rank == 0 ? pixels : 0;
   return st;
@@ -268,14 +284,20 @@ ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_
     snprintf(err, IR_ERR_LEN, "rank %d: no composited frame to read", g->rank);
     return IR_ERR_INPUT;
   }
-  unpack_kernel<<<grid_for(g->pixels), DIST_BLOCK, 0, g->stream>>>(g->result, g->pixels, g->image);
-  DIST_CUDA(cudaGetLastError());
+  if (g->keep_depth) {
+    unpack_kernel<<<grid_for(g->pixels), DIST_BLOCK, 0, g->stream>>>(g->result, g->pixels, g->image);
+    DIST_CUDA(cudaGetLastError());
+  }
   DIST_CUDA(cudaMemcpyAsync(rgba, g->image, g->pixels * 4, cudaMemcpyDeviceToHost, g->stream));
   DIST_CUDA(cudaStreamSynchronize(g->stream));
   return IR_OK;
 }
 
 ir_status ir_dist_gpu_read_words(ir_dist_gpu *g, uint64_t *words, char err[IR_ERR_LEN]) {
+  if (!g->keep_depth) {
+    snprintf(err, IR_ERR_LEN, "rank %d: the frames were composited without their depth", g->rank);
+    return IR_ERR_INPUT;
+  }
   if (!g->pixels) {
     snprintf(err, IR_ERR_LEN, "rank %d: no composited frame to read", g->rank);
     return IR_ERR_INPUT;

@@ -7,8 +7,8 @@
 
 bool ir_dist_built_with_nccl(void) { return false; }
 
-ir_status ir_dist_gpu_create(ir_dist *d, ir_dist_gpu **out, char err[IR_ERR_LEN]) {
-  (void)d;
+ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, char err[IR_ERR_LEN]) {
+  (void)d, (void)keep_depth;
   *out = NULL;
   snprintf(err, IR_ERR_LEN, "built without NCCL: frames are composited on the host");
   return IR_ERR_INPUT;

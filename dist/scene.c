@@ -174,7 +174,7 @@ static ir_status choose_compositing(ir_dist_scene *s, const ir_dist_scene_desc *
                                              : "ranks share a GPU; NCCL needs one GPU per rank");
     return IR_ERR_INPUT;
   }
-  ir_status st = ir_dist_gpu_create(s->d, &s->gpu, err);
+  ir_status st = ir_dist_gpu_create(s->d, desc->keep_depth, &s->gpu, err);
   if (st == IR_OK) s->compositing = "on the GPUs (NCCL)";
   return st;
 }
