@@ -101,12 +101,24 @@ if ((matrix)); then
   ((gpus >= 1)) || { echo "dist-bench matrix: no GPU (nvidia-smi -L lists none)"; exit 2; }
   strong_volume=${STRONG_VOLUME:-builtin:fractal:2048}
   read -r -a weak_list <<<"${WEAK_VOLUMES:-builtin:fractal:2048 builtin:fractal:4096x2048x2048 builtin:fractal:4096x4096x2048}"
-  read -r -a sizes <<<"${SIZES:-3840x2160 1024x1024}"
+  read -r -a sizes <<<"${SIZES:-1024x1024 3840x2160}"
+  weak_size=${WEAK_SIZE:-3840x2160}
   counts=()
   for n in 1 2 4; do ((n <= gpus)) && counts+=("$n"); done
   heavy=(--surface 80::0.2 --surface 120::0.3 --surface 160::0.4 --surface 200::1)
-  table=()
+  # Rows go to matrix.txt as they come, so that a run cut short still leaves what it measured.
+  table_file=$out/matrix.txt
+  {
+    echo "$card x $gpus, commit $commit, $(date -u +%F), $frames frames after 3 warm-up, orbit of 8 views, $pipeline"
+    echo "ms means on rank 0's clock; render, gather: slowest rank; composite: rank 0; ranks '-': one process without"
+    echo "MPI. 1 rank: 'speed-up' is its frame / one process's (N/1p, target <= 1.05). strong: speed-up ="
+    echo "1-GPU frame / N-GPU frame, r-ratio = slowest render / (1-GPU render / N) (target <= 1.3);"
+    echo "weak: the 'speed-up' column is N-GPU frame / 1-GPU frame (target <= 1.25)."
+    printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %9s %7s %8s %5s  %s\n' scaling volume size scene ranks \
+      frame render gather composite speed-up r-ratio first-s wall compositing
+  } >"$table_file"
   declare -A one_gpu=() one_render=() one_proc=()
+  row() { echo "$1" >>"$table_file"; echo "  $1"; }
   # run_case KIND VOLUME SIZE SCENE RANKS: one mpirun (RANKS 0: one process without MPI), one row.
   run_case() {
     local kind=$1 vol=$2 sz=$3 scene=$4 n=$5 log look=()
@@ -122,8 +134,8 @@ if ((matrix)); then
     fi
     local wall=$((SECONDS - t0)) mean render gather comp first where
     if ((!ok)); then
-      table+=("$(printf '%-7s %-26s %-10s %-6s %5s  FAILED (%s): %s' "$kind" "$vol" "$sz" "$scene" "$n" "$log" \
-                 "$(grep -m1 'inkray:' "$log")")")
+      row "$(printf '%-7s %-26s %-10s %-6s %5s  FAILED (%s): %s' "$kind" "$vol" "$sz" "$scene" "$n" "$log" \
+                 "$(grep -m1 'inkray:' "$log")")"
       return
     fi
     if ((n == 0)); then
@@ -147,30 +159,36 @@ if ((matrix)); then
       speedup=$(awk -v a="${one_gpu[weak]}" -v b="$mean" 'BEGIN {printf "%.2fx", b / a}')
     fi
     [[ $kind == weak && $n == 1 ]] && one_gpu[weak]=$mean
-    table+=("$(printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %9s %7s %8s %5s  %s' "$kind" "$vol" "$sz" "$scene" \
-               "${n/#0/-}" "$mean" "$render" "$gather" "$comp" "$speedup" "$ratio" "$first" "${wall}s" "$where")")
+    row "$(printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %9s %7s %8s %5s  %s' "$kind" "$vol" "$sz" "$scene" \
+               "${n/#0/-}" "$mean" "$render" "$gather" "$comp" "$speedup" "$ratio" "$first" "${wall}s" "$where")"
   }
   echo "dist-bench matrix: $gpus x $card, ranks ${counts[*]}, $frames frames, $pipeline pipeline, commit $commit"
+  if [[ ${TESTS:-0} == 1 ]]; then
+    # The distributed GPU tests first (NCCL against one process, a killed rank), in the same call.
+    t0=$SECONDS
+    if cmake --build "$build" -j "$(nproc)" --target inkray test_dist_cli >"$out/tests-build.log" 2>&1 &&
+       ctest --test-dir "$build" -R 'test_dist_gpu|test_dist_fault_gpu' --output-on-failure >"$out/tests.log" 2>&1; then
+      result="passed"
+    else
+      result="FAILED (see $out/tests.log)"
+    fi
+    { echo "GPU tests (test_dist_gpu, test_dist_fault_gpu): $result in $((SECONDS - t0)) s"
+      grep -E 'Test +#' "$out/tests.log" 2>/dev/null; } | tee -a "$table_file"
+  fi
+  # The baseline (one process without MPI) for the opaque scene: the 1-rank target's comparison.
   for sz in "${sizes[@]}"; do
     for scene in opaque heavy; do
-      run_case strong "$strong_volume" "$sz" "$scene" 0
+      [[ $scene == opaque ]] && run_case strong "$strong_volume" "$sz" "$scene" 0
       for n in "${counts[@]}"; do run_case strong "$strong_volume" "$sz" "$scene" "$n"; done
     done
   done
   weak_volumes=([1]=${weak_list[0]} [2]=${weak_list[1]} [4]=${weak_list[2]})
-  for n in "${counts[@]}"; do run_case weak "${weak_volumes[$n]}" "${sizes[0]}" opaque "$n"; done
+  for n in "${counts[@]}"; do run_case weak "${weak_volumes[$n]}" "$weak_size" opaque "$n"; done
   if [[ ${LARGE:-0} == 1 ]] && ((gpus >= 2)); then
     run_case large builtin:fractal:4096x4096x5120 3840x2160 opaque 2
   fi
   echo
-  echo "$card x $gpus, commit $commit, $(date -u +%F), $frames frames after 3 warm-up, orbit of 8 views, $pipeline"
-  echo "ms means on rank 0's clock; render, gather: slowest rank; composite: rank 0; ranks '-': one process without"
-  echo "MPI. 1 rank: 'speed-up' is its frame / one process's (N/1p, target <= 1.05). strong: speed-up ="
-  echo "1-GPU frame / N-GPU frame, r-ratio = slowest render / (1-GPU render / N)"
-  echo "(target <= 1.3); weak: the 'speed-up' column is N-GPU frame / 1-GPU frame (target <= 1.25)."
-  printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %9s %7s %8s %5s  %s\n' scaling volume size scene ranks \
-    frame render gather composite speed-up r-ratio first-s wall compositing
-  printf '%s\n' "${table[@]}"
+  cat "$table_file"
   exit 0
 fi
 
