@@ -252,6 +252,29 @@ static void test_unshared_options_are_refused(void) {
   }
 }
 
+/* INKRAY_DIST_COMPOSITE: a value other than host or gpu, and gpu where NCCL cannot be used (CPU
+ * ranks), stop the run with one line; host is taken as asked. */
+static void test_the_compositing_choice_is_checked(void) {
+  static const char *const cases[][2] = {
+      {"INKRAY_DIST_COMPOSITE=nccl", "use host or gpu"},
+      {"INKRAY_DIST_COMPOSITE=gpu", "INKRAY_DIST_COMPOSITE=gpu: "},
+  };
+  const char *args[] = {"--headless", "--device", "cpu", "--size", "16x16", "--frames", "1", "--quiet",
+                        "builtin:sphere:16", NULL};
+  for (size_t k = 0; k < 2; k++) {
+    composite_env = cases[k][0];
+    run_ranks(2, args, &result);
+    CHECK_MSG(result.status == 2, "%s: exit %d", cases[k][0], result.status);
+    CHECK_STR_CONTAINS(result.output, cases[k][1]);
+    CHECK_EQ_INT(inkray_lines(result.output), 1);
+  }
+  composite_env = "INKRAY_DIST_COMPOSITE=host";
+  run_ranks(2, args, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "compositing on the host (MPI");
+  composite_env = NULL;
+}
+
 /* Clipping and colour by gradient drawn over three bricks: the image one process draws. The box
  * ends inside the middle brick and leaves the last one nothing; the plane cuts the first. */
 static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours(void) {
@@ -520,6 +543,7 @@ int main(int argc, char **argv) {
   RUN(test_a_bad_option_is_reported_once);
   RUN(test_opaque_surfaces_are_distributed_and_stand_for_iso);
   RUN(test_unshared_options_are_refused);
+  RUN(test_the_compositing_choice_is_checked);
   RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
   RUN(test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours);
   RUN(test_three_ranks_colour_by_a_second_volume_like_one_process);
