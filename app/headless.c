@@ -155,7 +155,8 @@ static void print_help(FILE *to) {
         "its read, upload, range and render times, then the steps per second. --png NAME_%03d.png\n"
         "writes every step's image (without a %d: the last step's).\n"
         "Under mpirun -np N the run is distributed over N ranks, one brick of the volume each, and\n"
-        "composited by depth on rank 0 (one pipeline and method; docs/distributed.md).\n"
+        "composited on rank 0: by depth, translucent surfaces by \"over\" in the bricks' order; on the\n"
+        "GPUs through NCCL when each rank has its own (one pipeline and method; docs/distributed.md).\n"
         "Example: inkray --headless --frames 100 --size 1024x1024 --method all --pipeline all\n"
         "         --orbit 8 --csv frames.csv --png last.png builtin:sphere:256\n"
         "\n",
