@@ -147,13 +147,26 @@ static ir_status setup_local(ir_dist_gpu *g, char err[IR_ERR_LEN]) {
   return IR_OK;
 }
 
+/* What rank 0 broadcasts: its status and, when it is IR_OK, the communicator's id. */
+typedef struct boot_message {
+  int status;
+  ncclUniqueId id;
+} boot_message;
+
 ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, char err[IR_ERR_LEN]) {
   *out = NULL;
   ir_dist_gpu *g = (ir_dist_gpu *)calloc(1, sizeof *g);
   int rank = ir_dist_rank(d);
+  boot_message boot;
+  memset(&boot, 0, sizeof boot);
   if (!g) {
+    /* Still takes part in the collectives below, so that no rank waits for this one. */
     snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", rank);
-    return (ir_status)ir_dist_agree(d, IR_ERR_RUNTIME);
+    char sub[IR_ERR_LEN];
+    boot.status = IR_ERR_RUNTIME;
+    ir_dist_broadcast(d, &boot, sizeof boot, sub);
+    ir_dist_agree(d, IR_ERR_RUNTIME);
+    return IR_ERR_RUNTIME;
   }
   g->d = d;
   g->rank = rank;
@@ -164,11 +177,6 @@ ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, cha
   if (t && atof(t) > 0) g->timeout_ms = atof(t) * 1000.0;
   ir_status st = setup_local(g, err);
   /* Rank 0's id (or its failure) reaches every rank; no rank enters NCCL's init unless all can. */
-  struct {
-    int status;
-    ncclUniqueId id;
-  } boot;
-  memset(&boot, 0, sizeof boot);
   if (rank == 0 && st == IR_OK) {
     ncclResult_t e = ncclGetUniqueId(&boot.id);
     if (e != ncclSuccess) st = nccl_fail(err, rank, e, "ncclGetUniqueId");
