@@ -264,8 +264,14 @@ ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels,
     memcpy(g->host_order, order, (size_t)g->size * sizeof *order);
     DIST_CUDA(cudaMemcpyAsync(g->order, g->host_order, (size_t)g->size * sizeof *order, cudaMemcpyHostToDevice,
                               g->stream));
+    /* The own chunk by a device copy, the others through NCCL in one group (so that no send
+     * waits on a receive posted later). */
+    size_t own = (size_t)g->rank * chunk;
+    DIST_CUDA(cudaMemcpyAsync(g->strips + own, g->words + own, chunk * sizeof *g->words, cudaMemcpyDeviceToDevice,
+                              g->stream));
     DIST_NCCL(ncclGroupStart());
     for (int j = 0; j < g->size; j++) {
+      if (j == g->rank) continue;
       DIST_NCCL(ncclSend(g->words + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
       DIST_NCCL(ncclRecv(g->strips + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
     }
