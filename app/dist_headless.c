@@ -63,6 +63,7 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
            "and gather: the slowest rank; composite: rank 0, waiting for the slowest rank included)\n");
     printf("%-10s %6s %9s %9s %9s %9s %9s %9s %11s\n", "isovalue", "ranks", "mean", "median", "p95", "FPS mean",
            "render", "gather", "composite");
+    fflush(stdout); /* the frames have begun: what a watcher (test_dist_fault) waits for */
   }
   int rc = 0;
   double first_frame_ms = 0;
