@@ -23,8 +23,8 @@ void cli_print_volume_options(FILE *to) {
         "VOLUME is a file (.raw, .raw.gz, .nrrd, .nhdr, .mhd, .mha, .nii, .nii.gz, .dat, .vti,\n"
         ".tif, .tiff, .dcm or any DICOM file), a folder of DICOM files or TIFF slices, a TIFF\n"
         "slice pattern (slice_%03d.tif), a Zarr v2/v3 array or OME-Zarr image (a folder), an\n"
-        "HDF5 dataset (file.h5:/path, or file.h5 holding one 3-D dataset) or builtin:NAME[:N]\n"
-        "(N up to 2048)",
+        "HDF5 dataset (file.h5:/path, or file.h5 holding one 3-D dataset) or builtin:NAME[:N] or\n"
+        "builtin:NAME:XxYxZ (each up to 16384)",
         to);
   const char *const *names = ir_builtin_names();
   fputs(" with NAME one of:", to);

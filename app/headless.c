@@ -155,7 +155,8 @@ static void print_help(FILE *to) {
         "its read, upload, range and render times, then the steps per second. --png NAME_%03d.png\n"
         "writes every step's image (without a %d: the last step's).\n"
         "Under mpirun -np N the run is distributed over N ranks, one brick of the volume each, and\n"
-        "composited by depth on rank 0 (one pipeline and method; docs/distributed.md).\n"
+        "composited on rank 0: by depth, translucent surfaces by \"over\" in the bricks' order; on the\n"
+        "GPUs through NCCL when each rank has its own (one pipeline and method; docs/distributed.md).\n"
         "Example: inkray --headless --frames 100 --size 1024x1024 --method all --pipeline all\n"
         "         --orbit 8 --csv frames.csv --png last.png builtin:sphere:256\n"
         "\n",
@@ -991,13 +992,6 @@ static int check_distributed(const hl_options *o) {
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
   const app_look *look = &o->look;
-  for (int k = 0; k < look->surface_count; k++)
-    if (look->surfaces[k].opacity < 1.0f) {
-      fprintf(stderr, "inkray: --surface at isovalue %g has opacity %g: a distributed run composites the bricks "
-              "by depth, which needs opaque surfaces (opacity 1)\n", (double)look->surfaces[k].isovalue,
-              (double)look->surfaces[k].opacity);
-      return 2;
-    }
   /* No rank holds the whole volume: a gradient range measured on bricks would differ from the
    * whole volume's (their faces, their subsamples). */
   if (look->color_by == IR_COLOR_GRADIENT && !look->color_range_given)

@@ -1,6 +1,8 @@
-/* Procedural volumes, builtin:NAME[:N] (N x N x N voxels, N from 2 to 2048, default 128),
- * generated on all cores. The formulas are in data/volume.h; they are computed here in voxel
- * index coordinates i, j, k = 0 .. N-1 with x fastest. A region (ir_volume_desc.region_*)
+/* Procedural volumes, builtin:NAME[:N] (N x N x N voxels) or builtin:NAME:XxYxZ, each from 2 to
+ * 16384 (default 128), generated on all cores. The formulas are in data/volume.h; they are
+ * computed here in voxel index coordinates i, j, k with x fastest. A box that is not a cube
+ * keeps the cube's scale along every axis (that of its longest side), so its features are the
+ * shape they have in the cube. A region (ir_volume_desc.region_*)
  * computes only the voxels of its box, with the same values as in the whole volume.
  *
  * The fractal is gradient (Perlin-style) noise summed over octaves (fBm). Each thread walks
@@ -17,15 +19,16 @@
 #include "data/volume_internal.h"
 
 #define BUILTIN_MIN_N 2
-#define BUILTIN_MAX_N 2048
+#define BUILTIN_MAX_N 16384
 #define BUILTIN_DEFAULT_N 128
 
 static const double pi = 3.14159265358979323846;
 
-/* The job of every generator: the whole volume is n^3; `out` holds the box of size[] at off[],
- * x fastest. Rows are the box's x rows, row r at y = off[1] + r % size[1], z = off[2] + r / size[1]. */
+/* The job of every generator: the whole volume is dims[], n its longest side; `out` holds the
+ * box of size[] at off[], x fastest. Rows are the box's x rows, row r at y = off[1] + r % size[1],
+ * z = off[2] + r / size[1]. */
 typedef struct box_job {
-  size_t n, off[3], size[3];
+  size_t n, dims[3], off[3], size[3];
   void *out;
 } box_job;
 
@@ -37,15 +40,18 @@ static void row_coords(const box_job *b, size_t row, size_t *y, size_t *z) {
 /* ---- sphere --------------------------------------------------------------------------------- */
 static void sphere_rows(void *ctx, size_t begin, size_t end, int worker) {
   const box_job *b = ctx;
-  double c = 0.5 * (double)(b->n - 1), radius = 0.35 * (double)b->n;
+  /* The centre of the box; the radius of its shortest side. */
+  size_t shortest = b->dims[0] < b->dims[1] ? b->dims[0] : b->dims[1];
+  shortest = shortest < b->dims[2] ? shortest : b->dims[2];
+  double radius = 0.35 * (double)shortest;
   for (size_t row = begin; row < end; row++) {
     size_t y, z;
     row_coords(b, row, &y, &z);
-    double dy = (double)y - c, dz = (double)z - c;
+    double dy = (double)y - 0.5 * (double)(b->dims[1] - 1), dz = (double)z - 0.5 * (double)(b->dims[2] - 1);
     double yz = dy * dy + dz * dz;
     float *dst = (float *)b->out + row * b->size[0];
     for (size_t i = 0; i < b->size[0]; i++) {
-      double dx = (double)(b->off[0] + i) - c;
+      double dx = (double)(b->off[0] + i) - 0.5 * (double)(b->dims[0] - 1);
       dst[i] = (float)(radius - sqrt(dx * dx + yz));
     }
   }
@@ -63,14 +69,17 @@ double ir_marschner_lobb(double x, double y, double z) {
 
 static void marschner_lobb_rows(void *ctx, size_t begin, size_t end, int worker) {
   const box_job *b = ctx;
+  /* [-1,1] along the longest side, the others centred on the same scale. */
   double scale = 2.0 / (double)(b->n - 1);
+  double lo[3];
+  for (int k = 0; k < 3; k++) lo[k] = -0.5 * scale * (double)(b->dims[k] - 1);
   for (size_t row = begin; row < end; row++) {
     size_t yi, zi;
     row_coords(b, row, &yi, &zi);
-    double y = -1.0 + scale * (double)yi, z = -1.0 + scale * (double)zi;
+    double y = lo[1] + scale * (double)yi, z = lo[2] + scale * (double)zi;
     float *dst = (float *)b->out + row * b->size[0];
     for (size_t i = 0; i < b->size[0]; i++)
-      dst[i] = (float)ir_marschner_lobb(-1.0 + scale * (double)(b->off[0] + i), y, z);
+      dst[i] = (float)ir_marschner_lobb(lo[0] + scale * (double)(b->off[0] + i), y, z);
   }
 }
 
@@ -105,8 +114,9 @@ int ir_fractal_octaves(size_t n) {
   return octaves;
 }
 
-/* Adds amp * noise over one x row (fixed y, z in noise units) to acc. */
-static void noise_row(float *acc, size_t n, float freq, float ny, float nz, float amp,
+/* Adds amp * noise over one x row of `count` voxels (fixed y, z in noise units) to acc; freq noise
+ * cells span n voxels. */
+static void noise_row(float *acc, size_t count, size_t n, float freq, float ny, float nz, float amp,
                       uint32_t seed) {
   /* Noise coordinates are never negative, so truncation is floor (and no libm call). */
   int32_t iy = (int32_t)ny, iz = (int32_t)nz;
@@ -115,14 +125,14 @@ static void noise_row(float *acc, size_t n, float freq, float ny, float nz, floa
   float wyz[4] = {(1 - v) * (1 - w), v * (1 - w), (1 - v) * w, v * w};
   float step = freq / (float)n;
   size_t i = 0;
-  while (i < n) {
+  while (i < count) {
     int32_t ix = (int32_t)(((float)i + 0.5f) * step);
     /* The voxels up to i_end share this noise cell. */
     float last = (float)(ix + 1) / step - 0.5f;
     size_t i_end = (size_t)last;
     if ((float)i_end < last) i_end++;
     if (i_end <= i) i_end = i + 1;
-    if (i_end > n) i_end = n;
+    if (i_end > count) i_end = count;
     /* Corner (dx,dy,dz) contributes g.(fx-dx, fy-dy, fz-dz) = gx*fx + (const); summed with the
      * fixed y/z fade weights, the cell is A0*fx+B0 at the x=0 side, A1*fx+B1 at x=1. */
     float a0 = 0, b0 = 0, a1 = 0, b1 = 0;
@@ -167,40 +177,43 @@ typedef struct fractal_job {
 static void fractal_rows(void *ctx, size_t begin, size_t end, int worker) {
   fractal_job *job = ctx;
   const box_job *b = job->box;
-  size_t n = b->n;
+  size_t n = b->n, width = b->dims[0];
   float *acc = job->scratch[worker];
+  /* Noise in units of the longest side; the walls fade at each face of the box itself. */
   float inv_n = 1.0f / (float)n;
+  float inv_dims[3] = {1.0f / (float)b->dims[0], 1.0f / (float)b->dims[1], 1.0f / (float)b->dims[2]};
   for (size_t row = begin; row < end; row++) {
     size_t yi, zi;
     row_coords(b, row, &yi, &zi);
     float y = ((float)yi + 0.5f) * inv_n, z = ((float)zi + 0.5f) * inv_n;
-    for (size_t i = 0; i < n; i++) acc[i] = 0.0f;
+    for (size_t i = 0; i < width; i++) acc[i] = 0.0f;
     float freq = (float)FRACTAL_BASE_FREQ, amp = 1.0f;
     for (int o = 0; o < job->octaves; o++) {
       /* A different seed per octave keeps octaves from lining up on shared lattice points. */
-      noise_row(acc, n, freq, y * freq, z * freq, amp, FRACTAL_SEED + 0x9e3779b9u * (uint32_t)o);
+      noise_row(acc, width, n, freq, y * freq, z * freq, amp, FRACTAL_SEED + 0x9e3779b9u * (uint32_t)o);
       freq *= 2.0f;
       amp *= 0.5f;
     }
-    float yz_weight = 255.0f * margin_weight(y) * margin_weight(z);
+    float yz_weight = 255.0f * margin_weight(((float)yi + 0.5f) * inv_dims[1]) *
+                      margin_weight(((float)zi + 0.5f) * inv_dims[2]);
     uint8_t *dst = (uint8_t *)b->out + row * b->size[0];
     for (size_t j = 0; j < b->size[0]; j++) {
       size_t i = b->off[0] + j;
       /* A ridge on the zero set of the fBm: 255 on it, 127.5 at |fBm| = 0.64 FRACTAL_WALL. */
       float r = acc[i] * (1.0f / (float)FRACTAL_WALL);
       float q = 1.0f + r * r;
-      float value = yz_weight * margin_weight(((float)i + 0.5f) * inv_n) / (q * q);
+      float value = yz_weight * margin_weight(((float)i + 0.5f) * inv_dims[0]) / (q * q);
       dst[j] = (uint8_t)(value + 0.5f);
     }
   }
 }
 
 static ir_status generate_fractal(const box_job *b, char err[IR_ERR_LEN], const char *src) {
-  size_t n = b->n, rows = b->size[1] * b->size[2];
-  fractal_job job = {.box = b, .octaves = ir_fractal_octaves(n)};
+  size_t rows = b->size[1] * b->size[2];
+  fractal_job job = {.box = b, .octaves = ir_fractal_octaves(b->n)};
   int workers = ir_parallel_workers(rows, 16);
   for (int w = 0; w < workers; w++) {
-    job.scratch[w] = malloc(n * sizeof(float));
+    job.scratch[w] = malloc(b->dims[0] * sizeof(float));
     if (!job.scratch[w]) {
       for (int k = 0; k < w; k++) free(job.scratch[k]);
       snprintf(err, IR_ERR_LEN, "%s: out of host memory", src);
@@ -265,21 +278,34 @@ ir_status ir_load_builtin(const ir_volume_desc *desc, ir_volume *out, char err[I
     return ir_input_error(err, src, "unknown builtin volume '%.*s'; choose one of %s",
                           (int)(name_len > 64 ? 64 : name_len), src + 8, list);
   }
-  size_t n = BUILTIN_DEFAULT_N;
+  size_t dims[3] = {BUILTIN_DEFAULT_N, BUILTIN_DEFAULT_N, BUILTIN_DEFAULT_N}, off[3], size[3];
   const char *size_text = src + 8 + name_len;
   if (*size_text == ':') {
     size_text++;
-    errno = 0;
-    char *end = NULL;
-    long value = (*size_text >= '0' && *size_text <= '9') ? strtol(size_text, &end, 10) : -1;
-    if (value < BUILTIN_MIN_N || value > BUILTIN_MAX_N || errno || *end)
-      return ir_input_error(err, src, "size '%s' must be a whole number from %d to %d", size_text,
+    const char *p = size_text;
+    int axes = 0;
+    bool ok = true;
+    while (ok && axes < 3) {
+      errno = 0;
+      char *end = NULL;
+      long value = (*p >= '0' && *p <= '9') ? strtol(p, &end, 10) : -1;
+      ok = value >= BUILTIN_MIN_N && value <= BUILTIN_MAX_N && !errno;
+      if (ok) dims[axes++] = (size_t)value;
+      if (!ok || *end == '\0') break;
+      ok = *end == 'x' && axes < 3;
+      p = end + 1;
+    }
+    ok = ok && (axes == 1 || axes == 3);
+    if (ok && axes == 1) dims[1] = dims[2] = dims[0];
+    if (!ok)
+      return ir_input_error(err, src, "size '%s' must be N or XxYxZ, each a whole number from %d to %d", size_text,
                             BUILTIN_MIN_N, BUILTIN_MAX_N);
-    n = (size_t)value;
   }
-  size_t dims[3] = {n, n, n}, off[3], size[3];
   char name[256];
-  snprintf(name, sizeof name, "builtin:%s:%zu", b->name, n);
+  if (dims[0] == dims[1] && dims[1] == dims[2])
+    snprintf(name, sizeof name, "builtin:%s:%zu", b->name, dims[0]);
+  else
+    snprintf(name, sizeof name, "builtin:%s:%zux%zux%zu", b->name, dims[0], dims[1], dims[2]);
   ir_status status = ir_region_resolve(desc, dims, src, off, size, err);
   if (status != IR_OK) return status;
   if (desc->header_only) {
@@ -289,7 +315,9 @@ ir_status ir_load_builtin(const ir_volume_desc *desc, ir_volume *out, char err[I
   }
   status = ir_volume_allocate(out, size, b->type, desc, src, err);
   if (status != IR_OK) return status;
-  box_job job = {.n = n, .out = out->voxels};
+  box_job job = {.n = dims[0], .out = out->voxels};
+  for (int k = 0; k < 3; k++) job.n = dims[k] > job.n ? dims[k] : job.n;
+  memcpy(job.dims, dims, sizeof job.dims);
   memcpy(job.off, off, sizeof job.off);
   memcpy(job.size, size, sizeof job.size);
   if (b->rows)

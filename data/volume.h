@@ -186,8 +186,9 @@ double ir_volume_value_at(const ir_volume *v, size_t x, size_t y, size_t z);
 size_t ir_volume_voxel_count(const ir_volume *v);
 
 /* ---- Procedural volumes ------------------------------------------------------------------ */
-/* builtin:NAME[:N] is an N x N x N volume (N from 2 to 2048, default 128), spacing 1, computed
- * at voxel indices i, j, k = 0 .. N-1 (x fastest):
+/* builtin:NAME[:N] is an N x N x N volume, builtin:NAME:XxYxZ a box (each side from 2 to 16384,
+ * default 128), spacing 1, computed at voxel indices i, j, k = 0 .. N-1 (x fastest); a box keeps
+ * the scale of the cube of its longest side N (docs/data.md):
  *   sphere          float32  R - sqrt((i-c)^2 + (j-c)^2 + (k-c)^2), c = (N-1)/2, R = 0.35 N:
  *                            the distance in voxels to a sphere of radius R about the centre,
  *                            positive inside. Isovalue 0 is that sphere.

@@ -1,17 +1,114 @@
 /* The MPI side of the dist module: init, the collectives the scene uses. Built only when CMake
  * finds MPI (comm_none.c otherwise). */
+#include <errno.h>
+#include <limits.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "dist/dist_internal.h"
 
 struct ir_dist {
   int rank, size;
   bool initialized_here;
+  /* Translucent compositing: the strips received from every rank and the blended strip; per-rank
+   * counts and offsets. Grown, never shrunk. */
+  uint64_t *strips, *blended;
+  size_t strip_capacity;
+  int *counts; /* 4 x size: send counts, send offsets, receive counts, receive offsets */
 };
 
 bool ir_dist_built_with_mpi(void) { return true; }
+
+/* ---- Naming a dead peer ------------------------------------------------------------------------
+ * When a rank dies, mpirun stops the others with SIGTERM and names the dead one itself. The
+ * surviving ranks say so too: the lowest surviving rank on the dead one's host prints one line
+ * naming it before going. The ranks of a host exchange their process ids at start; on SIGTERM
+ * kill(pid, 0) tells which are gone. A signal handler has no context, hence this file-scope
+ * state, written before the handler is installed and only read by it. */
+static int watch_rank, watch_count;
+static int *watch_ranks;
+static pid_t *watch_pids;
+
+static size_t put_text(char *buf, size_t at, size_t cap, const char *s) {
+  while (*s && at + 1 < cap) buf[at++] = *s++;
+  return at;
+}
+static size_t put_number(char *buf, size_t at, size_t cap, long v) {
+  char digits[24];
+  int n = 0;
+  do digits[n++] = (char)('0' + v % 10), v /= 10; while (v && n < 23);
+  while (n && at + 1 < cap) buf[at++] = digits[--n];
+  return at;
+}
+
+/* Async-signal-safe: kill, write, signal, raise. */
+static void on_term(int sig) {
+  int saved = errno, dead = -1;
+  long dead_pid = 0;
+  bool lowest_alive = true;
+  for (int k = 0; k < watch_count; k++) {
+    if (watch_ranks[k] == watch_rank) continue;
+    bool gone = kill(watch_pids[k], 0) != 0 && errno == ESRCH;
+    if (gone && dead < 0) dead = watch_ranks[k], dead_pid = (long)watch_pids[k];
+    if (!gone && watch_ranks[k] < watch_rank) lowest_alive = false;
+  }
+  if (dead >= 0 && lowest_alive) {
+    char line[160];
+    size_t n = put_text(line, 0, sizeof line, "inkray: rank ");
+    n = put_number(line, n, sizeof line, watch_rank);
+    n = put_text(line, n, sizeof line, ": rank ");
+    n = put_number(line, n, sizeof line, dead);
+    n = put_text(line, n, sizeof line, " (pid ");
+    n = put_number(line, n, sizeof line, dead_pid);
+    n = put_text(line, n, sizeof line, " on this host) died during the run; the launcher stops the others\n");
+    ssize_t written = write(STDERR_FILENO, line, n);
+    (void)written;
+  }
+  errno = saved;
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+/* Collective (the host's ranks): their ranks and pids, and the handler. */
+static void watch_peers(ir_dist *d) {
+  MPI_Comm local;
+  if (d->size < 2 || MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS)
+    return;
+  int n = 0;
+  MPI_Comm_size(local, &n);
+  int *ranks = malloc((size_t)n * sizeof *ranks);
+  long *pids = malloc((size_t)n * sizeof *pids);
+  pid_t *as_pids = malloc((size_t)n * sizeof *as_pids);
+  long mine = (long)getpid();
+  bool ok = ranks && pids && as_pids;
+  /* Every rank of the host takes part whatever its allocations gave: no one is left waiting. */
+  int status = ok ? 0 : 1, worst = 1;
+  MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, local);
+  if (worst == 0 && MPI_Allgather(&d->rank, 1, MPI_INT, ranks, 1, MPI_INT, local) == MPI_SUCCESS &&
+      MPI_Allgather(&mine, 1, MPI_LONG, pids, 1, MPI_LONG, local) == MPI_SUCCESS) {
+    for (int k = 0; k < n; k++) as_pids[k] = (pid_t)pids[k];
+    watch_rank = d->rank;
+    watch_count = n;
+    watch_ranks = ranks;
+    watch_pids = as_pids;
+    ranks = NULL;
+    as_pids = NULL;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+  }
+  free(ranks);
+  free(pids);
+  free(as_pids);
+  MPI_Comm_free(&local);
+}
 
 static ir_status mpi_fail(char err[IR_ERR_LEN], int rc, const char *call) {
   char text[MPI_MAX_ERROR_STRING];
@@ -42,13 +139,25 @@ ir_status ir_dist_init(int *argc, char ***argv, ir_dist **out, char err[IR_ERR_L
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+  watch_peers(d);
   *out = d;
   return IR_OK;
 }
 
 void ir_dist_finalize(ir_dist *d) {
   if (!d) return;
+  if (watch_count) {
+    signal(SIGTERM, SIG_DFL);
+    watch_count = 0;
+    free(watch_ranks);
+    free(watch_pids);
+    watch_ranks = NULL;
+    watch_pids = NULL;
+  }
   if (d->initialized_here) MPI_Finalize();
+  free(d->strips);
+  free(d->blended);
+  free(d->counts);
   free(d);
 }
 
@@ -60,6 +169,22 @@ int ir_dist_agree(ir_dist *d, int status) {
   if (MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
     return status > IR_ERR_RUNTIME ? status : IR_ERR_RUNTIME;
   return worst;
+}
+
+ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR_LEN]) {
+  (void)d;
+  int rc = MPI_Bcast(buf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+  return rc == MPI_SUCCESS ? IR_OK : mpi_fail(err, rc, "MPI_Bcast");
+}
+
+int ir_dist_local_size(ir_dist *d) {
+  (void)d;
+  MPI_Comm local;
+  int n = 1;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS) return 1;
+  MPI_Comm_size(local, &n);
+  MPI_Comm_free(&local);
+  return n;
 }
 
 ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]) {
@@ -84,4 +209,43 @@ ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result
     if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Reduce (compositing)");
   }
   return IR_OK;
+}
+
+ir_status ir_dist_composite_over(ir_dist *d, const uint64_t *local, const int *order, uint64_t *result,
+                                 size_t pixels, char err[IR_ERR_LEN]) {
+  int P = d->size;
+  if (pixels > (size_t)INT_MAX) {
+    snprintf(err, IR_ERR_LEN, "rank %d: %zu-pixel frames are above the %d pixels translucent compositing takes",
+             d->rank, pixels, INT_MAX);
+    return IR_ERR_INPUT;
+  }
+  size_t mine_lo = (size_t)d->rank * pixels / (size_t)P, mine = ((size_t)d->rank + 1) * pixels / (size_t)P - mine_lo;
+  size_t need = (pixels / (size_t)P + 1) * (size_t)P;
+  if (!d->counts) d->counts = malloc(4 * (size_t)P * sizeof *d->counts);
+  if (need > d->strip_capacity) {
+    free(d->strips);
+    free(d->blended);
+    d->strips = malloc(need * sizeof *d->strips);
+    d->blended = malloc((pixels / (size_t)P + 1) * sizeof *d->blended);
+    d->strip_capacity = d->strips && d->blended ? need : 0;
+  }
+  if (!d->counts || !d->strip_capacity) {
+    snprintf(err, IR_ERR_LEN, "rank %d: out of host memory compositing %zu-pixel frames", d->rank, pixels);
+    return IR_ERR_RUNTIME;
+  }
+  int *send_n = d->counts, *send_at = d->counts + P, *recv_n = d->counts + 2 * P, *recv_at = d->counts + 3 * P;
+  for (int j = 0; j < P; j++) {
+    size_t lo = (size_t)j * pixels / (size_t)P, hi = ((size_t)j + 1) * pixels / (size_t)P;
+    send_n[j] = (int)(hi - lo);
+    send_at[j] = (int)lo;
+    recv_n[j] = (int)mine;
+    recv_at[j] = (int)((size_t)j * mine);
+  }
+  int rc = MPI_Alltoallv(local, send_n, send_at, MPI_UINT64_T, d->strips, recv_n, recv_at, MPI_UINT64_T,
+                         MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Alltoallv (translucent compositing)");
+  ir_dist_over_words(d->strips, mine, order, P, mine, d->blended);
+  /* Rank 0 gathers the blended strips where they lie in the image (send_n/at are the strips). */
+  rc = MPI_Gatherv(d->blended, (int)mine, MPI_UINT64_T, result, send_n, send_at, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  return rc == MPI_SUCCESS ? IR_OK : mpi_fail(err, rc, "MPI_Gatherv (translucent compositing)");
 }

@@ -24,6 +24,16 @@ int ir_dist_rank(const ir_dist *d) { (void)d; return 0; }
 int ir_dist_size(const ir_dist *d) { (void)d; return 1; }
 int ir_dist_agree(ir_dist *d, int status) { (void)d; return status; }
 
+ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR_LEN]) {
+  (void)d, (void)buf, (void)bytes, (void)err;
+  return IR_OK;
+}
+
+int ir_dist_local_size(ir_dist *d) {
+  (void)d;
+  return 1;
+}
+
 ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]) {
   (void)d;
   (void)err;
@@ -41,4 +51,10 @@ ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result
   (void)err;
   for (size_t i = 0; i < pixels; i++) result[i] = local[i];
   return IR_OK;
+}
+
+ir_status ir_dist_composite_over(ir_dist *d, const uint64_t *local, const int *order, uint64_t *result,
+                                 size_t pixels, char err[IR_ERR_LEN]) {
+  (void)order;
+  return ir_dist_reduce_min(d, local, result, pixels, err);
 }

@@ -9,6 +9,7 @@
  * more on each inner face, and rays start at the sample of the whole volume's grid before the
  * clip box, up to half a voxel outside it: IR_DIST_GHOST voxels in all. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dist/dist.h"
@@ -69,5 +70,41 @@ void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out) {
     out->load_hi[k] = last ? n : (hi + 1 + IR_DIST_GHOST < n ? hi + 1 + IR_DIST_GHOST : n);
     out->clip_lo[k] = first ? 0.0f : (float)lo + 0.5f;
     out->clip_hi[k] = last ? (float)n : (float)hi + 0.5f;
+  }
+}
+
+/* Front to back for a camera at `eye_voxel` (whole-volume voxel coordinates). A ray leaves the
+ * eye's slab along each axis and never comes back (rays are straight), so along any ray every
+ * axis's distance |cell_k - eye_cell_k| in brick cells only grows, and it grows by one at each
+ * face the ray crosses: the sum over the axes strictly increases from brick to brick along every
+ * ray. Sorting by it (ties, bricks no ray meets both of, by rank) is a visibility order of the
+ * whole grid for every pixel at once. An eye outside the volume counts as in the nearest cell. */
+void ir_dist_visibility_order(const ir_dist_layout *L, const double eye_voxel[3], int *order) {
+  int eye_cell[3];
+  for (int k = 0; k < 3; k++) {
+    size_t n = L->dims[k], p = (size_t)L->parts[k];
+    int c = 0;
+    for (size_t j = 1; j < p; j++)
+      if (eye_voxel[k] >= (double)(j * n / p) + 0.5) c = (int)j;
+    eye_cell[k] = c;
+  }
+  for (int r = 0; r < L->ranks; r++) order[r] = r;
+  /* Insertion sort: stable, and rank counts are small next to a frame's pixels. */
+  for (int i = 1; i < L->ranks; i++) {
+    int r = order[i], j = i;
+    int key_r = 0;
+    ir_dist_brick b;
+    ir_dist_brick_of(L, r, &b);
+    for (int k = 0; k < 3; k++) key_r += abs(b.cell[k] - eye_cell[k]);
+    while (j > 0) {
+      ir_dist_brick a;
+      ir_dist_brick_of(L, order[j - 1], &a);
+      int key_a = 0;
+      for (int k = 0; k < 3; k++) key_a += abs(a.cell[k] - eye_cell[k]);
+      if (key_a <= key_r) break;
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = r;
   }
 }

@@ -59,6 +59,11 @@ typedef struct ir_dist_brick {
 ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out, char err[IR_ERR_LEN]);
 /* Brick `rank` (0 .. ranks-1) of a layout. */
 void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out);
+/* The ranks front to back for an eye at `eye_voxel` (the whole volume's voxel coordinates, inside
+ * or outside it): an order in which every ray meets the bricks, for all pixels at once (bricks
+ * sorted by the sum over the axes of their distance in cells from the eye's cell). `order` holds
+ * L->ranks entries. */
+void ir_dist_visibility_order(const ir_dist_layout *L, const double eye_voxel[3], int *order);
 
 /* ---- Compositing words (no MPI) --------------------------------------------------------------- */
 /* One pixel as a 64-bit word: the depth's float bits above the RGBA8 colour. Non-negative
@@ -71,6 +76,11 @@ void ir_dist_pack_image(const uint8_t *rgba, const float *depth, size_t pixels, 
 void ir_dist_unpack_image(const uint64_t *words, size_t pixels, uint32_t background_rgba, uint8_t *rgba);
 /* Depths of composited words; +INFINITY on background. */
 void ir_dist_unpack_depth(const uint64_t *words, size_t pixels, float *depth);
+/* Translucent compositing: `count` layers of `pixels` words, layer order[j] at
+ * layers + order[j] * stride, blended front to back with "over" (dist/over.cuh); the depth is
+ * the nearest layer's. Opaque pixels give what MIN gives. */
+void ir_dist_over_words(const uint64_t *layers, size_t stride, const int *order, int count, size_t pixels,
+                        uint64_t *out);
 
 /* ---- Runtime (MPI) ---------------------------------------------------------------------------- */
 typedef struct ir_dist ir_dist;
@@ -97,6 +107,13 @@ ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char
 ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
                              char err[IR_ERR_LEN]);
 
+/* Translucent compositing onto rank 0 by direct send: the image is cut into one strip of consecutive
+ * pixels per rank, every rank sends strip j to rank j (MPI_Alltoallv), which blends the ranks'
+ * strips in `order` (ir_dist_visibility_order, the same on every rank) and sends the result to
+ * rank 0 (MPI_Gatherv). Any rank count; each rank sends and receives about one image. */
+ir_status ir_dist_composite_over(ir_dist *d, const uint64_t *local, const int *order, uint64_t *result,
+                                 size_t pixels, char err[IR_ERR_LEN]);
+
 /* ---- A brick's renderer -------------------------------------------------------------------------- */
 typedef struct ir_dist_scene ir_dist_scene;
 
@@ -107,13 +124,17 @@ typedef struct ir_dist_scene_desc {
   const char *color_source; /* NULL, or a second volume of the whole volume's dims for
                                IR_COLOR_VOLUME frames, read with the same format options: each
                                rank loads the same brick of it */
+  bool keep_depth;          /* rank 0 will read the composited depth (ir_dist_scene_last_depth);
+                               on the GPUs the frames then travel with it (8 bytes a pixel into
+                               rank 0 instead of 4) */
 } ir_dist_scene_desc;
 
 /* Phases of one distributed frame, milliseconds on the host clock of this rank. */
 typedef struct ir_dist_frame_stats {
   double render_ms;    /* this rank's brick: ir_render_frame, to the end of its GPU work */
   double gather_ms;    /* colour and depth to host memory, packed into words */
-  double composite_ms; /* the MPI_Reduce (waiting for slower ranks included), unpacking on rank 0 */
+  double composite_ms; /* the MPI_Reduce, or the translucent blend (waiting for slower ranks
+                          included), unpacking on rank 0 */
   double total_ms;
 } ir_dist_frame_stats;
 
@@ -123,9 +144,15 @@ typedef struct ir_dist_frame_stats {
 ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_dist_scene **out,
                                char err[IR_ERR_LEN]);
 void ir_dist_scene_destroy(ir_dist_scene *s);
+/* Rank 0: the last composited frame as RGBA8 in host memory (width*height*4 bytes). */
+ir_status ir_dist_scene_read_image(ir_dist_scene *s, uint8_t *rgba, char err[IR_ERR_LEN]);
 /* Rank 0: the last frame's composited depth (the nearest surface of any brick per pixel, as
- * ir_render_read_depth gives it), width*height floats; false on other ranks or before a frame. */
-bool ir_dist_scene_last_depth(const ir_dist_scene *s, float *depth);
+ * ir_render_read_depth gives it), width*height floats; false on other ranks, before a frame, or
+ * on the GPUs without desc.keep_depth. */
+bool ir_dist_scene_last_depth(ir_dist_scene *s, float *depth);
+/* How frames are composited: "none (one rank)", "on the GPUs (NCCL)", or on the host (MPI) with
+ * the reason. */
+const char *ir_dist_scene_compositing(const ir_dist_scene *s);
 /* The colour volume's finite minimum and maximum over all the bricks (those of the whole
  * colour volume; 0..0 if none is finite). Collective; every rank gets them. */
 ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[IR_ERR_LEN]);
@@ -137,8 +164,11 @@ const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s);
 const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s);
 /* One frame of the whole volume: frame->camera and clip plane in the whole volume's world space,
  * its clip box in the whole volume's voxel coordinates (all zero: none), each brick drawing the
- * part of it that it owns. Opaque surfaces only (MIN compositing keeps the nearest). Collective. Rank 0 receives the composited RGBA8 image (width*height*4 bytes) in
- * `rgba`; other ranks may pass NULL. */
+ * part of it that it owns. Opaque surfaces are composited by MIN (the nearest), translucent ones
+ * (any surface of opacity between 0 and 1) blended in the bricks' visibility order. Collective.
+ * The frame ends where it was composited (rank 0's GPU with NCCL or one GPU rank, else host
+ * memory); rank 0 also receives it as RGBA8 (width*height*4 bytes) in `rgba` unless that is NULL
+ * (other ranks pass NULL). */
 ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint8_t *rgba,
                               ir_dist_frame_stats *stats, char err[IR_ERR_LEN]);
 

@@ -4,7 +4,39 @@
 
 #include "dist/dist.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Host clock, milliseconds. */
 double ir_dist_now_ms(void);
 
+/* Rank 0's `bytes` at `buf` to every rank (MPI_Bcast). */
+ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR_LEN]);
+/* Ranks on this rank's host (MPI_Comm_split_type, shared memory), 1 without MPI. */
+int ir_dist_local_size(ir_dist *d);
+
+/* ---- Compositing on the GPUs through NCCL (nccl.cu; nccl_none.c without NCCL) ----------------- */
+typedef struct ir_dist_gpu ir_dist_gpu;
+bool ir_dist_built_with_nccl(void);
+/* The communicator (rank 0's ncclUniqueId broadcast over MPI) and a stream on the current device;
+ * keep_depth: rank 0 keeps the composited words (ir_dist_gpu_read_words), else only colours.
+ * Collective; every rank gets the same status. */
+ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, char err[IR_ERR_LEN]);
+void ir_dist_gpu_destroy(ir_dist_gpu *g);
+/* This rank's frame (device RGBA8 and depth, as the renderer left them) packed into words on its
+ * GPU; waits for it. */
+ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels,
+                           char err[IR_ERR_LEN]);
+/* The packed frames composited onto rank 0's GPU: MIN (order NULL) or "over" in `order` (the
+ * ranks front to back). Collective; waits for it, with a deadline. */
+ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, char err[IR_ERR_LEN]);
+/* Rank 0: the composited frame unpacked to RGBA8 (on the GPU) and copied to host memory. */
+ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_LEN]);
+/* Rank 0: the composited words, copied to host memory (keep_depth only). */
+ir_status ir_dist_gpu_read_words(ir_dist_gpu *g, uint64_t *words, char err[IR_ERR_LEN]);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

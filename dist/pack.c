@@ -1,19 +1,19 @@
 /* Compositing words: depth and colour in one 64-bit integer, so that MPI's own MIN reduction
  * (any of its algorithms, over any number of ranks) is the z-test of sort-last compositing.
  * IEEE 754 floats that are >= +0 order like their bit patterns read as unsigned integers, and
- * the colour in the low half only breaks exact depth ties (deterministically). */
+ * the colour in the low half only breaks exact depth ties (deterministically). Translucent
+ * frames are blended instead, in the bricks' visibility order (dist/over.cuh). */
 #include <math.h>
 #include <string.h>
 
 #include "dist/dist.h"
+#include "dist/over.cuh"
 
-uint64_t ir_dist_pack(float depth, uint32_t rgba) {
-  /* NaN or +INF: no surface. -0 and (impossible) negative depths count as 0. */
-  if (!(depth < INFINITY)) return IR_DIST_BACKGROUND;
-  if (!(depth > 0.0f)) depth = 0.0f;
-  uint32_t bits;
-  memcpy(&bits, &depth, sizeof bits);
-  return (uint64_t)bits << 32 | rgba;
+uint64_t ir_dist_pack(float depth, uint32_t rgba) { return ir_dist_word(depth, rgba); }
+
+void ir_dist_over_words(const uint64_t *layers, size_t stride, const int *order, int count, size_t pixels,
+                        uint64_t *out) {
+  for (size_t i = 0; i < pixels; i++) out[i] = ir_dist_over_pixel(layers, stride, order, count, i);
 }
 
 void ir_dist_pack_image(const uint8_t *rgba, const float *depth, size_t pixels, uint64_t *words) {

@@ -1,6 +1,7 @@
 /* A rank's part of a distributed frame: its brick of the volume, a renderer for it, and the
  * frame loop: render the brick with the camera moved into its frame and the clip box around
- * what it owns, read colour and depth back, pack them, and MIN-reduce onto rank 0.
+ * what it owns, read colour and depth back, pack them, and MIN-reduce onto rank 0 (translucent
+ * surfaces: blend them in the bricks' visibility order, ir_dist_composite_over).
  *
  * Moving the camera: a brick loaded from voxel `load_lo` on is a volume of its own whose
  * voxel (0,0,0) is voxel load_lo of the whole volume, so the whole volume's world space maps
@@ -31,7 +32,12 @@ struct ir_dist_scene {
   uint8_t *rgba;
   float *depth;
   uint64_t *words, *result;
+  int *order; /* translucent frames: the ranks front to back */
+  ir_dist_gpu *gpu; /* compositing on the GPUs through NCCL; NULL: on the host through MPI */
+  const char *compositing; /* how frames are composited, for the run's header */
 };
+
+const char *ir_dist_scene_compositing(const ir_dist_scene *s) { return s->compositing; }
 
 const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s) { return &s->whole; }
 const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s) { return &s->brick_volume; }
@@ -57,10 +63,12 @@ static void free_frame_buffers(ir_dist_scene *s) {
 
 void ir_dist_scene_destroy(ir_dist_scene *s) {
   if (!s) return;
+  ir_dist_gpu_destroy(s->gpu);
   ir_renderer_destroy(s->renderer);
   ir_volume_free(&s->brick_volume);
   ir_volume_free(&s->color_brick);
   free_frame_buffers(s);
+  free(s->order);
   free(s);
 }
 
@@ -130,6 +138,47 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
   return st;
 }
 
+/* One rank composites nothing. GPU ranks composite through NCCL when inkray has it and every
+ * rank has a GPU of its own (NCCL takes one rank per device); otherwise, and on the CPU, through
+ * MPI on the host. INKRAY_DIST_COMPOSITE=host|gpu asks for one (gpu: an error where it cannot
+ * be). Collective; the choice is the same on every rank. */
+static ir_status choose_compositing(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
+  int ranks = ir_dist_size(s->d);
+  const char *want = getenv("INKRAY_DIST_COMPOSITE");
+  bool want_host = want && strcmp(want, "host") == 0, want_gpu = want && strcmp(want, "gpu") == 0;
+  if (want && *want && !want_host && !want_gpu) {
+    snprintf(err, IR_ERR_LEN, "INKRAY_DIST_COMPOSITE='%.64s': use host or gpu", want);
+    return IR_ERR_INPUT;
+  }
+  s->compositing = desc->device == IR_DEVICE_GPU ? "on the host (MPI)" : "on the host (MPI, CPU ranks)";
+  if (ranks == 1) {
+    s->compositing = "none (one rank)";
+    return IR_OK;
+  }
+  if (want_host) return IR_OK;
+  int devices = 0;
+  if (desc->device == IR_DEVICE_GPU && cudaGetDeviceCount(&devices) != cudaSuccess) devices = 0;
+  bool own_gpu = desc->device == IR_DEVICE_GPU && ir_dist_local_size(s->d) <= devices;
+  bool all_own = ir_dist_agree(s->d, own_gpu ? 0 : 1) == 0;
+  if (!ir_dist_built_with_nccl() || !all_own) {
+    if (!want_gpu) {
+      if (ir_dist_built_with_nccl() && desc->device == IR_DEVICE_GPU)
+        s->compositing = "on the host (MPI): ranks share a GPU, and NCCL takes one rank per GPU";
+      else if (desc->device == IR_DEVICE_GPU)
+        s->compositing = "on the host (MPI): built without NCCL";
+      return IR_OK;
+    }
+    snprintf(err, IR_ERR_LEN, "INKRAY_DIST_COMPOSITE=gpu: %s",
+             !ir_dist_built_with_nccl() ? "inkray was built without NCCL (install it and reconfigure)"
+             : desc->device != IR_DEVICE_GPU ? "the ranks render on the CPU"
+                                             : "ranks share a GPU; NCCL needs one GPU per rank");
+    return IR_ERR_INPUT;
+  }
+  ir_status st = ir_dist_gpu_create(s->d, desc->keep_depth, &s->gpu, err);
+  if (st == IR_OK) s->compositing = "on the GPUs (NCCL)";
+  return st;
+}
+
 ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_dist_scene **out,
                                char err[IR_ERR_LEN]) {
   *out = NULL;
@@ -139,12 +188,14 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
     return ir_dist_agree(d, IR_ERR_RUNTIME) == IR_ERR_INPUT ? IR_ERR_INPUT : IR_ERR_RUNTIME;
   }
   s->d = d;
+  s->order = malloc((size_t)ir_dist_size(d) * sizeof *s->order);
   /* The header and the decomposition are the same on every rank, and so are their errors. */
   ir_volume_desc hd = desc->volume;
   hd.header_only = true;
   memset(hd.region_offset, 0, sizeof hd.region_offset);
   memset(hd.region_size, 0, sizeof hd.region_size);
-  ir_status st = ir_volume_load(&hd, &s->whole, err);
+  ir_status st = s->order ? ir_volume_load(&hd, &s->whole, err) : IR_ERR_RUNTIME;
+  if (!s->order) snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
   if (st == IR_OK && desc->color_source) st = check_color_header(s, desc, err);
   if (st == IR_OK) st = ir_dist_decompose(s->whole.dims, ir_dist_size(d), &s->layout, err);
   if (st == IR_OK) {
@@ -154,6 +205,7 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   int worst = ir_dist_agree(d, (int)st);
   if (st == IR_OK && worst != IR_OK)
     snprintf(err, IR_ERR_LEN, "another rank failed to load its brick (its message is above)");
+  if (worst == IR_OK) worst = choose_compositing(s, desc, err);
   if (worst != IR_OK) {
     ir_dist_scene_destroy(s);
     return (ir_status)worst;
@@ -208,41 +260,81 @@ static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *fr
   return f;
 }
 
+/* Whether a surface lets light through (hidden ones, opacity 0, are not drawn at all): then the
+ * bricks are blended in visibility order instead of keeping the nearest. */
+static bool frame_is_translucent(const ir_frame_desc *frame) {
+  for (int k = 0; k < frame->surface_count && k < IR_MAX_SURFACES; k++)
+    if (frame->surfaces[k].opacity > 0.0f && frame->surfaces[k].opacity < 1.0f) return true;
+  return false;
+}
+
 ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint8_t *rgba,
                               ir_dist_frame_stats *stats, char err[IR_ERR_LEN]) {
   ir_dist_frame_stats local;
   memset(&local, 0, sizeof local);
   double t0 = ir_dist_now_ms();
+  int ranks = ir_dist_size(s->d), rank = ir_dist_rank(s->d);
   size_t pixels = (size_t)frame->width * (size_t)frame->height;
-  ir_status st = ensure_buffers(s, pixels, err);
+  bool host = ranks > 1 && !s->gpu;
+  s->composited = 0;
+  ir_status st = host ? ensure_buffers(s, pixels, err) : IR_OK;
   ir_frame_desc f = brick_frame(s, frame);
   ir_frame_stats rs;
   char sub[IR_ERR_LEN] = "";
   /* With stats the renderer waits for the frame's GPU work, so render time is all of it. */
   if (st == IR_OK) st = ir_render_frame(s->renderer, &f, &rs, sub);
+  if (sub[0]) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   double t1 = ir_dist_now_ms();
-  if (st == IR_OK) st = ir_render_read_image(s->renderer, s->rgba, sub);
-  if (st == IR_OK) st = ir_render_read_depth(s->renderer, s->depth, sub);
-  if (st == IR_OK) ir_dist_pack_image(s->rgba, s->depth, pixels, s->words);
-  if (sub[0]) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", ir_dist_rank(s->d), sub);
+  /* One rank: the frame is finished where the renderer left it. */
+  if (st == IR_OK && s->gpu)
+    st = ir_dist_gpu_pack(s->gpu, ir_render_device_image(s->renderer), ir_render_device_depth(s->renderer), pixels,
+                          err);
+  if (st == IR_OK && host) {
+    st = ir_render_read_image(s->renderer, s->rgba, sub);
+    if (st == IR_OK) st = ir_render_read_depth(s->renderer, s->depth, sub);
+    if (st == IR_OK) ir_dist_pack_image(s->rgba, s->depth, pixels, s->words);
+    if (st != IR_OK) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
+  }
   double t2 = ir_dist_now_ms();
   /* A rank that failed must not leave the others waiting in the reduction. */
-  int worst = ir_dist_agree(s->d, (int)st);
+  int worst = ranks > 1 ? ir_dist_agree(s->d, (int)st) : (int)st;
   if (worst != IR_OK) {
     if (st == IR_OK) snprintf(err, IR_ERR_LEN, "another rank failed to render its brick (its message is above)");
     return (ir_status)worst;
   }
-  st = ir_dist_reduce_min(s->d, s->words, s->result, pixels, err);
-  if (st == IR_OK && ir_dist_rank(s->d) == 0 && rgba)
-    ir_dist_unpack_image(s->result, pixels, IR_BACKGROUND_RGBA, rgba);
-  s->composited = st == IR_OK && ir_dist_rank(s->d) == 0 ? pixels : 0;
+  const int *order = NULL;
+  if (ranks > 1 && frame_is_translucent(frame)) {
+    double eye[3];
+    for (int k = 0; k < 3; k++) eye[k] = (double)frame->camera.eye[k] / (double)s->whole.spacing[k];
+    ir_dist_visibility_order(&s->layout, eye, s->order);
+    order = s->order;
+  }
+  if (s->gpu)
+    st = ir_dist_gpu_composite(s->gpu, order, pixels, err);
+  else if (host && order)
+    st = ir_dist_composite_over(s->d, s->words, order, s->result, pixels, err);
+  else if (host)
+    st = ir_dist_reduce_min(s->d, s->words, s->result, pixels, err);
+  s->composited = st == IR_OK && rank == 0 ? pixels : 0;
   double t3 = ir_dist_now_ms();
+  if (st == IR_OK && rank == 0 && rgba) st = ir_dist_scene_read_image(s, rgba, err);
   local.render_ms = t1 - t0;
   local.gather_ms = t2 - t1;
   local.composite_ms = t3 - t2;
   local.total_ms = t3 - t0;
   if (stats) *stats = local;
   return st;
+}
+
+ir_status ir_dist_scene_read_image(ir_dist_scene *s, uint8_t *rgba, char err[IR_ERR_LEN]) {
+  if (!s->composited) {
+    snprintf(err, IR_ERR_LEN, "rank %d: no composited frame to read", ir_dist_rank(s->d));
+    return IR_ERR_INPUT;
+  }
+  if (ir_dist_size(s->d) == 1) return ir_render_read_image(s->renderer, rgba, err);
+  if (s->gpu) return ir_dist_gpu_read_image(s->gpu, rgba, err);
+  ir_dist_unpack_image(s->result, s->composited, IR_BACKGROUND_RGBA, rgba);
+  return IR_OK;
 }
 
 ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[IR_ERR_LEN]) {
@@ -259,8 +351,17 @@ ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[I
   return IR_OK;
 }
 
-bool ir_dist_scene_last_depth(const ir_dist_scene *s, float *depth) {
+bool ir_dist_scene_last_depth(ir_dist_scene *s, float *depth) {
   if (!s->composited) return false;
-  ir_dist_unpack_depth(s->result, s->composited, depth);
-  return true;
+  char err[IR_ERR_LEN];
+  if (ir_dist_size(s->d) == 1) return ir_render_read_depth(s->renderer, depth, err) == IR_OK;
+  if (!s->gpu) {
+    ir_dist_unpack_depth(s->result, s->composited, depth);
+    return true;
+  }
+  uint64_t *words = malloc(s->composited * sizeof *words);
+  bool ok = words && ir_dist_gpu_read_words(s->gpu, words, err) == IR_OK;
+  if (ok) ir_dist_unpack_depth(words, s->composited, depth);
+  free(words);
+  return ok;
 }

@@ -412,3 +412,4 @@ ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]) 
 }
 
 const void *ir_gpu_device_image(const ir_renderer *r) { return r->gpu ? r->gpu->d_image : NULL; }
+const float *ir_gpu_device_depth(const ir_renderer *r) { return r->gpu ? r->gpu->d_depth : NULL; }

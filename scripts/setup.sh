@@ -14,6 +14,8 @@ build=${INKRAY_BUILD_DIR:-$root/build}
 # codecs; HDF5: the HDF5 loader; SDL2/GLEW/GL: the window; Xvfb: the window tests
 # without a display; clang: the header fuzzer; pkg-config: the installed package's pkg-config
 # test; OpenMPI: distributed runs; python3-dev, python3-venv: the Python package and its tests);
+# NCCL (distributed frames composited on the GPUs) has no Debian package here: CMake finds the
+# one the CUDA toolkit ships (or a system one, or pip's nvidia-nccl-cu13) and builds without it;
 # a new optional dependency goes here too. Missing optional
 # packages are installed when root, else only reported.
 required=(cmake gcc g++)

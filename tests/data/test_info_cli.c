@@ -216,7 +216,7 @@ static void test_bad_input_exits_2(void) {
   expect_exit_2(fmt_path("--type uint8 %s", quoted(data_path("headsq/quarter.nhdr"))),
                 "quarter.nhdr", "raw files");
   expect_exit_2("builtin:cube", "builtin:cube", "unknown builtin");
-  expect_exit_2("builtin:sphere:4096", "builtin:sphere:4096", "from 2 to 2048");
+  expect_exit_2("builtin:sphere:16385", "builtin:sphere:16385", "from 2 to 16384");
   expect_exit_2("--frobnicate builtin:sphere", "unknown option '--frobnicate'", NULL);
   expect_exit_2("--dims 0x4x4 x.raw", "--dims", NULL);
   expect_exit_2("", "no volume given", NULL);

@@ -231,11 +231,13 @@ static void test_header_formats_reject_raw_options(void) {
 static void test_builtin_bad_names_and_sizes(void) {
   expect_input_error("builtin:cube", "builtin:cube", "unknown builtin volume 'cube'", "sphere");
   expect_input_error("builtin:", "builtin:", "unknown builtin", NULL);
-  const char *sizes[] = {"builtin:sphere:0", "builtin:sphere:1", "builtin:sphere:2049",
+  const char *sizes[] = {"builtin:sphere:0", "builtin:sphere:1", "builtin:sphere:16385",
                          "builtin:fractal:99999999999999999999", "builtin:sphere:abc",
-                         "builtin:sphere:64x", "builtin:sphere:", "builtin:sphere:-8"};
+                         "builtin:sphere:64x", "builtin:sphere:", "builtin:sphere:-8",
+                         "builtin:sphere:64x64", "builtin:sphere:64x64x64x64", "builtin:sphere:8x1x8",
+                         "builtin:fractal:4096x16385x8", "builtin:sphere:8x8x", "builtin:sphere:8xx8x8"};
   for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-    expect_input_error(sizes[k], sizes[k], "from 2 to 2048", NULL);
+    expect_input_error(sizes[k], sizes[k], "from 2 to 16384", NULL);
 }
 
 /* A NIfTI-1 header (352 bytes with the extension flag) for dims x y z of int16, little-endian. */

@@ -2,6 +2,8 @@
  * detached gzip, one data file per slice, big-endian), MetaImage (attached, zlib) and the builtin
  * volumes, a box loads exactly the voxels of the whole volume it covers, with origin and
  * full_dims set; boxes outside the volume are input errors; header-only loads read no voxels. */
+#include <math.h>
+
 #include "tests/data/data_test_util.h"
 
 enum { NX = 23, NY = 17, NZ = 11 };
@@ -112,9 +114,10 @@ static void test_metaimage_boxes_attached_and_zlib(void) {
 }
 
 static void test_builtin_boxes_equal_the_whole_volume_there(void) {
-  const char *names[] = {"builtin:sphere:40", "builtin:marschner-lobb:40", "builtin:fractal:40"};
+  const char *names[] = {"builtin:sphere:40", "builtin:marschner-lobb:40", "builtin:fractal:40",
+                         "builtin:sphere:40x30x56", "builtin:marschner-lobb:40x64x32", "builtin:fractal:40x48x33"};
   const size_t off[3] = {5, 17, 9}, size[3] = {30, 11, 20};
-  for (size_t k = 0; k < 3; k++) {
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
     ir_volume whole, box;
     char err[IR_ERR_LEN];
     CHECK(load(names[k], &whole, err) == IR_OK);
@@ -133,6 +136,32 @@ static void test_builtin_boxes_equal_the_whole_volume_there(void) {
     ir_volume_free(&whole);
     ir_volume_free(&box);
   }
+}
+
+/* A box that is not a cube: its dims and name, the cube's features where the cube and the box
+ * share a corner region's scale (the fractal's noise is in units of the longest side, so a
+ * 64x64x32 box is the 64 cube's noise with the walls faded at its own faces), and values that
+ * stay in range. */
+static void test_builtin_volumes_take_three_dims(void) {
+  ir_volume box, cube;
+  char err[IR_ERR_LEN];
+  CHECK_MSG(load("builtin:fractal:64x64x32", &box, err) == IR_OK, "%s", err);
+  CHECK_MSG(load("builtin:fractal:64", &cube, err) == IR_OK, "%s", err);
+  CHECK(box.dims[0] == 64 && box.dims[1] == 64 && box.dims[2] == 32);
+  CHECK(strcmp(box.name, "builtin:fractal:64x64x32") == 0);
+  /* Away from the faces, where neither fades, the box is the cube's lower half. */
+  size_t wrong = 0, inner = 0;
+  for (size_t z = 4; z < 28; z++)
+    for (size_t y = 4; y < 60; y++)
+      for (size_t x = 4; x < 60; x++, inner++)
+        wrong += ir_volume_value_at(&box, x, y, z) != ir_volume_value_at(&cube, x, y, z);
+  CHECK_MSG(wrong == 0, "%zu of %zu inner voxels differ from the cube's", wrong, inner);
+  ir_volume_free(&box);
+  ir_volume_free(&cube);
+  CHECK_MSG(load("builtin:sphere:32x16x8", &box, err) == IR_OK, "%s", err);
+  /* The sphere's radius is 0.35 of the shortest side about the box's centre. */
+  CHECK(fabs(ir_volume_value_at(&box, 16, 8, 4) - (0.35 * 8 - sqrt(0.25 + 0.25 + 0.25))) < 1e-5);
+  ir_volume_free(&box);
 }
 
 static void test_boxes_outside_the_volume_are_input_errors(void) {
@@ -177,6 +206,7 @@ int main(void) {
   RUN(test_nrrd_boxes_attached_detached_gzip_and_per_slice_files);
   RUN(test_metaimage_boxes_attached_and_zlib);
   RUN(test_builtin_boxes_equal_the_whole_volume_there);
+  RUN(test_builtin_volumes_take_three_dims);
   RUN(test_boxes_outside_the_volume_are_input_errors);
   RUN(test_header_only_reads_no_voxels);
   return check_summary();

@@ -6,7 +6,8 @@
  * for a builtin volume and for a raw file each rank reads its brick of; bad rank counts and
  * bricks thinner than 2 voxels are refused with one line and exit 2. The look options too:
  * several opaque surfaces, clip box and plane, colour by the gradient or a second volume, and the
- * depth image agree with one process; translucent surfaces are refused.
+ * depth image agree with one process, and translucent surfaces blended over the bricks in their
+ * visibility order.
  * Skipped (77) when inkray was built without MPI or mpirun is missing. */
 #include <cuda_runtime_api.h>
 #include <math.h>
@@ -24,6 +25,8 @@ static const char *device = "cpu", *pipeline = "multi", *tail_rays = "auto";
 /* The plain caster steps from each cell's (and so each brick's) entry, not on the whole volume's
  * sample grid: a brick moves its crossings by up to a step, so only its coverage is compared. */
 static bool coverage_only;
+/* "INKRAY_DIST_COMPOSITE=gpu" to have the ranks composite through NCCL (or fail saying why). */
+static const char *composite_env;
 
 /* inkray with `args` in one process (ranks 0) or under mpirun with that many ranks. CI runs as
  * root on two cores: --allow-run-as-root and --oversubscribe. */
@@ -40,6 +43,10 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
     argv[n++] = "none";
     argv[n++] = "-np";
     argv[n++] = np;
+    if (composite_env) {
+      argv[n++] = "-x";
+      argv[n++] = composite_env;
+    }
   }
   argv[n++] = inkray_binary();
   for (int k = 0; args[k] && n < 63; k++) argv[n++] = args[k];
@@ -97,6 +104,20 @@ static void compare_with_ranks(const char *dir, const char *volume, const char *
   CHECK_STR_CONTAINS(result.output, "composite");
   CHECK_STR_CONTAINS(result.output, "gather");
   if (result.status == 0) check_images_agree(one, many);
+}
+
+/* NCCL compositing (INKRAY_DIST_COMPOSITE=gpu): two ranks, and four where there are four GPUs. */
+static int gpu_count;
+static void test_gpu_ranks_composite_opaque_frames_through_nccl_like_one_process(void) {
+  char dir[64];
+  make_scratch(dir);
+  compare_with_ranks(dir, "builtin:fractal:96", "127.5", 2);
+  CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
+  if (gpu_count >= 4) {
+    compare_with_ranks(dir, "builtin:marschner-lobb:80", "0.5", 4);
+    CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
+  }
+  remove_scratch(dir);
 }
 
 static void compare_one_and_three(const char *dir, const char *volume, const char *iso) {
@@ -197,8 +218,8 @@ static void test_a_bad_option_is_reported_once(void) {
   CHECK_EQ_INT(inkray_lines(result.output), 1);
 }
 
-/* Surfaces pass to the ranks when opaque (and stand for --iso on a file); translucent ones, which
- * depth compositing cannot blend, and the options bricks cannot share are refused in one line. */
+/* Surfaces pass to the ranks (and stand for --iso on a file); the options bricks cannot share
+ * are refused in one line. */
 static void test_opaque_surfaces_are_distributed_and_stand_for_iso(void) {
   char dir[64], path[128];
   make_scratch(dir);
@@ -217,9 +238,8 @@ static void test_opaque_surfaces_are_distributed_and_stand_for_iso(void) {
   remove_scratch(dir);
 }
 
-static void test_translucent_surfaces_and_unshared_options_are_refused(void) {
+static void test_unshared_options_are_refused(void) {
   static const char *const cases[][3] = {
-      {"--surface", "0:red:0.5", "opaque surfaces"},
       {"--color-by", "gradient", "needs --color-range"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -230,6 +250,29 @@ static void test_translucent_surfaces_and_unshared_options_are_refused(void) {
     CHECK_STR_CONTAINS(result.output, cases[k][2]);
     CHECK_EQ_INT(inkray_lines(result.output), 1);
   }
+}
+
+/* INKRAY_DIST_COMPOSITE: a value other than host or gpu, and gpu where NCCL cannot be used (CPU
+ * ranks), stop the run with one line; host is taken as asked. */
+static void test_the_compositing_choice_is_checked(void) {
+  static const char *const cases[][2] = {
+      {"INKRAY_DIST_COMPOSITE=nccl", "use host or gpu"},
+      {"INKRAY_DIST_COMPOSITE=gpu", "INKRAY_DIST_COMPOSITE=gpu: "},
+  };
+  const char *args[] = {"--headless", "--device", "cpu", "--size", "16x16", "--frames", "1", "--quiet",
+                        "builtin:sphere:16", NULL};
+  for (size_t k = 0; k < 2; k++) {
+    composite_env = cases[k][0];
+    run_ranks(2, args, &result);
+    CHECK_MSG(result.status == 2, "%s: exit %d", cases[k][0], result.status);
+    CHECK_STR_CONTAINS(result.output, cases[k][1]);
+    CHECK_EQ_INT(inkray_lines(result.output), 1);
+  }
+  composite_env = "INKRAY_DIST_COMPOSITE=host";
+  run_ranks(2, args, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "compositing on the host (MPI");
+  composite_env = NULL;
 }
 
 /* Clipping and colour by gradient drawn over three bricks: the image one process draws. The box
@@ -262,6 +305,79 @@ static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gra
     CHECK_STR_CONTAINS(result.output, "distributed over 3 ranks");
     if (result.status == 0) check_images_agree(one, many);
   }
+  remove_scratch(dir);
+}
+
+/* Translucent images: every channel, alpha included, since a pixel's alpha is the coverage of
+ * the surfaces it shows. One process against the ranks: coverage (alpha 0 or not) differs on at
+ * most 0.5% of the pixels, and at least 99% of the pixels both draw are within 4/255 on every
+ * channel (each brick's paint read back from 8 bits costs about half a step). */
+static void check_translucent_images_agree(const char *a_path, const char *b_path) {
+  int wa = 0, ha = 0, ca = 0, wb = 0, hb = 0, cb = 0;
+  unsigned char *a = read_png(a_path, &wa, &ha, &ca), *b = read_png(b_path, &wb, &hb, &cb);
+  CHECK_MSG(a && b, "cannot read %s or %s", a_path, b_path);
+  if (!a || !b) return;
+  CHECK(wa == wb && ha == hb && ca == 4 && cb == 4);
+  size_t pixels = (size_t)wa * (size_t)ha, cover_mismatch = 0, both = 0, close = 0, partial = 0;
+  int worst_all = 0;
+  for (size_t i = 0; i < pixels && ca == 4 && cb == 4 && wa == wb && ha == hb; i++) {
+    bool hit_a = a[4 * i + 3] != 0, hit_b = b[4 * i + 3] != 0;
+    if (hit_a != hit_b) cover_mismatch++;
+    if (!hit_a || !hit_b) continue;
+    both++;
+    partial += a[4 * i + 3] < 255;
+    int worst = 0;
+    for (int c = 0; c < 4; c++) {
+      int d = abs((int)a[4 * i + c] - (int)b[4 * i + c]);
+      worst = d > worst ? d : worst;
+    }
+    close += worst <= CLOSE_CHANNEL;
+    worst_all = worst > worst_all ? worst : worst_all;
+  }
+  printf("  translucent: coverage differs on %zu of %zu pixels; %zu of %zu common pixels (%zu not opaque) within "
+         "%d/255 on every channel, largest difference %d/255\n",
+         cover_mismatch, pixels, close, both, partial, CLOSE_CHANNEL, worst_all);
+  CHECK_MSG(both > pixels / 20, "only %zu pixels drawn: nothing to compare", both);
+  CHECK_MSG(partial > both / 10, "only %zu of %zu pixels translucent: the blend is not exercised", partial, both);
+  CHECK((double)cover_mismatch <= MAX_COVER_MISMATCH * (double)pixels);
+  CHECK((double)close >= MIN_CLOSE_FRACTION * (double)both);
+  stbi_image_free(a);
+  stbi_image_free(b);
+}
+
+/* Four surfaces, three translucent, over three bricks (3x1x1) and four (2x2x1): rays cross two
+ * or three bricks, each adding its surfaces behind the ones in front; views from several sides
+ * change the bricks' order. */
+static int translucent_ranks[2] = {3, 4};
+static void test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image(void) {
+  char dir[64], one[128], many[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  /* The last frame of an orbit of 8 views: azimuth 0, 135 and 270 degrees. */
+  static const char *const frames[] = {"1", "4", "7"};
+  const int *rank_counts = translucent_ranks;
+  for (size_t r = 0; r < 2; r++)
+    for (size_t k = 0; k < sizeof frames / sizeof frames[0]; k++) {
+      const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
+                              "--frames", frames[k], "--warmup", "0", "--orbit", "8",
+                              "--elevation", "30", "--no-stages", "--quiet", "--png", one, "--surface",
+                              "80:#ff8000:0.2", "--surface", "120:#30a0ff:0.3", "--surface", "160:white:0.4",
+                              "--surface", "200:#ff3060", "builtin:fractal:64", NULL};
+      const char *dist[] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                            "128x128", "--frames", frames[k], "--warmup", "0", "--orbit", "8",
+                            "--elevation", "30", "--quiet", "--png", many, "--surface", "80:#ff8000:0.2",
+                            "--surface", "120:#30a0ff:0.3", "--surface", "160:white:0.4", "--surface",
+                            "200:#ff3060", "builtin:fractal:64", NULL};
+      run_ranks(0, single, &result);
+      CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+      run_ranks(rank_counts[r], dist, &result);
+      CHECK_MSG(result.status == 0, "%d ranks, %s frames: exit %d: %s", rank_counts[r], frames[k], result.status,
+                result.output);
+      printf("  %d ranks, last of %s frames\n", rank_counts[r], frames[k]);
+      if (composite_env) CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
+      if (result.status == 0) check_translucent_images_agree(one, many);
+    }
   remove_scratch(dir);
 }
 
@@ -382,6 +498,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "gpu") == 0) {
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) check_skip_all("no CUDA device");
+    gpu_count = count;
     device = "gpu";
     /* The same images on the GPU, with the depth of each place that writes a colour: the multi
      * pipeline's intersection stage and its tail kernel, the single kernel, the paper pipeline
@@ -397,6 +514,21 @@ int main(int argc, char **argv) {
       RUN(test_three_ranks_draw_the_single_process_image_of_a_builtin_volume);
       RUN(test_three_ranks_draw_the_single_process_image_of_a_raw_file);
     }
+    pipeline = "single";
+    tail_rays = "auto";
+    coverage_only = false;
+    RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
+    /* One rank per GPU: compositing on the GPUs through NCCL (opaque and translucent), where
+     * the machine has two GPUs or more. */
+    if (count >= 2) {
+      composite_env = "INKRAY_DIST_COMPOSITE=gpu";
+      translucent_ranks[0] = 2;
+      translucent_ranks[1] = count >= 4 ? 4 : 2;
+      printf("GPU, NCCL compositing over %d and %d ranks\n", translucent_ranks[0], translucent_ranks[1]);
+      RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
+      RUN(test_gpu_ranks_composite_opaque_frames_through_nccl_like_one_process);
+      composite_env = NULL;
+    }
     return check_summary();
   }
   RUN(test_three_ranks_draw_the_single_process_image_of_a_builtin_volume);
@@ -410,7 +542,9 @@ int main(int argc, char **argv) {
   RUN(test_a_file_without_iso_is_refused);
   RUN(test_a_bad_option_is_reported_once);
   RUN(test_opaque_surfaces_are_distributed_and_stand_for_iso);
-  RUN(test_translucent_surfaces_and_unshared_options_are_refused);
+  RUN(test_unshared_options_are_refused);
+  RUN(test_the_compositing_choice_is_checked);
+  RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
   RUN(test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours);
   RUN(test_three_ranks_colour_by_a_second_volume_like_one_process);
   RUN(test_three_ranks_write_the_single_process_depth);

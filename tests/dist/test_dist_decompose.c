@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "dist/dist.h"
+#include "render/ray_math.cuh"
 #include "tests/check.h"
 
 static const size_t shapes[][3] = {{64, 64, 64}, {128, 32, 16}, {17, 90, 33}, {2, 2, 2}, {300, 7, 5}};
@@ -155,6 +156,119 @@ static void test_packed_words_order_by_depth_and_min_composites(void) {
   CHECK(depth[0] == 4.0f && depth[1] == 2.0f && isinf(depth[2]) && depth[2] > 0.0f);
 }
 
+/* The pixel a ray with this premultiplied paint gives (render/trace.cuh, ir_paint_pixel). */
+static uint32_t paint_pixel(const float paint[4]) {
+  const float bg[3] = {(IR_BACKGROUND_RGBA & 0xffu) / 255.0f, (IR_BACKGROUND_RGBA >> 8 & 0xffu) / 255.0f,
+                       (IR_BACKGROUND_RGBA >> 16 & 0xffu) / 255.0f};
+  if (paint[3] == 0.0f) return IR_BACKGROUND_RGBA;
+  float k = 1.0f - paint[3];
+  return ir_pack_rgba_alpha(paint[0] + k * bg[0], paint[1] + k * bg[1], paint[2] + k * bg[2], paint[3]);
+}
+
+static int channel_gap(uint32_t a, uint32_t b) {
+  int worst = 0;
+  for (int c = 0; c < 4; c++) {
+    int d = abs((int)(a >> (8 * c) & 0xffu) - (int)(b >> (8 * c) & 0xffu));
+    worst = d > worst ? d : worst;
+  }
+  return worst;
+}
+
+/* Three bricks' pixels blended with "over" in a given order give the pixel of one ray that
+ * gathers the three paints front to back in that order (within the 8-bit read-back), the nearest
+ * depth, and the background where no brick drew; with opaque front layers, what MIN gives. */
+static void test_over_blends_layers_in_the_given_order(void) {
+  srand(7);
+  size_t worst = 0;
+  for (int trial = 0; trial < 2000; trial++) {
+    float paint[3][4], depth[3];
+    uint64_t layers[3];
+    for (int l = 0; l < 3; l++) {
+      float a = (float)(rand() % 1001) / 1000.0f;
+      if (rand() % 5 == 0) a = 0.0f; /* a brick that drew nothing here */
+      for (int c = 0; c < 3; c++) paint[l][c] = a * (float)(rand() % 1001) / 1000.0f;
+      paint[l][3] = a;
+      depth[l] = 1.0f + (float)(rand() % 1000);
+      layers[l] = a == 0.0f ? IR_DIST_BACKGROUND : ir_dist_pack(depth[l], paint_pixel(paint[l]));
+    }
+    const int order[3] = {trial % 3, (trial + 1 + trial / 3 % 2) % 3, (trial + 2 - trial / 3 % 2) % 3};
+    float sum[4] = {0, 0, 0, 0}, nearest = INFINITY;
+    for (int j = 0; j < 3; j++) {
+      const float *p = paint[order[j]];
+      float behind = 1.0f - sum[3];
+      for (int c = 0; c < 4; c++) sum[c] += behind * p[c];
+      if (p[3] > 0.0f && depth[order[j]] < nearest) nearest = depth[order[j]];
+    }
+    uint64_t out;
+    ir_dist_over_words(layers, 1, order, 3, 1, &out);
+    if (sum[3] == 0.0f) {
+      CHECK(out == IR_DIST_BACKGROUND);
+      continue;
+    }
+    float d;
+    ir_dist_unpack_depth(&out, 1, &d);
+    CHECK(d == nearest);
+    size_t gap = (size_t)channel_gap((uint32_t)out, paint_pixel(sum));
+    worst = gap > worst ? gap : worst;
+  }
+  printf("  largest gap to the one-ray blend: %zu/255\n", worst);
+  CHECK(worst <= 2);
+  /* Opaque layers: the front one, as MIN would keep (depth order and visibility order agree). */
+  uint64_t opaque[2] = {ir_dist_pack(9.0f, 0xff102030u), ir_dist_pack(3.0f, 0xff405060u)}, out;
+  const int back_first[2] = {1, 0};
+  ir_dist_over_words(opaque, 1, back_first, 2, 1, &out);
+  CHECK(out == opaque[1]);
+}
+
+/* A brute-force check of the visibility order: points stepped along rays from eyes inside and
+ * outside the volume go through the bricks' clip boxes in non-decreasing order position. */
+static void test_visibility_order_is_front_to_back_along_every_ray(void) {
+  static const size_t dims[][3] = {{64, 64, 64}, {90, 33, 17}, {40, 40, 40}};
+  static const int counts[] = {2, 3, 4, 6, 8, 12, 27};
+  srand(11);
+  size_t rays = 0, bad = 0;
+  for (size_t s = 0; s < 3; s++)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      ir_dist_layout L;
+      char err[IR_ERR_LEN];
+      if (ir_dist_decompose(dims[s], counts[c], &L, err) != IR_OK) continue;
+      int order[32], position[32];
+      ir_dist_brick bricks[32];
+      for (int r = 0; r < L.ranks; r++) ir_dist_brick_of(&L, r, &bricks[r]);
+      for (int e = 0; e < 40; e++) {
+        double eye[3];
+        for (int k = 0; k < 3; k++) eye[k] = ((double)(rand() % 3001) / 1000.0 - 1.0) * (double)dims[s][k];
+        ir_dist_visibility_order(&L, eye, order);
+        for (int j = 0; j < L.ranks; j++) position[order[j]] = j;
+        for (int ray = 0; ray < 50; ray++, rays++) {
+          double dir[3], len = 0;
+          for (int k = 0; k < 3; k++) {
+            dir[k] = (double)(rand() % 2001) / 1000.0 - 1.0;
+            len += dir[k] * dir[k];
+          }
+          len = sqrt(len) + 1e-9;
+          int last = -1;
+          for (double t = 0; t < 4.0 * (double)(dims[s][0] + dims[s][1] + dims[s][2]); t += 0.25) {
+            double p[3];
+            int in = -1;
+            for (int k = 0; k < 3; k++) p[k] = eye[k] + t * dir[k] / len;
+            for (int r = 0; r < L.ranks && in < 0; r++) {
+              bool inside = true;
+              for (int k = 0; k < 3; k++) inside = inside && p[k] >= bricks[r].clip_lo[k] && p[k] < bricks[r].clip_hi[k];
+              if (inside) in = r;
+            }
+            if (in < 0) continue;
+            if (last >= 0 && position[in] < position[last]) bad++;
+            last = in;
+          }
+        }
+      }
+    }
+  printf("  %zu rays, %zu steps against the order\n", rays, bad);
+  CHECK(rays > 1000);
+  CHECK_EQ_INT((int)bad, 0);
+}
+
 /* How a build without MPI still recognises mpirun: the launchers' environment variables. */
 static void test_launched_size_comes_from_the_launchers_environment(void) {
   const char *names[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS"};
@@ -183,6 +297,8 @@ int main(void) {
   RUN(test_bricks_are_balanced_along_the_longest_axes);
   RUN(test_bad_rank_counts_and_thin_bricks_are_input_errors);
   RUN(test_packed_words_order_by_depth_and_min_composites);
+  RUN(test_over_blends_layers_in_the_given_order);
+  RUN(test_visibility_order_is_front_to_back_along_every_ray);
   RUN(test_launched_size_comes_from_the_launchers_environment);
   return check_summary();
 }

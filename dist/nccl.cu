@@ -1,0 +1,322 @@
+/* Compositing on the GPUs through NCCL: the frames never leave the devices. Built only when CMake
+ * finds NCCL (nccl_none.c otherwise); bootstrapped over MPI (rank 0 makes the ncclUniqueId and
+ * broadcasts it, ir_dist_broadcast).
+ *
+ * Every rank packs its frame into 64-bit depth|colour words on its GPU (dist/over.cuh). The
+ * image is cut into one chunk of `chunk` words per rank (padded with background words).
+ *   opaque:      ncclReduceScatter with ncclMin leaves rank j chunk j of the z-buffer composite;
+ *   translucent: every rank sends its chunk j to rank j (grouped ncclSend/ncclRecv, a direct
+ *                send like the host path's Alltoallv), and rank j blends the ranks' chunks in
+ *                visibility order with the "over" kernel.
+ * Then the chunks go to rank 0 (grouped ncclSend/ncclRecv), whose GPU holds the frame: as RGBA8
+ * (each rank unpacks its chunk first, 4 bytes a pixel), or as words where the depth is wanted
+ * (8 bytes). It is copied to the host only when read (ir_dist_gpu_read_image).
+ *
+ * Waits poll the stream and NCCL's asynchronous error with a deadline (INKRAY_DIST_TIMEOUT
+ * seconds, default 20): a peer that died or hangs aborts the communicator (ncclCommAbort) and the
+ * frame fails with one line, instead of the rank waiting forever in a collective. */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_internal.h"
+#include "dist/over.cuh"
+
+/* Elementwise, memory-bound kernels: 256 threads a block keep an SM's warps full; grid-stride
+ * loops over at most MAX_BLOCKS blocks cover any image. */
+#define DIST_BLOCK 256
+#define DIST_MAX_BLOCKS 8192
+#define DIST_TIMEOUT_S 20.0
+
+struct ir_dist_gpu {
+  ir_dist *d;
+  int rank, size;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  size_t chunk_capacity;            /* words per rank the buffers below hold */
+  uint64_t *words, *strips, *part;  /* size*chunk, size*chunk, chunk */
+  uint64_t *result;                 /* rank 0: size*chunk, the composited words (keep_depth) */
+  uint32_t *part_color;             /* chunk: this rank's composited chunk as RGBA8 */
+  uint32_t *image;                  /* rank 0: size*chunk, the frame as RGBA8 */
+  bool keep_depth;                  /* gather the words (8 bytes a pixel), else only colours (4) */
+  int *order, *host_order;          /* translucent: the ranks front to back (device, pinned) */
+  size_t pixels;                    /* of the last composited frame (0: none) */
+  double timeout_ms;
+};
+
+bool ir_dist_built_with_nccl(void) { return true; }
+
+static ir_status cuda_fail(char err[IR_ERR_LEN], int rank, cudaError_t e, const char *call) {
+  snprintf(err, IR_ERR_LEN, "rank %d: CUDA error in %s: %s", rank, call, cudaGetErrorString(e));
+  return IR_ERR_RUNTIME;
+}
+static ir_status nccl_fail(char err[IR_ERR_LEN], int rank, ncclResult_t e, const char *call) {
+  snprintf(err, IR_ERR_LEN, "rank %d: NCCL error in %s: %s", rank, call, ncclGetErrorString(e));
+  return IR_ERR_RUNTIME;
+}
+#define DIST_CUDA(call)                                                                   \
+  do {                                                                                    \
+    cudaError_t e_ = (call);                                                              \
+    if (e_ != cudaSuccess) return cuda_fail(err, g->rank, e_, #call);                    \
+  } while (0)
+#define DIST_NCCL(call)                                                                   \
+  do {                                                                                    \
+    ncclResult_t e_ = (call);                                                             \
+    if (e_ != ncclSuccess) return nccl_fail(err, g->rank, e_, #call);                    \
+  } while (0)
+
+static unsigned grid_for(size_t n) {
+  size_t blocks = (n + DIST_BLOCK - 1) / DIST_BLOCK;
+  return (unsigned)(blocks == 0 ? 1 : blocks > DIST_MAX_BLOCKS ? DIST_MAX_BLOCKS : blocks);
+}
+
+__global__ void pack_kernel(const uint32_t *__restrict__ rgba, const float *__restrict__ depth, size_t pixels,
+                            size_t padded, uint64_t *__restrict__ words) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < padded; i += (size_t)gridDim.x * blockDim.x)
+    words[i] = i < pixels ? ir_dist_word(depth[i], rgba[i]) : IR_DIST_BACKGROUND_WORD;
+}
+
+__global__ void over_kernel(const uint64_t *__restrict__ strips, size_t chunk, const int *__restrict__ order,
+                            int count, uint64_t *__restrict__ out) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < chunk; i += (size_t)gridDim.x * blockDim.x)
+    out[i] = ir_dist_over_pixel(strips, chunk, order, count, i);
+}
+
+__global__ void unpack_kernel(const uint64_t *__restrict__ words, size_t pixels, uint32_t *__restrict__ rgba) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < pixels; i += (size_t)gridDim.x * blockDim.x)
+    rgba[i] = words[i] == IR_DIST_BACKGROUND_WORD ? IR_BACKGROUND_RGBA : (uint32_t)words[i];
+}
+
+/* Waits for the stream's work, watching NCCL for a failed or vanished peer (top of the file). */
+static ir_status wait_stream(ir_dist_gpu *g, const char *what, char err[IR_ERR_LEN]) {
+  double start = ir_dist_now_ms();
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(g->stream);
+    if (e == cudaSuccess) return IR_OK;
+    if (e != cudaErrorNotReady) return cuda_fail(err, g->rank, e, what);
+    ncclResult_t async = ncclSuccess;
+    if (g->comm && ncclCommGetAsyncError(g->comm, &async) == ncclSuccess && async != ncclSuccess &&
+        async != ncclInProgress) {
+      ncclCommAbort(g->comm);
+      g->comm = NULL;
+      snprintf(err, IR_ERR_LEN, "rank %d: NCCL failed during %s: %s (a peer rank died or lost its link); aborted",
+               g->rank, what, ncclGetErrorString(async));
+      return IR_ERR_RUNTIME;
+    }
+    if (ir_dist_now_ms() - start > g->timeout_ms) {
+      if (g->comm) ncclCommAbort(g->comm);
+      g->comm = NULL;
+      snprintf(err, IR_ERR_LEN, "rank %d: %s did not finish within %.0f s: a peer rank died or hangs; NCCL aborted",
+               g->rank, what, g->timeout_ms / 1000.0);
+      return IR_ERR_RUNTIME;
+    }
+    sched_yield();
+  }
+}
+
+static void free_buffers(ir_dist_gpu *g) {
+  cudaFree(g->words);
+  cudaFree(g->strips);
+  cudaFree(g->part);
+  cudaFree(g->result);
+  cudaFree(g->part_color);
+  cudaFree(g->image);
+  g->words = g->strips = g->part = g->result = NULL;
+  g->part_color = g->image = NULL;
+  g->chunk_capacity = 0;
+}
+
+void ir_dist_gpu_destroy(ir_dist_gpu *g) {
+  if (!g) return;
+  free_buffers(g);
+  cudaFree(g->order);
+  cudaFreeHost(g->host_order);
+  if (g->comm) ncclCommDestroy(g->comm);
+  if (g->stream) cudaStreamDestroy(g->stream);
+  free(g);
+}
+
+/* Everything but the communicator; a message starting "rank N: " on failure. */
+static ir_status setup_local(ir_dist_gpu *g, char err[IR_ERR_LEN]) {
+  DIST_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+  DIST_CUDA(cudaMalloc(&g->order, (size_t)g->size * sizeof *g->order));
+  DIST_CUDA(cudaMallocHost(&g->host_order, (size_t)g->size * sizeof *g->host_order));
+  return IR_OK;
+}
+
+/* What rank 0 broadcasts: its status and, when it is IR_OK, the communicator's id. */
+typedef struct boot_message {
+  int status;
+  ncclUniqueId id;
+} boot_message;
+
+ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, char err[IR_ERR_LEN]) {
+  *out = NULL;
+  ir_dist_gpu *g = (ir_dist_gpu *)calloc(1, sizeof *g);
+  int rank = ir_dist_rank(d);
+  boot_message boot;
+  memset(&boot, 0, sizeof boot);
+  if (!g) {
+    /* Still takes part in the collectives below, so that no rank waits for this one. */
+    snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", rank);
+    char sub[IR_ERR_LEN];
+    boot.status = IR_ERR_RUNTIME;
+    ir_dist_broadcast(d, &boot, sizeof boot, sub);
+    ir_dist_agree(d, IR_ERR_RUNTIME);
+    return IR_ERR_RUNTIME;
+  }
+  g->d = d;
+  g->rank = rank;
+  g->size = ir_dist_size(d);
+  g->keep_depth = keep_depth;
+  g->timeout_ms = DIST_TIMEOUT_S * 1000.0;
+  const char *t = getenv("INKRAY_DIST_TIMEOUT");
+  if (t && atof(t) > 0) g->timeout_ms = atof(t) * 1000.0;
+  ir_status st = setup_local(g, err);
+  /* Rank 0's id (or its failure) reaches every rank; no rank enters NCCL's init unless all can. */
+  if (rank == 0 && st == IR_OK) {
+    ncclResult_t e = ncclGetUniqueId(&boot.id);
+    if (e != ncclSuccess) st = nccl_fail(err, rank, e, "ncclGetUniqueId");
+  }
+  boot.status = (int)st;
+  char sub[IR_ERR_LEN];
+  if (ir_dist_broadcast(d, &boot, sizeof boot, sub) != IR_OK && st == IR_OK) {
+    snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
+    st = IR_ERR_RUNTIME;
+  }
+  int worst = ir_dist_agree(d, st != IR_OK ? (int)st : boot.status);
+  if (worst == IR_OK) {
+    ncclResult_t e = ncclCommInitRank(&g->comm, g->size, boot.id, rank);
+    if (e != ncclSuccess) {
+      g->comm = NULL;
+      st = nccl_fail(err, rank, e, "ncclCommInitRank");
+    }
+    worst = ir_dist_agree(d, (int)st);
+  }
+  if (worst != IR_OK) {
+    if (st == IR_OK) snprintf(err, IR_ERR_LEN, "another rank failed to set up NCCL (its message is above)");
+    ir_dist_gpu_destroy(g);
+    return (ir_status)worst;
+  }
+  *out = g;
+  return IR_OK;
+}
+
+static ir_status ensure_buffers(ir_dist_gpu *g, size_t chunk, char err[IR_ERR_LEN]) {
+  if (chunk <= g->chunk_capacity) return IR_OK;
+  free_buffers(g);
+  size_t all = chunk * (size_t)g->size;
+  DIST_CUDA(cudaMalloc(&g->words, all * sizeof *g->words));
+  DIST_CUDA(cudaMalloc(&g->strips, all * sizeof *g->strips));
+  DIST_CUDA(cudaMalloc(&g->part, chunk * sizeof *g->part));
+  DIST_CUDA(cudaMalloc(&g->part_color, chunk * sizeof *g->part_color));
+  if (g->rank == 0) {
+    if (g->keep_depth) DIST_CUDA(cudaMalloc(&g->result, all * sizeof *g->result));
+    DIST_CUDA(cudaMalloc(&g->image, all * sizeof *g->image));
+  }
+  g->chunk_capacity = chunk;
+  return IR_OK;
+}
+
+ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels,
+                           char err[IR_ERR_LEN]) {
+  size_t chunk = (pixels + (size_t)g->size - 1) / (size_t)g->size;
+  g->pixels = 0;
+  ir_status st = ensure_buffers(g, chunk, err);
+  if (st != IR_OK) return st;
+  size_t padded = chunk * (size_t)g->size;
+  pack_kernel<<<grid_for(padded), DIST_BLOCK, 0, g->stream>>>((const uint32_t *)rgba, depth, pixels, padded,
+                                                               g->words);
+  DIST_CUDA(cudaGetLastError());
+  return wait_stream(g, "packing the frame", err);
+}
+
+/* The chunks at `from` (chunk elements of `bytes` on each rank) into `to` on rank 0, in rank
+ * order. */
+static ir_status gather_to_root(ir_dist_gpu *g, const void *from, void *to, size_t chunk, size_t bytes,
+                                char err[IR_ERR_LEN]) {
+  ncclDataType_t type = bytes == 8 ? ncclUint64 : ncclUint32;
+  DIST_NCCL(ncclGroupStart());
+  if (g->rank == 0) {
+    for (int j = 1; j < g->size; j++)
+      DIST_NCCL(ncclRecv((char *)to + (size_t)j * chunk * bytes, chunk, type, j, g->comm, g->stream));
+  } else {
+    DIST_NCCL(ncclSend(from, chunk, type, 0, g->comm, g->stream));
+  }
+  DIST_NCCL(ncclGroupEnd());
+  if (g->rank == 0) DIST_CUDA(cudaMemcpyAsync(to, from, chunk * bytes, cudaMemcpyDeviceToDevice, g->stream));
+  return IR_OK;
+}
+
+ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, char err[IR_ERR_LEN]) {
+  if (!g->comm) {
+    snprintf(err, IR_ERR_LEN, "rank %d: NCCL was aborted by an earlier failure", g->rank);
+    return IR_ERR_RUNTIME;
+  }
+  size_t chunk = (pixels + (size_t)g->size - 1) / (size_t)g->size;
+  const uint64_t *mine = g->part;
+  if (!order) {
+    DIST_NCCL(ncclReduceScatter(g->words, g->part, chunk, ncclUint64, ncclMin, g->comm, g->stream));
+  } else {
+    memcpy(g->host_order, order, (size_t)g->size * sizeof *order);
+    DIST_CUDA(cudaMemcpyAsync(g->order, g->host_order, (size_t)g->size * sizeof *order, cudaMemcpyHostToDevice,
+                              g->stream));
+    /* The own chunk by a device copy, the others through NCCL in one group (so that no send
+     * waits on a receive posted later). */
+    size_t own = (size_t)g->rank * chunk;
+    DIST_CUDA(cudaMemcpyAsync(g->strips + own, g->words + own, chunk * sizeof *g->words, cudaMemcpyDeviceToDevice,
+                              g->stream));
+    DIST_NCCL(ncclGroupStart());
+    for (int j = 0; j < g->size; j++) {
+      if (j == g->rank) continue;
+      DIST_NCCL(ncclSend(g->words + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
+      DIST_NCCL(ncclRecv(g->strips + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
+    }
+    DIST_NCCL(ncclGroupEnd());
+    over_kernel<<<grid_for(chunk), DIST_BLOCK, 0, g->stream>>>(g->strips, chunk, g->order, g->size, g->part);
+    DIST_CUDA(cudaGetLastError());
+  }
+  /* Only colours travel to rank 0 unless the depth is wanted: half the bytes. */
+  ir_status st;
+  if (g->keep_depth) {
+    st = gather_to_root(g, mine, g->result, chunk, sizeof *mine, err);
+  } else {
+    unpack_kernel<<<grid_for(chunk), DIST_BLOCK, 0, g->stream>>>(mine, chunk, g->part_color);
+    DIST_CUDA(cudaGetLastError());
+    st = gather_to_root(g, g->part_color, g->image, chunk, sizeof *g->part_color, err);
+  }
+  if (st == IR_OK) st = wait_stream(g, order ? "translucent compositing (NCCL)" : "compositing (NCCL)", err);
+  g->pixels = st == IR_OK && g->rank == 0 ? pixels : 0;
+  return st;
+}
+
+ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_LEN]) {
+  if (!g->pixels) {
+    snprintf(err, IR_ERR_LEN, "rank %d: no composited frame to read", g->rank);
+    return IR_ERR_INPUT;
+  }
+  if (g->keep_depth) {
+    unpack_kernel<<<grid_for(g->pixels), DIST_BLOCK, 0, g->stream>>>(g->result, g->pixels, g->image);
+    DIST_CUDA(cudaGetLastError());
+  }
+  DIST_CUDA(cudaMemcpyAsync(rgba, g->image, g->pixels * 4, cudaMemcpyDeviceToHost, g->stream));
+  DIST_CUDA(cudaStreamSynchronize(g->stream));
+  return IR_OK;
+}
+
+ir_status ir_dist_gpu_read_words(ir_dist_gpu *g, uint64_t *words, char err[IR_ERR_LEN]) {
+  if (!g->keep_depth) {
+    snprintf(err, IR_ERR_LEN, "rank %d: the frames were composited without their depth", g->rank);
+    return IR_ERR_INPUT;
+  }
+  if (!g->pixels) {
+    snprintf(err, IR_ERR_LEN, "rank %d: no composited frame to read", g->rank);
+    return IR_ERR_INPUT;
+  }
+  DIST_CUDA(cudaMemcpyAsync(words, g->result, g->pixels * sizeof *words, cudaMemcpyDeviceToHost, g->stream));
+  DIST_CUDA(cudaStreamSynchronize(g->stream));
+  return IR_OK;
+}
