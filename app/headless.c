@@ -64,6 +64,7 @@ typedef struct hl_options {
   bool quiet;
   int cpu_threads;
   uint32_t tail_rays; /* ir_frame_desc.tail_rays: 0 automatic (multi) / off (paper), IR_TAIL_OFF */
+  int accumulate;     /* --accumulate K: the image (--png) is the mean of K frames of the last view */
 } hl_options;
 
 typedef struct hl_config {
@@ -131,6 +132,8 @@ static void print_help(FILE *to) {
         "                        diagnostic frames (pass=stages) with stage times, iterations\n"
         "                        and ray counts per round\n"
         "  --png FILE            the last timed frame of the last configuration as a PNG\n"
+        "  --accumulate K        with --ao: the PNG is the mean of K frames of that view, each with\n"
+        "                        N new occlusion rays per hit (K x N samples; not timed)\n"
         "  --depth FILE          that frame's depth (distance from the eye along each pixel's ray,\n"
         "                        world units; +inf where nothing was hit) as a 32-bit float image:\n"
         "                        FILE.pfm (Portable FloatMap) or FILE.nrrd\n"
@@ -220,7 +223,7 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     static const char *const with_value[] = {"--device", "--frames", "--warmup", "--size",
                                              "--orbit", "--elevation", "--distance", "--iso",
                                              "--method", "--pipeline", "--csv", "--png",
-                                             "--threads", "--tail-rays", "--up", "--mesh", NULL};
+                                             "--threads", "--tail-rays", "--up", "--mesh", "--accumulate", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known = known || strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'%s", opt, "");
@@ -241,6 +244,8 @@ static int parse_options(int argc, char **argv, hl_options *o) {
       o->orbit_given = true;
     } else if (strcmp(opt, "--threads") == 0) {
       rc = app_parse_count(opt, value, 1, 4096, &o->cpu_threads, err) ? 0 : bad_value(err);
+    } else if (strcmp(opt, "--accumulate") == 0) {
+      rc = app_parse_count(opt, value, 1, (long)IR_ACCUMULATE_MAX, &o->accumulate, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--tail-rays") == 0) {
       rc = app_parse_tail_rays(value, &o->tail_rays, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--size") == 0) {
@@ -280,6 +285,12 @@ static int parse_options(int argc, char **argv, hl_options *o) {
   if (o->iso_given && o->look.surface_count > 0)
     return bad_option("--surface and --iso both given: the surfaces replace the isovalues; give one or the "
                       "other%s%s", "", "");
+  bool lit = o->look.ao_samples > 0 || o->look.shadows || o->look.light_on;
+  if (lit && (o->use_pipeline[IR_PIPELINE_PAPER] || o->use_pipeline[IR_PIPELINE_PLAIN]))
+    return bad_option("--ao, --shadows and --light are drawn by the single, persistent and multi pipelines; the "
+                      "%s pipeline draws none%s", o->use_pipeline[IR_PIPELINE_PAPER] ? "paper" : "plain", "");
+  if (o->accumulate > 1 && !o->look.ao_samples)
+    return bad_option("--accumulate averages frames with new occlusion rays each; it needs --ao N%s%s", "", "");
   if (o->verify && o->device == IR_DEVICE_CPU)
     return bad_option("--verify compares the GPU with the CPU renderer; it needs --device gpu%s%s", "", "");
   return -1;
@@ -467,6 +478,17 @@ static int run_config(hl_run *run, int index, int count, const hl_config *c, uin
   }
   if (rc) return rc;
   char err[IR_ERR_LEN] = {0};
+  /* --accumulate: the last view again, K frames of new occlusion samples into one mean. */
+  for (int k = 0; k < o->accumulate && o->accumulate > 1; k++) {
+    ir_frame_desc frame = frame_for(run, c, (o->frames - 1) % o->orbit, false);
+    frame.accumulate = true;
+    frame.sample_frame = (uint32_t)k;
+    if (ir_render_frame(run->renderer, &frame, NULL, err) != IR_OK) {
+      fprintf(stderr, "inkray: rendering failed (iso %g, %s pipeline, %s): %s\n", c->isovalue,
+              ir_pipeline_name(c->pipeline), method_label(c), err);
+      return 1;
+    }
+  }
   if (ir_render_read_image(run->renderer, image, err) != IR_OK) {
     fprintf(stderr, "inkray: reading the image back failed: %s\n", err);
     return 1;
@@ -990,6 +1012,10 @@ static int check_distributed(const hl_options *o) {
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
   const app_look *look = &o->look;
+  /* An occlusion or shadow ray would leave its rank's brick. */
+  if (look->ao_samples > 0 || look->shadows || look->light_on || o->accumulate)
+    return bad_option("--ao, --shadows, --light and --accumulate are not drawn in a distributed run: their rays "
+                      "would leave a rank's brick; run without mpirun%s%s", "", "");
   for (int k = 0; k < look->surface_count; k++)
     if (look->surfaces[k].opacity < 1.0f) {
       fprintf(stderr, "inkray: --surface at isovalue %g has opacity %g: a distributed run composites the bricks "

@@ -227,7 +227,11 @@ struct ir_gpu_state {
   ir_persist_counters *d_persist; /* the persistent pipeline's, two (by frame parity) */
   ir_persist_counters *h_persist; /* pinned: read-backs */
   unsigned persist_epoch;         /* persistent frames rendered */
-  unsigned persist_blocks[4];     /* per trace mode: resident blocks (0: not asked yet) */
+  unsigned persist_blocks[16];    /* per trace mode: resident blocks (0: not asked yet) */
+  float4 *d_accum;                /* accumulated frames (ir_frame_desc.accumulate): RGBA sums */
+  size_t accum_pixels;            /* its size in pixels */
+  int accum_width, accum_height;  /* of the frames in it */
+  uint32_t accum_count;           /* frames in it (0: none; the next accumulated frame starts it) */
   unsigned long long *d_phase_cycles; /* the persistent diagnostic pass's (IR_PERSIST_PHASES) */
 };
 

@@ -338,7 +338,10 @@ static persist_kernel_fn kernel_for_mode(int mode) {
   case 0: return persistent_kernel<0, Method>;
   case IR_TRACE_COMPOSITE: return persistent_composite_kernel<IR_TRACE_COMPOSITE, Method>;
   case IR_TRACE_EXACT: return persistent_kernel<IR_TRACE_EXACT, Method>;
-  default: return persistent_composite_kernel<IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
+  case IR_TRACE_COMPOSITE | IR_TRACE_EXACT: return persistent_composite_kernel<IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
+  /* Lit frames (secondary.cuh): a hit's occlusion and shadow rays are traced in the shading phase. */
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE, Method>;
+  default: return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
   }
 }
 

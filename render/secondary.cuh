@@ -1,0 +1,236 @@
+/* Secondary rays from a shaded hit, shared by the CPU and the GPU (included by trace.cuh):
+ *
+ *   ir_transmittance  a ray from a point: the light that gets through the drawn surfaces it
+ *                     crosses before t_max (opaque: 0; a translucent one lets 1 - opacity by)
+ *   ir_ao_direction   sample i of a hit's cosine-weighted hemisphere: a scrambled Sobol' (0,2)
+ *                     sequence, the same on both sides
+ *   ir_light_color    the lit colour of a hit with ambient occlusion, a shadow ray and the
+ *                     frame's light (headlight or directional)
+ *
+ * An occlusion or shadow ray starts half a voxel off the hit along the normal, on the viewer's
+ * side, and has its own sample grid: half-voxel steps from its entry into the drawn part of the
+ * volume (the clip box cut by the clip plane, ir_ray_clip) to RADIUS voxels (occlusion) or the
+ * exit (shadow). It walks the primary rays' cells with ir_next_run and marches each run one
+ * sample at a time; a crossing counts where its interpolated t lies in the drawn part, as for
+ * primary rays, and the ray stops at the first opaque one.
+ *
+ * Sampling: hit h of pixel x in frame f takes the samples [f N, f N + N) of one sequence, the
+ * first two dimensions of Sobol' (a (0,2)-sequence: any 2^m consecutive points from a multiple
+ * of 2^m are stratified), scrambled by XOR with a hash of the pixel's ray direction (the bits of
+ * its unit world direction: one per pixel and camera, equal on the CPU and the GPU) and the hit's
+ * surface. A still view's frames together take the first F N points of that sequence: the mean
+ * of F frames is a picture with F N well-spread samples per hit. Only integer operations, + - *
+ * / and square roots (no sin/cos: a polynomial of the quarter turn stands in), so the directions
+ * are bit for bit the same on both sides.
+ */
+#ifndef INKRAY_RENDER_SECONDARY_CUH
+#define INKRAY_RENDER_SECONDARY_CUH
+
+/* How far off the hit a secondary ray starts, voxels along the normal: a sample grid of half
+ * voxels starting nearer could see the hit's own surface again in the first segment. */
+#define IR_SECONDARY_OFFSET 0.5f
+
+static inline IR_HD uint32_t ir_float_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
+  union {
+    float f;
+    uint32_t u;
+  } b;
+  b.f = f;
+  return b.u;
+#endif
+}
+
+/* A 32-bit integer hash with good avalanche (Wellons' lowbias32). */
+static inline IR_HD uint32_t ir_hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+static inline IR_HD uint32_t ir_bit_reverse(uint32_t x) {
+  x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+  x = ((x >> 4) & 0x0f0f0f0fu) | ((x & 0x0f0f0f0fu) << 4);
+  x = ((x >> 8) & 0x00ff00ffu) | ((x & 0x00ff00ffu) << 8);
+  return (x >> 16) | (x << 16);
+}
+
+/* Sobol's second dimension: direction numbers v_0 = 2^31, v_k = v_{k-1} ^ (v_{k-1} >> 1). */
+static inline IR_HD uint32_t ir_sobol_dim1(uint32_t i) {
+  uint32_t v = 0x80000000u, r = 0;
+  for (; i; i >>= 1, v ^= v >> 1)
+    if (i & 1u) r ^= v;
+  return r;
+}
+
+/* [0, 1) from the top 24 bits. */
+static inline IR_HD float ir_unit_float(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
+
+/* cos and sin of 2 pi u, u in [0, 1): Taylor polynomials on a quarter turn (error below 1e-7),
+ * then the quadrant. */
+static inline IR_HD void ir_turn_cos_sin(float u, float *c, float *s) {
+  float x = u * 4.0f;
+  int q = (int)x;
+  float a = (x - (float)q) * 1.57079632679f, a2 = a * a;
+  float sn = a * (1.0f - a2 * (1.0f / 6.0f) * (1.0f - a2 * (1.0f / 20.0f) * (1.0f - a2 * (1.0f / 42.0f) *
+                                                                             (1.0f - a2 * (1.0f / 72.0f) * (1.0f - a2 * (1.0f / 110.0f))))));
+  float cs = 1.0f - a2 * 0.5f * (1.0f - a2 * (1.0f / 12.0f) * (1.0f - a2 * (1.0f / 30.0f) *
+                                                            (1.0f - a2 * (1.0f / 56.0f) * (1.0f - a2 * (1.0f / 90.0f)))));
+  switch (q & 3) {
+  case 0: *c = cs, *s = sn; break;
+  case 1: *c = -sn, *s = cs; break;
+  case 2: *c = -cs, *s = -sn; break;
+  default: *c = sn, *s = -cs; break;
+  }
+}
+
+/* The scramble of a hit's sequence: two 32-bit words from its pixel's ray and its surface. */
+static inline IR_HD void ir_ao_scramble(const ir_ray *r, int surf, uint32_t *s0, uint32_t *s1) {
+  uint32_t h = ir_hash32(ir_float_bits(r->dir_world.x) ^ 0x9e3779b9u);
+  h = ir_hash32(h ^ ir_float_bits(r->dir_world.y));
+  h = ir_hash32(h ^ ir_float_bits(r->dir_world.z));
+  *s0 = ir_hash32(h ^ (uint32_t)surf);
+  *s1 = ir_hash32(*s0 ^ 0x85ebca6bu);
+}
+
+/* Sample j of the cosine-weighted hemisphere about the unit normal n (world). */
+static inline IR_HD ir_vec3 ir_ao_direction(ir_vec3 n, uint32_t j, uint32_t s0, uint32_t s1) {
+  float u1 = ir_unit_float(ir_bit_reverse(j) ^ s0), u2 = ir_unit_float(ir_sobol_dim1(j) ^ s1);
+  float c, s;
+  ir_turn_cos_sin(u2, &c, &s);
+  float rad = sqrtf(u1), z = sqrtf(fmaxf(1.0f - u1, 0.0f));
+  /* An orthonormal basis about n without branches on near-parallel axes (Duff et al., JCGT 2017). */
+  float sign = n.z >= 0.0f ? 1.0f : -1.0f;
+  float a = -1.0f / (sign + n.z), b = n.x * n.y * a;
+  ir_vec3 t1 = ir_v3(1.0f + sign * n.x * n.x * a, sign * b, -sign * n.x);
+  ir_vec3 t2 = ir_v3(b, sign + n.y * n.y * a, -n.y);
+  return ir_add(ir_add(ir_scale(t1, rad * c), ir_scale(t2, rad * s)), ir_scale(n, z));
+}
+
+/* A secondary ray from o (voxel coordinates) along the unit world direction w. */
+static inline IR_HD ir_ray ir_secondary_ray(const ir_trace_params *p, ir_vec3 o, ir_vec3 w) {
+  ir_ray r;
+  r.o = o;
+  r.dir_world = w;
+  r.d = ir_mul(w, p->cam.inv_spacing);
+  r.inv_d = ir_v3(1.0f / r.d.x, 1.0f / r.d.y, 1.0f / r.d.z);
+  return r;
+}
+
+/* The fraction of light that passes the drawn surfaces along r up to t_max: 1 with nothing in
+ * the way, 0 at the first opaque surface (or once the product of the translucent ones' 1 -
+ * opacity is below what makes a primary ray opaque). */
+static inline IR_HD float ir_transmittance(const ir_trace_params *p, const ir_ray *r, float t_max) {
+  float tn, tf;
+  if (!ir_ray_clip(p, r, &tn, &tf)) return 1.0f;
+  ir_span s;
+  s.dt = ir_ray_step(r);
+  s.t0 = s.c0 = tn;
+  s.t1 = s.c1 = fminf(tf, t_max);
+  if (!(s.t1 > s.t0)) return 1.0f;
+  float steps = ceilf((s.t1 - s.t0) / s.dt);
+  s.k_end = steps < 1.0f ? 1 : (int32_t)steps;
+  float light = 1.0f;
+  int32_t k = 0, ka, kb;
+  while (ir_next_run(p, r, &s, k, p->run_cells, &ka, &kb)) {
+    float ta = ir_span_t(&s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta));
+    for (int32_t j = ka + 1; j <= kb; j++) {
+      float tb = ir_span_t(&s, j), sb = ir_sample(&p->vol, ir_ray_at(r, tb));
+      if (sa == sa && sb == sb && sa != sb) {
+        for (int i = 0; i < p->iso.n; i++) {
+          float iso = p->iso.v[i];
+          if ((sa >= iso) == (sb >= iso)) continue;
+          float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
+          if (!(s.c0 <= tc && tc <= s.c1)) continue;
+          light *= 1.0f - p->surf_alpha[i];
+          if (light < 1.0f - IR_OPAQUE_ALPHA) return 0.0f;
+        }
+      }
+      ta = tb;
+      sa = sb;
+    }
+    if (kb >= s.k_end) break;
+    k = kb;
+  }
+  return light;
+}
+
+/* The lit colour of a hit (at t along r, field differences diff, colour base) with the frame's
+ * occlusion rays, shadow ray and light. With nothing occluded and the headlight it is
+ * ir_shade_color's, bit for bit: an isolated convex surface looks as it does without them. */
+static inline IR_HD ir_vec3 ir_light_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff,
+                                           ir_vec3 base) {
+  ir_vec3 n = ir_hit_normal_of(p, diff), v = ir_scale(r->dir_world, -1.0f);
+  float nv = ir_dot(n, v);
+  bool normal_ok = nv == nv && ir_dot(n, n) > 0.5f;
+  /* Two-sided: the side the ray came from, where the secondary rays start half a voxel off the
+   * surface. It is told by the field half a step back along the ray rather than by the sign of
+   * n.v, which a grazing hit's differences can get wrong (its rays would start inside a ball). */
+  float back = ir_sample(&p->vol, ir_ray_at(r, t - ir_ray_step(r)));
+  float side = back == back ? (back >= p->iso.v[surf] ? 1.0f : -1.0f) : (nv < 0.0f ? -1.0f : 1.0f);
+  n = ir_scale(n, side);
+  ir_vec3 x = ir_ray_at(r, t);
+  if (normal_ok) x = ir_add(x, ir_scale(ir_normalize(diff), side * IR_SECONDARY_OFFSET));
+  ir_vec3 l = p->light_on ? p->light_dir : v;
+
+  float ndl, spec_base;
+  if (!p->light_on) { /* the headlight: ir_shade_color's terms */
+    ndl = ir_dot(n, l);
+    if (!(ndl == ndl)) ndl = 1.0f;
+    ndl = fabsf(ndl);
+    if (ndl > 1.0f) ndl = 1.0f;
+    spec_base = ndl;
+  } else {
+    ndl = normal_ok ? ir_clamp01(ir_dot(n, l)) : 1.0f;
+    ir_vec3 h = ir_normalize(ir_add(l, v));
+    spec_base = ndl > 0.0f ? (normal_ok ? ir_clamp01(ir_dot(n, h)) : 1.0f) : 0.0f;
+  }
+  float sp = spec_base * spec_base; /* ^32 by squaring, as ir_shade_color */
+  sp = sp * sp;
+  sp = sp * sp;
+  sp = sp * sp;
+  sp = sp * sp;
+
+  float ao = 1.0f;
+  if (p->ao_n > 0 && normal_ok) {
+    uint32_t s0, s1;
+    ir_ao_scramble(r, surf, &s0, &s1);
+    float open = 0.0f;
+    for (int i = 0; i < p->ao_n; i++) {
+      ir_ray a = ir_secondary_ray(p, x, ir_ao_direction(n, p->ao_first + (uint32_t)i, s0, s1));
+      open += ir_transmittance(p, &a, p->ao_radius / sqrtf(ir_dot(a.d, a.d)));
+    }
+    ao = open / (float)p->ao_n;
+  }
+  float shadow = 1.0f;
+  if (p->shadows && ndl > 0.0f) {
+    ir_ray sr = ir_secondary_ray(p, x, l);
+    shadow = ir_transmittance(p, &sr, INFINITY);
+  }
+  float diffuse = (IR_AMBIENT + (1.0f - IR_AMBIENT) * (ndl * shadow)) * ao;
+  float spec = IR_SPECULAR * sp * shadow;
+  return ir_v3(ir_clamp01(base.x * diffuse + spec), ir_clamp01(base.y * diffuse + spec),
+               ir_clamp01(base.z * diffuse + spec));
+}
+
+/* ---- Progressive accumulation (ir_frame_desc.accumulate) ----------------------------------------
+ * One pixel of the running mean: its RGBA8 value `px` added to the channel sums q (`first`:
+ * replacing them) when `add`, and the mean of `count` frames returned, rounded to nearest. */
+static inline IR_HD uint32_t ir_accumulate_pixel(uint32_t px, float q[4], bool add, bool first, float count) {
+  uint32_t out = 0;
+  for (int c = 0; c < 4; c++) {
+    float v = (float)(px >> (8 * c) & 0xffu);
+    if (add) q[c] = first ? v : q[c] + v;
+    float m = q[c] / count + 0.5f;
+    out |= (uint32_t)(m > 255.0f ? 255.0f : m) << (8 * c);
+  }
+  return out;
+}
+
+#endif
