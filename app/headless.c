@@ -693,8 +693,9 @@ static void print_summary(const hl_options *o, const hl_result *results, int n) 
 /* One line saying what the look options draw, when any was given. */
 static void print_look(const hl_options *o, const ir_volume *volume, const ir_volume *color_volume) {
   const app_look *look = &o->look;
+  bool lit = look->ao_samples > 0 || look->shadows || look->light_on;
   if (!look->surface_count && !look->clip_box_on && !look->clip_plane_on && look->color_by == IR_COLOR_SURFACE &&
-      !look->texture_refine)
+      !look->texture_refine && !lit)
     return;
   ir_frame_desc f;
   memset(&f, 0, sizeof f);
@@ -728,6 +729,13 @@ static void print_look(const hl_options *o, const ir_volume *volume, const ir_vo
               ir_colormap_name(f.colormap), (double)f.color_range[0], (double)f.color_range[1],
               look->color_range_given ? "" : " (automatic)");
   HL_APPEND("; %s refinement", f.texture_refine ? "texture" : "exact");
+  if (f.ao_samples)
+    HL_APPEND("; ambient occlusion %d rays of %g voxels%s", f.ao_samples,
+              (double)(f.ao_radius > 0.0f ? f.ao_radius : IR_AO_RADIUS_DEFAULT),
+              o->accumulate > 1 ? " (the PNG: the mean of --accumulate frames)" : "");
+  if (f.shadows) HL_APPEND("; shadows");
+  if (f.light_on) HL_APPEND("; light at azimuth %g, elevation %g", (double)f.light[0], (double)f.light[1]);
+  else if (lit) HL_APPEND("; headlight");
 #undef HL_APPEND
   printf("%s\n", line);
 }
