@@ -3,7 +3,7 @@
  *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
  *                [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] [--only NAME[,NAME...]]
  *                [--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,ISO:OPACITY...]]
- *                [--steps N[,N...]] [--walk-cells 8|16]
+ *                [--steps N[,N...]] [--walk-cells 8|16] [--ao N[:RADIUS]] [--shadows] [--light AZ,EL]
  *
  * Variants, in this order: the independent caster (independent_caster.cu: a macrocell DDA
  * caster written apart from inkray, with 16^3 and 8^3 macrocells; one surface only), the plain
@@ -22,7 +22,9 @@
  * host-driven pass with events between stages) gives the mean per-stage split. --rounds prints
  * the rays and times of every round of the first view's diagnostic frame.
  * x_plain, x_single and x_indep are the baseline's, the single kernel's and the faster independent
- * caster's mean frame time divided by the variant's: above 1 the variant is faster. A benchmark,
+ * caster's mean frame time divided by the variant's: above 1 the variant is faster. With --ao,
+ * --shadows or --light (ambient occlusion, shadow rays and the light of render/secondary.cuh) only
+ * the pipelines that draw them run: single, persistent and multi. A benchmark,
  * not a test: nothing here passes or fails.
  */
 #include <cuda_runtime_api.h>
@@ -89,14 +91,16 @@ int main(int argc, char **argv) {
                     "[--elevation DEG] [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] "
                     "[--only NAME[,NAME...]] "
                     "[--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,...]] [--steps N[,N...]] "
-                    "[--walk-cells 8|16]\n");
+                    "[--walk-cells 8|16] [--ao N[:RADIUS]] [--shadows] [--light AZ,EL]\n");
     return 2;
   }
   int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0, walk_cells = 0;
   uint32_t tail = 65536, run_bricks = 0, multi_tail = 0;
   const char *only = NULL;
   float elevation = 25.0f, distance = 1.0f, iso = (float)atof(argv[2]);
-  bool texture_refine = false;
+  bool texture_refine = false, shadows = false, light_on = false;
+  int ao = 0;
+  float ao_radius = 0.0f, light[2] = {0.0f, 0.0f};
   const char *surfaces_arg = NULL, *steps_arg = NULL;
   for (int i = 3; i < argc; i += 2) {
     if (!strcmp(argv[i], "--texture-refine")) {
@@ -105,6 +109,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "--rounds")) {
       rounds = 1, i--;
+      continue;
+    }
+    if (!strcmp(argv[i], "--shadows")) {
+      shadows = true, i--;
       continue;
     }
     if (i + 1 >= argc) break;
@@ -121,7 +129,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--surfaces")) surfaces_arg = argv[i + 1];
     else if (!strcmp(argv[i], "--steps")) steps_arg = argv[i + 1];
     else if (!strcmp(argv[i], "--walk-cells")) walk_cells = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--ao")) sscanf(argv[i + 1], "%d:%f", &ao, &ao_radius);
+    else if (!strcmp(argv[i], "--light")) light_on = sscanf(argv[i + 1], "%f,%f", &light[0], &light[1]) == 2;
   }
+  bool lit = ao > 0 || shadows || light_on;
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
     fprintf(stderr, "render_bench: no CUDA device\n");
@@ -180,6 +191,10 @@ int main(int argc, char **argv) {
 
   printf("# refinement %s%s%s\n", texture_refine ? "texture" : "exact", surfaces_arg ? ", surfaces " : "",
          surfaces_arg ? surfaces_arg : "");
+  if (lit)
+    printf("# ambient occlusion %d rays of %g voxels, shadows %s, light %s %g,%g (single, persistent and multi only)\n",
+           ao, (double)(ao_radius > 0.0f ? ao_radius : IR_AO_RADIUS_DEFAULT), shadows ? "on" : "off",
+           light_on ? "at" : "headlight", (double)light[0], (double)light[1]);
   printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g distance %g, %d frames after %d warm-up, "
          "paper tail %u, multi tail %u, run bricks %u\n",
          prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation,
@@ -192,6 +207,9 @@ int main(int argc, char **argv) {
   double plain_ms = 0, single_ms = 0, indep_ms = 0;
   for (int k = 0; k < nv; k++) {
     if (only && !util_in_list(only, vars[k].label)) continue;
+    if (lit && vars[k].pipeline != IR_PIPELINE_SINGLE && vars[k].pipeline != IR_PIPELINE_PERSISTENT &&
+        vars[k].pipeline != IR_PIPELINE_MULTI)
+      continue;
     if (vars[k].pipeline == INDEPENDENT_16 || vars[k].pipeline == INDEPENDENT_8) {
       if (surfaces_arg) continue; /* it draws one surface */
       double mean = 0, cover = 0;
@@ -210,7 +228,8 @@ int main(int argc, char **argv) {
                        .pipeline = vars[k].pipeline, .host_loop = vars[k].host_loop,
                        .fixed_grids = vars[k].fixed_grids, .tail_rays = vars[k].tail_rays,
                        .run_bricks = run_bricks, .texture_refine = texture_refine,
-                       .step_batches = vars[k].step_batches};
+                       .step_batches = vars[k].step_batches, .ao_samples = ao, .ao_radius = ao_radius,
+                       .shadows = shadows, .light_on = light_on, .light = {light[0], light[1]}};
     /* --surfaces ISO:OPACITY,...: several surfaces (colours from the default palette). */
     for (const char *q = surfaces_arg; q && *q && f.surface_count < IR_MAX_SURFACES;) {
       ir_surface *sf = &f.surfaces[f.surface_count];
