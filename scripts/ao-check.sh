@@ -34,7 +34,7 @@ if ((tests)); then
 fi
 if ((bench)); then
   bench_bin=$build/tests/render/render_bench
-  lit=(--ao 8 --shadows --light 30,45)
+  lit=(--ao 8 --shadows --light "30,45")
   # name|volume|size|distance|more
   scenes=(
     "f512-d1|builtin:fractal:512|1024x1024|1"
