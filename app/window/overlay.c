@@ -159,6 +159,17 @@ void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   }
   if (l->color_by != IR_COLOR_SURFACE)
     add_line(lines, "colour by %s, %s", ir_color_source_name(l->color_by), ir_colormap_name(l->colormap));
+  if ((l->ao_samples > 0 || l->shadows || l->light_on) &&
+      (info->pipeline == IR_PIPELINE_PAPER || info->pipeline == IR_PIPELINE_PLAIN))
+    add_line(lines, "!AO, shadows, light: not drawn by the %s pipeline", ir_pipeline_name(info->pipeline));
+  else if (l->ao_samples > 0)
+    add_line(lines, "AO %d rays x %u frames = %u samples/pixel", l->ao_samples, info->ao_frames,
+             (unsigned)l->ao_samples * info->ao_frames);
+  if (l->shadows || l->light_on) {
+    char light[64] = "headlight";
+    if (l->light_on) snprintf(light, sizeof light, "light az %.0f el %.0f", (double)l->light[0], (double)l->light[1]);
+    add_line(lines, "%s%s", l->shadows ? "shadows, " : "", light);
+  }
 }
 
 /* Key help: keys in one column, what they do in the next (the font is proportional). */
@@ -171,6 +182,7 @@ static const char *const HELP[][2] = {
     {"B / Shift+B", "clip box / next face"},    {"Shift+left drag", "move the box face"},
     {"L / Shift+L", "clip plane / face the view"}, {"Shift+right drag", "move the plane"},
     {"K", "colour by surface/gradient/volume"}, {"M / Shift+M", "next / previous colour map"},
+    {"O", "ambient occlusion off/4/8/16"}, {"G", "shadows on/off"}, {"Ctrl+left drag", "move the light"},
     {"R", "reset view"},
     {"U", "flip the view (up axis)"}, {"Shift+U", "next up axis"},
     {"S or F12", "screenshot"},      {"E", "surfaces as a mesh"},      {"F", "overlay on/off"},      {"H", "this help"},

@@ -174,6 +174,7 @@ typedef struct wnd_overlay_info {
   wnd_timeline *timeline;   /* a time series; NULL: one volume */
   bool show_help;
   const char *mesh_note;    /* the last mesh E wrote ("mesh N triangles in T ms"); NULL: none yet */
+  uint32_t ao_frames;       /* frames of the still view accumulated so far (ambient occlusion) */
 } wnd_overlay_info;
 
 /* Lines of text (the overlay's, for drawing and for tests). */
