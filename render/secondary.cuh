@@ -140,20 +140,32 @@ static inline IR_HD float ir_transmittance(const ir_trace_params *p, const ir_ra
   int32_t k = 0, ka, kb;
   while (ir_next_run(p, r, &s, k, p->run_cells, &ka, &kb)) {
     float ta = ir_span_t(&s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta));
-    for (int32_t j = ka + 1; j <= kb; j++) {
-      float tb = ir_span_t(&s, j), sb = ir_sample(&p->vol, ir_ray_at(r, tb));
-      if (sa == sa && sb == sb && sa != sb) {
-        for (int i = 0; i < p->iso.n; i++) {
-          float iso = p->iso.v[i];
-          if ((sa >= iso) == (sb >= iso)) continue;
-          float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
-          if (!(s.c0 <= tc && tc <= s.c1)) continue;
-          light *= 1.0f - p->surf_alpha[i];
-          if (light < 1.0f - IR_OPAQUE_ALPHA) return 0.0f;
-        }
+    /* Samples fetched IR_MARCH_BATCH at a time, then tested in order (as ir_march_part_as): the
+     * same samples and tests as one at a time, with several texture reads in flight. */
+    for (int32_t j = ka + 1; j <= kb; j += IR_MARCH_BATCH) {
+      float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
+      IR_UNROLL
+      for (int b = 0; b < IR_MARCH_BATCH; b++) {
+        tbs[b] = ir_span_t(&s, j + b <= kb ? j + b : kb);
+        sbs[b] = ir_sample(&p->vol, ir_ray_at(r, tbs[b]));
       }
-      ta = tb;
-      sa = sb;
+      IR_UNROLL
+      for (int b = 0; b < IR_MARCH_BATCH; b++) {
+        if (j + b > kb) break;
+        float tb = tbs[b], sb = sbs[b];
+        if (sa == sa && sb == sb && sa != sb) {
+          for (int i = 0; i < p->iso.n; i++) {
+            float iso = p->iso.v[i];
+            if ((sa >= iso) == (sb >= iso)) continue;
+            float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
+            if (!(s.c0 <= tc && tc <= s.c1)) continue;
+            light *= 1.0f - p->surf_alpha[i];
+            if (light < 1.0f - IR_OPAQUE_ALPHA) return 0.0f;
+          }
+        }
+        ta = tb;
+        sa = sb;
+      }
     }
     if (kb >= s.k_end) break;
     k = kb;
