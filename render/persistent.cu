@@ -56,10 +56,22 @@ struct persist_words {
   static constexpr int hit = (Mode & IR_TRACE_COMPOSITE) ? HIT_WORDS_COMPOSITE : HIT_WORDS_OPAQUE;
 };
 
+/* Lit frames, spread (ir_persist_args.secondary_spread): a hit's lighting setup as the block's
+ * threads read it to trace its secondary rays (secondary.cuh: ir_light_setup), word w of hit h at
+ * w * IR_PERSIST_BLOCK + h. */
+enum { SET_X, SET_Y, SET_Z, SET_NX, SET_NY, SET_NZ, SET_LX, SET_LY, SET_LZ, SET_S0, SET_S1, SET_FLAGS, SET_WORDS };
+enum { SET_NORMAL_OK = 1, SET_LIT_SIDE = 2 };
+
 template <int Mode>
 struct persist_shared {
   uint32_t rays[persist_words<Mode>::ray * IR_PERSIST_BLOCK];
-  uint32_t hits[persist_words<Mode>::hit * IR_PERSIST_BLOCK];
+  /* The hit list; while a block traces its hits' secondary rays spread over its threads, the
+   * rays' transmittances (the hits are in the shading threads' registers by then). */
+  union {
+    uint32_t hits[persist_words<Mode>::hit * IR_PERSIST_BLOCK];
+    float light[persist_words<Mode>::hit * IR_PERSIST_BLOCK];
+  };
+  uint32_t setup[(Mode & IR_TRACE_LIGHT) ? SET_WORDS * IR_PERSIST_BLOCK : 1];
   ir_block_compact_shared<IR_PERSIST_BLOCK> compact;
   unsigned first_tile, tiles;
   unsigned finished; /* rays of the pool that hit or left since the last compaction */
@@ -215,6 +227,98 @@ static __device__ __forceinline__ void shade_hit(const ir_trace_params &p, const
   depth[pixel] = first_t;
 }
 
+/* Lit frames, spread: the block's hits are shaded in three parts, so that their secondary rays
+ * (occlusion and shadow, ir_light_ray) are traced by all the block's threads, one ray each in
+ * turn, rather than each hit's rays by the one thread that shades it:
+ *   1. each hit's thread refines it and takes its colour and lighting setup (ir_light_prepare),
+ *      which goes to shared memory;
+ *   2. the block's threads trace the hits' rays, ray i of hit h at k = h R + i (R rays a hit),
+ *      as many hits at a time as their transmittances fit in the hit list's words;
+ *   3. each hit's thread adds its rays' results in order (ir_light_combine) and writes the pixel.
+ * The same operations as ir_end_at_hit in one thread, so the same image bit for bit. Called by
+ * every thread of the block (barriers inside). */
+template <int Mode>
+static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &p, persist_shared<Mode> &sh,
+                                                         unsigned hits_n, uint32_t *image, float *depth) {
+  constexpr int HW = persist_words<Mode>::hit;
+  const ir_pool<HW> hits = {sh.hits, IR_PERSIST_BLOCK};
+  const unsigned t = threadIdx.x;
+  const bool mine = t < hits_n;
+  uint32_t pixel = 0;
+  ir_paint pt = {0.0f, 0.0f, 0.0f, 0.0f};
+  float first_t = INFINITY;
+  ir_vec3 base = ir_v3(0.0f, 0.0f, 0.0f);
+  ir_light_setup L;
+  int surf = 0;
+  if (mine) {
+    uint32_t hit[HW];
+    hits.load(t, hit);
+    pixel = hit[HIT_PIXEL];
+    ir_ray r = ir_camera_ray(&p.cam, pixel);
+    ir_hit h;
+    h.t = as_float(hit[HIT_T]);
+    h.surf = (int)hit[HIT_SURF];
+    h.ta = as_float(hit[HIT_TA]);
+    h.sa = as_float(hit[HIT_SA]);
+    h.tb = as_float(hit[HIT_TB]);
+    h.sb = as_float(hit[HIT_SB]);
+    pt.r = as_float(hit[HIT_PR]);
+    pt.g = as_float(hit[HIT_PG]);
+    pt.b = as_float(hit[HIT_PB]);
+    pt.a = as_float(hit[HIT_PA]);
+    first_t = as_float(hit[HIT_FIRST]);
+    /* ir_end_at_hit up to the lighting */
+    ir_hit_resolve(&p, &r, &h, Mode);
+    if (!(first_t < INFINITY)) first_t = h.t;
+    ir_vec3 diff = ir_hit_differences(&p, &r, h.t, (Mode & IR_TRACE_EXACT) != 0);
+    base = ir_hit_base(&p, &r, h.t, h.surf, diff);
+    L = ir_light_prepare(&p, &r, h.t, h.surf, diff);
+    surf = h.surf;
+  }
+  __syncthreads(); /* every hit read: the hit list's words take the transmittances now */
+  if (mine) {
+    const float w[SET_S0] = {L.x.x, L.x.y, L.x.z, L.n.x, L.n.y, L.n.z, L.l.x, L.l.y, L.l.z};
+    for (int k = 0; k < SET_S0; k++) sh.setup[k * IR_PERSIST_BLOCK + t] = as_word(w[k]);
+    sh.setup[SET_S0 * IR_PERSIST_BLOCK + t] = L.s0;
+    sh.setup[SET_S1 * IR_PERSIST_BLOCK + t] = L.s1;
+    sh.setup[SET_FLAGS * IR_PERSIST_BLOCK + t] =
+        (L.normal_ok ? SET_NORMAL_OK : 0u) | (L.ndl > 0.0f ? SET_LIT_SIDE : 0u);
+  }
+  __syncthreads();
+  const unsigned R = (unsigned)ir_light_ray_count(&p);
+  const unsigned per_chunk = (unsigned)(HW * IR_PERSIST_BLOCK) / (R ? R : 1u);
+  for (unsigned h0 = 0; h0 < hits_n; h0 += per_chunk) {
+    const unsigned n = min(per_chunk, hits_n - h0);
+    for (unsigned k = t; k < n * R; k += IR_PERSIST_BLOCK) {
+      const unsigned h = h0 + k / R;
+      const int i = (int)(k % R);
+      ir_light_setup S;
+      S.x = ir_v3(as_float(sh.setup[SET_X * IR_PERSIST_BLOCK + h]), as_float(sh.setup[SET_Y * IR_PERSIST_BLOCK + h]),
+                  as_float(sh.setup[SET_Z * IR_PERSIST_BLOCK + h]));
+      S.n = ir_v3(as_float(sh.setup[SET_NX * IR_PERSIST_BLOCK + h]), as_float(sh.setup[SET_NY * IR_PERSIST_BLOCK + h]),
+                  as_float(sh.setup[SET_NZ * IR_PERSIST_BLOCK + h]));
+      S.l = ir_v3(as_float(sh.setup[SET_LX * IR_PERSIST_BLOCK + h]), as_float(sh.setup[SET_LY * IR_PERSIST_BLOCK + h]),
+                  as_float(sh.setup[SET_LZ * IR_PERSIST_BLOCK + h]));
+      S.s0 = sh.setup[SET_S0 * IR_PERSIST_BLOCK + h];
+      S.s1 = sh.setup[SET_S1 * IR_PERSIST_BLOCK + h];
+      const uint32_t flags = sh.setup[SET_FLAGS * IR_PERSIST_BLOCK + h];
+      S.normal_ok = (flags & SET_NORMAL_OK) != 0;
+      S.ndl = (flags & SET_LIT_SIDE) ? 1.0f : 0.0f; /* ir_light_ray asks only whether it is above 0 */
+      S.spec = 0.0f;
+      ir_ray ray;
+      float t_max;
+      sh.light[k] = ir_light_ray(&p, &S, i, &ray, &t_max) ? ir_transmittance(&p, &ray, t_max) : 1.0f;
+    }
+    __syncthreads();
+    if (mine && t >= h0 && t < h0 + n) {
+      ir_paint_add(&pt, ir_light_combine(&p, &L, base, &sh.light[(t - h0) * R]), p.surf_alpha[surf]);
+      image[pixel] = ir_paint_pixel(&pt);
+      depth[pixel] = first_t;
+    }
+    __syncthreads(); /* the next chunk's rays overwrite these results */
+  }
+}
+
 /* The diagnostic pass's clock: thread 0 adds the cycles since the last mark to a phase, after a
  * barrier, so that a phase lasts until its slowest warp is done. Block-uniform; nothing when
  * the frame is not timed. */
@@ -282,8 +386,11 @@ static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &fram
     __syncthreads();
     const unsigned first_tile = sh.first_tile, new_rays = sh.tiles * IR_TILE_RAYS;
     clock.mark(IR_PHASE_COMPACT);
-    /* 4. shading, a warp of hits at a time */
-    if (t < hits_n) {
+    /* 4. shading, a warp of hits at a time (lit frames, spread: their secondary rays over the
+     * whole block; a block-uniform choice) */
+    if ((Mode & IR_TRACE_LIGHT) && a.secondary_spread) {
+      shade_hits_spread<Mode>(p, sh, hits_n, a.image, a.depth);
+    } else if (t < hits_n) {
       hits.load(t, hit);
       shade_hit<Mode>(p, hit, a.image, a.depth);
     }

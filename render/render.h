@@ -207,6 +207,10 @@ typedef struct ir_frame_desc {
                                    hit's sequence (a new set of directions every frame) */
   bool accumulate;              /* the image is the mean of the frames since the last one with
                                    sample_frame 0 (progressive refinement); that frame starts it */
+  bool secondary_spread;        /* persistent pipeline, lit frames: a block traces its hits'
+                                   occlusion and shadow rays spread over all its threads instead of
+                                   each hit's in the thread that shades it (same image); for
+                                   measuring what that gains */
 } ir_frame_desc;
 
 /* Occlusion rays: the most per hit and per frame, and their default length in voxels. */

@@ -173,11 +173,18 @@ static inline IR_HD float ir_transmittance(const ir_trace_params *p, const ir_ra
   return light;
 }
 
-/* The lit colour of a hit (at t along r, field differences diff, colour base) with the frame's
- * occlusion rays, shadow ray and light. With nothing occluded and the headlight it is
- * ir_shade_color's, bit for bit: an isolated convex surface looks as it does without them. */
-static inline IR_HD ir_vec3 ir_light_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff,
-                                           ir_vec3 base) {
+/* A shaded hit's lighting before its secondary rays: where they start, the normal on the viewer's
+ * side, the light, the diffuse and specular factors, the scramble of its sample sequence. */
+typedef struct ir_light_setup {
+  ir_vec3 x, n, l;
+  float ndl, spec;
+  uint32_t s0, s1;
+  int normal_ok;
+} ir_light_setup;
+
+static inline IR_HD ir_light_setup ir_light_prepare(const ir_trace_params *p, const ir_ray *r, float t, int surf,
+                                                    ir_vec3 diff) {
+  ir_light_setup L;
   ir_vec3 n = ir_hit_normal_of(p, diff), v = ir_scale(r->dir_world, -1.0f);
   float nv = ir_dot(n, v);
   bool normal_ok = nv == nv && ir_dot(n, n) > 0.5f;
@@ -208,25 +215,78 @@ static inline IR_HD ir_vec3 ir_light_color(const ir_trace_params *p, const ir_ra
   sp = sp * sp;
   sp = sp * sp;
   sp = sp * sp;
+  L.x = x;
+  L.n = n;
+  L.l = l;
+  L.ndl = ndl;
+  L.spec = sp;
+  L.normal_ok = normal_ok;
+  L.s0 = L.s1 = 0;
+  if (p->ao_n > 0 && normal_ok) ir_ao_scramble(r, surf, &L.s0, &L.s1);
+  return L;
+}
 
+/* Secondary ray i of a hit: occlusion rays 0 .. ao_n - 1, then the shadow ray; false when the
+ * hit has no such ray (no occlusion rays without a normal; no shadow ray without shadows or
+ * with the light behind the surface), whose result then counts as 1. *t_max: its length. */
+static inline IR_HD bool ir_light_ray(const ir_trace_params *p, const ir_light_setup *L, int i, ir_ray *ray,
+                                      float *t_max) {
+  if (i < p->ao_n) {
+    if (!L->normal_ok) return false;
+    *ray = ir_secondary_ray(p, L->x, ir_ao_direction(L->n, p->ao_first + (uint32_t)i, L->s0, L->s1));
+    *t_max = p->ao_radius / sqrtf(ir_dot(ray->d, ray->d));
+    return true;
+  }
+  if (!p->shadows || !(L->ndl > 0.0f)) return false;
+  *ray = ir_secondary_ray(p, L->x, L->l);
+  *t_max = INFINITY;
+  return true;
+}
+
+/* Secondary rays per hit, occlusion and shadow (ir_light_ray's i ranges over them). */
+static inline IR_HD int ir_light_ray_count(const ir_trace_params *p) { return p->ao_n + (p->shadows ? 1 : 0); }
+
+/* The lit colour from the setup and the transmittances of the hit's secondary rays (light[i] for
+ * ray i, 1 where it has none), added in order: whoever traced them, the same colour. */
+static inline IR_HD ir_vec3 ir_light_combine(const ir_trace_params *p, const ir_light_setup *L, ir_vec3 base,
+                                             const float *light) {
   float ao = 1.0f;
-  if (p->ao_n > 0 && normal_ok) {
-    uint32_t s0, s1;
-    ir_ao_scramble(r, surf, &s0, &s1);
+  if (p->ao_n > 0 && L->normal_ok) {
+    float open = 0.0f;
+    for (int i = 0; i < p->ao_n; i++) open += light[i];
+    ao = open / (float)p->ao_n;
+  }
+  float shadow = p->shadows && L->ndl > 0.0f ? light[p->ao_n] : 1.0f;
+  float diffuse = (IR_AMBIENT + (1.0f - IR_AMBIENT) * (L->ndl * shadow)) * ao;
+  float spec = IR_SPECULAR * L->spec * shadow;
+  return ir_v3(ir_clamp01(base.x * diffuse + spec), ir_clamp01(base.y * diffuse + spec),
+               ir_clamp01(base.z * diffuse + spec));
+}
+
+/* The lit colour of a hit (at t along r, field differences diff, colour base) with the frame's
+ * occlusion rays, shadow ray and light, traced here one after the other. With nothing occluded
+ * and the headlight it is ir_shade_color's, bit for bit: an isolated convex surface looks as it
+ * does without them. */
+static inline IR_HD ir_vec3 ir_light_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff,
+                                           ir_vec3 base) {
+  ir_light_setup L = ir_light_prepare(p, r, t, surf, diff);
+  float ao = 1.0f;
+  if (p->ao_n > 0 && L.normal_ok) {
     float open = 0.0f;
     for (int i = 0; i < p->ao_n; i++) {
-      ir_ray a = ir_secondary_ray(p, x, ir_ao_direction(n, p->ao_first + (uint32_t)i, s0, s1));
-      open += ir_transmittance(p, &a, p->ao_radius / sqrtf(ir_dot(a.d, a.d)));
+      ir_ray a;
+      float t_max;
+      ir_light_ray(p, &L, i, &a, &t_max);
+      open += ir_transmittance(p, &a, t_max);
     }
     ao = open / (float)p->ao_n;
   }
   float shadow = 1.0f;
-  if (p->shadows && ndl > 0.0f) {
-    ir_ray sr = ir_secondary_ray(p, x, l);
-    shadow = ir_transmittance(p, &sr, INFINITY);
-  }
-  float diffuse = (IR_AMBIENT + (1.0f - IR_AMBIENT) * (ndl * shadow)) * ao;
-  float spec = IR_SPECULAR * sp * shadow;
+  ir_ray sr;
+  float t_max;
+  if (ir_light_ray(p, &L, p->ao_n, &sr, &t_max)) shadow = ir_transmittance(p, &sr, t_max);
+  float diffuse = (IR_AMBIENT + (1.0f - IR_AMBIENT) * (L.ndl * shadow)) * ao;
+  float spec = IR_SPECULAR * L.spec * shadow;
   return ir_v3(ir_clamp01(base.x * diffuse + spec), ir_clamp01(base.y * diffuse + spec),
                ir_clamp01(base.z * diffuse + spec));
 }

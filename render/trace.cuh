@@ -298,10 +298,9 @@ static inline IR_HD ir_vec3 ir_hit_normal_of(const ir_trace_params *p, ir_vec3 d
 static inline IR_HD ir_vec3 ir_light_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff,
                                            ir_vec3 base);
 
-/* The lit colour of surface `surf` at the hit: its own colour, or the colour map of the second
- * quantity there. */
-static inline IR_HD ir_vec3 ir_hit_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff,
-                                         int mode) {
+/* The colour of surface `surf` at the hit before lighting: its own colour, or the colour map of
+ * the second quantity there. */
+static inline IR_HD ir_vec3 ir_hit_base(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff) {
   ir_vec3 base = ir_v3(p->surf_rgb[surf][0], p->surf_rgb[surf][1], p->surf_rgb[surf][2]);
   if (p->color_by != IR_COLOR_SURFACE) {
     float v;
@@ -313,6 +312,13 @@ static inline IR_HD ir_vec3 ir_hit_color(const ir_trace_params *p, const ir_ray 
     }
     base = ir_colormap_at(p->cmap, IR_COLORMAP_SIZE, (v - p->cmap_lo) * p->cmap_scale);
   }
+  return base;
+}
+
+/* The lit colour of surface `surf` at the hit. */
+static inline IR_HD ir_vec3 ir_hit_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff,
+                                         int mode) {
+  ir_vec3 base = ir_hit_base(p, r, t, surf, diff);
   if (mode & IR_TRACE_LIGHT) return ir_light_color(p, r, t, surf, diff, base);
   return ir_shade_color(ir_hit_normal_of(p, diff), r->dir_world, base);
 }

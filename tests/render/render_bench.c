@@ -159,6 +159,15 @@ int main(int argc, char **argv) {
     snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s", vars[nv].name);
     nv++;
   }
+  /* Lit frames: the persistent pipeline with each method again, its blocks' secondary rays spread
+   * over all their threads (ir_frame_desc.secondary_spread). */
+  const int spread_first = nv, spread_count = (ao > 0 || shadows) ? IR_COMPACT_METHOD_COUNT : 0;
+  for (int m = 0; m < spread_count; m++) {
+    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PERSISTENT, (ir_compact_method)m, false, false, 0,
+                         "", 0};
+    snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s/spread", vars[nv].name);
+    nv++;
+  }
   for (const char *q = steps_arg; q && *q && nv < (int)(sizeof vars / sizeof vars[0]) - 24;) {
     unsigned step = (unsigned)atoi(q);
     vars[nv] = (variant){"ink-compact", IR_PIPELINE_PERSISTENT, IR_COMPACT_INK_COMPACT, false, false, 0, "", step};
@@ -229,7 +238,8 @@ int main(int argc, char **argv) {
                        .fixed_grids = vars[k].fixed_grids, .tail_rays = vars[k].tail_rays,
                        .run_bricks = run_bricks, .texture_refine = texture_refine,
                        .step_batches = vars[k].step_batches, .ao_samples = ao, .ao_radius = ao_radius,
-                       .shadows = shadows, .light_on = light_on, .light = {light[0], light[1]}};
+                       .shadows = shadows, .light_on = light_on, .light = {light[0], light[1]},
+                       .secondary_spread = k >= spread_first && k < spread_first + spread_count};
     /* --surfaces ISO:OPACITY,...: several surfaces (colours from the default palette). */
     for (const char *q = surfaces_arg; q && *q && f.surface_count < IR_MAX_SURFACES;) {
       ir_surface *sf = &f.surfaces[f.surface_count];

@@ -368,6 +368,64 @@ static void test_ao_directions_are_cosine_weighted_and_stratified(void) {
   CHECK_MSG(worst < 1e-6, "cos/sin off by %g", worst);
 }
 
+/* The persistent kernel may trace a hit's secondary rays on other threads than the one that
+ * shades it (ir_light_prepare, ir_light_ray, ir_light_combine): the parts give the colour the one
+ * call gives, bit for bit, for every hit of a frame with occlusion, shadows and translucency. */
+static void test_light_in_parts_equals_the_whole(void) {
+  ir_volume v;
+  if (!util_load("builtin:fractal:48", &v)) {
+    CHECK(0);
+    return;
+  }
+  ir_renderer *r = make_cpu(&v, 1);
+  ir_frame_desc f = {.width = 64, .height = 48, .camera = ir_camera_orbit(&v, 40.0f, 30.0f, 0.9f, IR_AXIS_NONE),
+                     .ao_samples = 6, .ao_radius = 10.0f, .shadows = true, .light_on = true, .light = {-40.0f, 30.0f}};
+  f.surface_count = 2;
+  f.surfaces[0] = (ir_surface){.isovalue = 100.0f, .color = {0.3f, 0.6f, 1.0f}, .opacity = 0.4f};
+  f.surfaces[1] = (ir_surface){.isovalue = 160.0f, .color = {1.0f, 0.9f, 0.7f}, .opacity = 1.0f};
+  ir_trace_params p;
+  ir_trace_params_fill(r, &f, &p);
+  ir_bvh_node *nodes = malloc((size_t)r->layout.node_count * sizeof *nodes);
+  if (!nodes) {
+    CHECK(0);
+    return;
+  }
+  ir_bvh_update_host(&r->layout, r->ranges, &p.iso, nodes);
+  p.nodes = nodes;
+  p.root = ir_bvh_root_or_none(&nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
+  ir_trace_params_walk(r, &f, r->ranges, r->cell_ranges, &p);
+  int mode = ir_trace_mode(&p), hits = 0, differ = 0;
+  CHECK(mode & IR_TRACE_LIGHT);
+  for (uint32_t pixel = 0; pixel < (uint32_t)(f.width * f.height); pixel++) {
+    ir_ray ray = ir_camera_ray(&p.cam, pixel);
+    ir_span sp;
+    if (!ir_ray_span(&p, &ray, &sp)) continue;
+    ir_paint pt = {0.0f, 0.0f, 0.0f, 0.0f};
+    float first = INFINITY;
+    ir_hit h;
+    if (!ir_walk_and_march_as(&p, &ray, &sp, 0, NULL, &pt, &first, &h, mode)) continue;
+    ir_hit_resolve(&p, &ray, &h, mode);
+    ir_vec3 diff = ir_hit_differences(&p, &ray, h.t, true);
+    ir_vec3 base = ir_hit_base(&p, &ray, h.t, h.surf, diff);
+    ir_vec3 whole = ir_light_color(&p, &ray, h.t, h.surf, diff, base);
+    ir_light_setup L = ir_light_prepare(&p, &ray, h.t, h.surf, diff);
+    float light[16];
+    for (int i = 0; i < ir_light_ray_count(&p); i++) {
+      ir_ray sr;
+      float t_max;
+      light[i] = ir_light_ray(&p, &L, i, &sr, &t_max) ? ir_transmittance(&p, &sr, t_max) : 1.0f;
+    }
+    ir_vec3 parts = ir_light_combine(&p, &L, base, light);
+    hits++;
+    differ += memcmp(&whole, &parts, sizeof whole) != 0;
+  }
+  CHECK_MSG(hits > 500, "%d hits", hits);
+  CHECK_EQ_INT(differ, 0);
+  free(nodes);
+  ir_renderer_destroy(r);
+  ir_volume_free(&v);
+}
+
 static void test_bad_lit_frames_are_refused(void) {
   ir_volume v;
   if (!util_load("builtin:sphere:16", &v)) {
@@ -414,6 +472,7 @@ int main(void) {
   RUN(test_lit_frames_are_reproducible_and_equal_in_every_pipeline);
   RUN(test_accumulation_is_the_mean_of_the_frames);
   RUN(test_ao_directions_are_cosine_weighted_and_stratified);
+  RUN(test_light_in_parts_equals_the_whole);
   RUN(test_bad_lit_frames_are_refused);
   return check_summary();
 }

@@ -56,8 +56,8 @@ static void check_every_variant(ir_renderer *gpu, ir_renderer *cpu, const scene_
         f.pipeline = pipes[pi];
         f.method = (ir_compact_method)m;
         if (pipes[pi] == IR_PIPELINE_PERSISTENT) {
-          if (v == 2) continue;
-          f.step_batches = v ? 1 : 0;
+          f.step_batches = v == 1 ? 1 : 0;
+          f.secondary_spread = v == 2; /* the block's secondary rays over all its threads */
         } else if (pipes[pi] == IR_PIPELINE_MULTI) {
           f.host_loop = g_host_only || v == 1;
           f.tail_rays = v == 2 ? IR_TAIL_OFF : 0;
