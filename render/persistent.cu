@@ -72,6 +72,7 @@ struct persist_shared {
     float light[persist_words<Mode>::hit * IR_PERSIST_BLOCK];
   };
   uint32_t setup[(Mode & IR_TRACE_LIGHT) ? SET_WORDS * IR_PERSIST_BLOCK : 1];
+  unsigned next_ray; /* lit frames, spread: the next secondary ray a thread takes */
   ir_block_compact_shared<IR_PERSIST_BLOCK> compact;
   unsigned first_tile, tiles;
   unsigned finished; /* rays of the pool that hit or left since the last compaction */
@@ -233,7 +234,9 @@ static __device__ __forceinline__ void shade_hit(const ir_trace_params &p, const
  *   1. each hit's thread refines it and takes its colour and lighting setup (ir_light_prepare),
  *      which goes to shared memory;
  *   2. the block's threads trace the hits' rays, ray i of hit h at k = h R + i (R rays a hit),
- *      as many hits at a time as their transmittances fit in the hit list's words;
+ *      as many hits at a time as their transmittances fit in the hit list's words; a thread that
+ *      has finished a ray takes the next one not taken (a shared counter), so a warp's lanes stay
+ *      busy while rays of different lengths end (the persistent threads of Aila and Laine 2009);
  *   3. each hit's thread adds its rays' results in order (ir_light_combine) and writes the pixel.
  * The same operations as ir_end_at_hit in one thread, so the same image bit for bit. Called by
  * every thread of the block (barriers inside). */
@@ -284,12 +287,13 @@ static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &
     sh.setup[SET_FLAGS * IR_PERSIST_BLOCK + t] =
         (L.normal_ok ? SET_NORMAL_OK : 0u) | (L.ndl > 0.0f ? SET_LIT_SIDE : 0u);
   }
+  if (t == 0) sh.next_ray = 0;
   __syncthreads();
   const unsigned R = (unsigned)ir_light_ray_count(&p);
   const unsigned per_chunk = (unsigned)(HW * IR_PERSIST_BLOCK) / (R ? R : 1u);
   for (unsigned h0 = 0; h0 < hits_n; h0 += per_chunk) {
     const unsigned n = min(per_chunk, hits_n - h0);
-    for (unsigned k = t; k < n * R; k += IR_PERSIST_BLOCK) {
+    for (unsigned k = atomicAdd(&sh.next_ray, 1u); k < n * R; k = atomicAdd(&sh.next_ray, 1u)) {
       const unsigned h = h0 + k / R;
       const int i = (int)(k % R);
       ir_light_setup S;
@@ -316,6 +320,8 @@ static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &
       depth[pixel] = first_t;
     }
     __syncthreads(); /* the next chunk's rays overwrite these results */
+    if (t == 0) sh.next_ray = 0;
+    __syncthreads();
   }
 }
 
