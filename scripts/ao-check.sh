@@ -6,16 +6,20 @@
 # render_bench with --ao 8 --shadows --light 30,45 on the 512^3 fractal at 1024^2 (distance 1 and
 # 0.7), 3840x2160 (distance 0.7) and the two-surface scene, and the same scenes' single kernel
 # without them. Prints a summary table last; every render_bench output is kept in --out.
+# --window INKRAY also opens that window-enabled inkray (scripts/window-gpu-libs.sh's bundle) on
+# the 512^3 fractal at 1024x1024 with --ao 8 --vsync off, offscreen on the GPU's EGL, and prints
+# how long a still view takes to reach 64 occlusion samples per pixel.
 #
-# Usage: scripts/ao-check.sh [--out DIR] [--no-tests] [--no-bench]
+# Usage: scripts/ao-check.sh [--out DIR] [--no-tests] [--no-bench] [--window INKRAY]
 # Environment: INKRAY_BUILD_DIR (default ./build, configured by scripts/setup.sh or cmake).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${INKRAY_BUILD_DIR:-$root/build}
 out=$root/out/ao-check
-tests=1 bench=1
+tests=1 bench=1 window=
 while (($#)); do
   case $1 in
+    --window) window=${2:?--window needs a window-enabled inkray}; shift ;;
     --out) out=${2:?--out needs a folder}; shift ;;
     --no-tests) tests=0 ;;
     --no-bench) bench=0 ;;
@@ -78,5 +82,15 @@ for sc in scenes:
     print(f"  best InK pipeline: {best[1]} x{single / best[0]:.2f} the single kernel; fastest overall "
           f"{min(lit.values()):.3f} ms")
 PY
+fi
+if [[ -n $window ]]; then
+  export SDL_VIDEODRIVER=offscreen
+  for f in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
+    [[ -z ${__EGL_VENDOR_LIBRARY_FILENAMES:-} && -f $f ]] && export __EGL_VENDOR_LIBRARY_FILENAMES=$f
+  done
+  echo "3 quit" >"$out/quit.txt"
+  timeout 300 "$window" --device gpu --window 1024x1024 --size 1024x1024 --vsync off --ao 8 --script "$out/quit.txt" \
+    builtin:fractal:512 >"$out/window.txt" 2>&1 || { echo "ao-check: the window failed, see $out/window.txt" >&2; status=1; }
+  grep "occlusion samples per pixel" "$out/window.txt" || echo "ao-check: the window never reached 64 samples per pixel"
 fi
 exit $status
