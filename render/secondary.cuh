@@ -123,54 +123,106 @@ static inline IR_HD ir_ray ir_secondary_ray(const ir_trace_params *p, ir_vec3 o,
   return r;
 }
 
-/* The fraction of light that passes the drawn surfaces along r up to t_max: 1 with nothing in
- * the way, 0 at the first opaque surface (or once the product of the translucent ones' 1 -
- * opacity is below what makes a primary ray opaque). */
-static inline IR_HD float ir_transmittance(const ir_trace_params *p, const ir_ray *r, float t_max) {
+/* A secondary ray's sample grid: half-voxel steps from its entry into the drawn part of the
+ * volume to t_max or the exit; false when it has nothing to march (all its light passes). */
+static inline IR_HD bool ir_secondary_span(const ir_trace_params *p, const ir_ray *r, float t_max, ir_span *s) {
   float tn, tf;
-  if (!ir_ray_clip(p, r, &tn, &tf)) return 1.0f;
-  ir_span s;
-  s.dt = ir_ray_step(r);
-  s.t0 = s.c0 = tn;
-  s.t1 = s.c1 = fminf(tf, t_max);
-  if (!(s.t1 > s.t0)) return 1.0f;
-  float steps = ceilf((s.t1 - s.t0) / s.dt);
-  s.k_end = steps < 1.0f ? 1 : (int32_t)steps;
-  float light = 1.0f;
-  int32_t k = 0, ka, kb;
-  while (ir_next_run(p, r, &s, k, p->run_cells, &ka, &kb)) {
-    float ta = ir_span_t(&s, ka), sa = ir_sample(&p->vol, ir_ray_at(r, ta));
-    /* Samples fetched IR_MARCH_BATCH at a time, then tested in order (as ir_march_part_as): the
-     * same samples and tests as one at a time, with several texture reads in flight. */
-    for (int32_t j = ka + 1; j <= kb; j += IR_MARCH_BATCH) {
+  if (!ir_ray_clip(p, r, &tn, &tf)) return false;
+  s->dt = ir_ray_step(r);
+  s->t0 = s->c0 = tn;
+  s->t1 = s->c1 = fminf(tf, t_max);
+  if (!(s->t1 > s->t0)) return false;
+  float steps = ceilf((s->t1 - s->t0) / s->dt);
+  s->k_end = steps < 1.0f ? 1 : (int32_t)steps;
+  return true;
+}
+
+/* A secondary ray's march between steps: the next sample, the run's last one (-1: walking from
+ * k), the value of sample k - 1, the light that has passed so far. */
+typedef struct ir_secondary_state {
+  int32_t k, kb;
+  float sa, light;
+} ir_secondary_state;
+
+static inline IR_HD ir_secondary_state ir_secondary_start(void) {
+  ir_secondary_state m;
+  m.k = 0;
+  m.kb = -1;
+  m.sa = 0.0f;
+  m.light = 1.0f;
+  return m;
+}
+
+/* Walks and marches a secondary ray on from m: runs of valid cells (ir_next_run), each marched
+ * in batches of IR_MARCH_BATCH samples fetched first and then tested in order (as
+ * ir_march_part_as). Every crossing in the drawn part multiplies m->light by 1 - opacity; it
+ * stops at 0 once below what makes a primary ray opaque. With `bounded`, at most `budget`
+ * batches: returns false when the ray goes on in a later step (m says where), true when it is
+ * done. The samples and the tests do not depend on where it pauses, so a stepped ray ends with
+ * the light of one march, bit for bit. */
+static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
+                                           ir_secondary_state *m, bool bounded, int budget) {
+  for (;;) {
+    if (m->kb < 0) {
+      int32_t ka, kb;
+      if (!ir_next_run(p, r, s, m->k, p->run_cells, &ka, &kb)) return true;
+      m->k = ka + 1;
+      m->kb = kb;
+      m->sa = ir_sample(&p->vol, ir_ray_at(r, ir_span_t(s, ka)));
+    }
+    const int32_t kb = m->kb;
+    int32_t k = m->k;
+    float ta = ir_span_t(s, k - 1), sa = m->sa;
+    while (k <= kb) {
+      if (bounded && budget-- <= 0) {
+        m->k = k;
+        m->sa = sa;
+        return false;
+      }
       float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
       IR_UNROLL
       for (int b = 0; b < IR_MARCH_BATCH; b++) {
-        tbs[b] = ir_span_t(&s, j + b <= kb ? j + b : kb);
+        tbs[b] = ir_span_t(s, k + b <= kb ? k + b : kb);
         sbs[b] = ir_sample(&p->vol, ir_ray_at(r, tbs[b]));
       }
       IR_UNROLL
       for (int b = 0; b < IR_MARCH_BATCH; b++) {
-        if (j + b > kb) break;
+        if (k + b > kb) break;
         float tb = tbs[b], sb = sbs[b];
         if (sa == sa && sb == sb && sa != sb) {
           for (int i = 0; i < p->iso.n; i++) {
             float iso = p->iso.v[i];
             if ((sa >= iso) == (sb >= iso)) continue;
             float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
-            if (!(s.c0 <= tc && tc <= s.c1)) continue;
-            light *= 1.0f - p->surf_alpha[i];
-            if (light < 1.0f - IR_OPAQUE_ALPHA) return 0.0f;
+            if (!(s->c0 <= tc && tc <= s->c1)) continue;
+            m->light *= 1.0f - p->surf_alpha[i];
+            if (m->light < 1.0f - IR_OPAQUE_ALPHA) {
+              m->light = 0.0f;
+              return true;
+            }
           }
         }
         ta = tb;
         sa = sb;
       }
+      k += IR_MARCH_BATCH;
     }
-    if (kb >= s.k_end) break;
-    k = kb;
+    if (kb >= s->k_end) return true;
+    m->k = kb; /* the walk resumes at the run's last sample */
+    m->kb = -1;
+    if (bounded && budget <= 0) return false;
   }
-  return light;
+}
+
+/* The fraction of light that passes the drawn surfaces along r up to t_max: 1 with nothing in
+ * the way, 0 at the first opaque surface (or once the product of the translucent ones' 1 -
+ * opacity is below what makes a primary ray opaque). */
+static inline IR_HD float ir_transmittance(const ir_trace_params *p, const ir_ray *r, float t_max) {
+  ir_span s;
+  if (!ir_secondary_span(p, r, t_max, &s)) return 1.0f;
+  ir_secondary_state m = ir_secondary_start();
+  ir_secondary_step(p, r, &s, &m, false, 0);
+  return m.light;
 }
 
 /* A shaded hit's lighting before its secondary rays: where they start, the normal on the viewer's

@@ -369,8 +369,9 @@ static void test_ao_directions_are_cosine_weighted_and_stratified(void) {
 }
 
 /* The persistent kernel may trace a hit's secondary rays on other threads than the one that
- * shades it (ir_light_prepare, ir_light_ray, ir_light_combine): the parts give the colour the one
- * call gives, bit for bit, for every hit of a frame with occlusion, shadows and translucency. */
+ * shades it (ir_light_prepare, ir_light_ray, ir_light_combine), and in steps (ir_secondary_step):
+ * the parts give the colour the one call gives, bit for bit, for every hit of a frame with
+ * occlusion, shadows and translucency. */
 static void test_light_in_parts_equals_the_whole(void) {
   ir_volume v;
   if (!util_load("builtin:fractal:48", &v)) {
@@ -395,6 +396,7 @@ static void test_light_in_parts_equals_the_whole(void) {
   p.root = ir_bvh_root_or_none(&nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
   ir_trace_params_walk(r, &f, r->ranges, r->cell_ranges, &p);
   int mode = ir_trace_mode(&p), hits = 0, differ = 0;
+  long steps = 0;
   CHECK(mode & IR_TRACE_LIGHT);
   for (uint32_t pixel = 0; pixel < (uint32_t)(f.width * f.height); pixel++) {
     ir_ray ray = ir_camera_ray(&p.cam, pixel);
@@ -414,12 +416,26 @@ static void test_light_in_parts_equals_the_whole(void) {
       ir_ray sr;
       float t_max;
       light[i] = ir_light_ray(&p, &L, i, &sr, &t_max) ? ir_transmittance(&p, &sr, t_max) : 1.0f;
+      /* In steps of 1 and 3 batches (the persistent kernel's pool of secondary rays): the same light. */
+      ir_span span;
+      for (int budget = 1; budget <= 3 && ir_light_ray(&p, &L, i, &sr, &t_max); budget += 2) {
+        float stepped = 1.0f;
+        if (ir_secondary_span(&p, &sr, t_max, &span)) {
+          ir_secondary_state m = ir_secondary_start();
+          int guard = 0;
+          while (!ir_secondary_step(&p, &sr, &span, &m, true, budget) && guard < 100000) guard++;
+          stepped = m.light;
+          steps += guard;
+        }
+        differ += memcmp(&stepped, &light[i], sizeof stepped) != 0;
+      }
     }
     ir_vec3 parts = ir_light_combine(&p, &L, base, light);
     hits++;
     differ += memcmp(&whole, &parts, sizeof whole) != 0;
   }
   CHECK_MSG(hits > 500, "%d hits", hits);
+  CHECK_MSG(steps > hits, "%ld pauses of stepped rays over %d hits", steps, hits);
   CHECK_EQ_INT(differ, 0);
   free(nodes);
   ir_renderer_destroy(r);
