@@ -345,8 +345,8 @@ typedef struct ir_persist_args {
   unsigned long long *phase_cycles; /* diagnostic pass: clock cycles of each phase summed over the
                                        blocks (IR_PERSIST_PHASES), with a barrier after every phase;
                                        NULL otherwise */
-  bool secondary_spread;         /* lit frames: a block's secondary rays traced by all its threads
-                                    (ir_frame_desc.secondary_spread) */
+  int secondary;                 /* lit frames: how a block traces its secondary rays
+                                    (ir_secondary_mode) */
 } ir_persist_args;
 /* The phases the diagnostic pass times: the step, the step's two compactions and the refill
  * claim, the shading, the generation and its compaction. */

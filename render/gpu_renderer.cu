@@ -313,7 +313,7 @@ static ir_status persistent_frame(ir_renderer *r, const ir_frame_desc *f, const 
   a.method = f->method;
   a.blocks = g->persist_blocks[mode];
   a.phase_cycles = NULL;
-  a.secondary_spread = f->secondary_spread;
+  a.secondary = f->secondary;
   if (timed) {
     a.phase_cycles = g->d_phase_cycles;
     IR_CUDA(cudaMemsetAsync(g->d_phase_cycles, 0, IR_PERSIST_PHASES * sizeof(unsigned long long), g->stream));

@@ -315,6 +315,10 @@ static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char 
              "persistent or multi", ir_pipeline_name(f->pipeline));
     return IR_ERR_INPUT;
   }
+  if (f->secondary < 0 || f->secondary >= IR_SECONDARY_MODE_COUNT) {
+    snprintf(err, IR_ERR_LEN, "secondary %d: use IR_SECONDARY_INLINE, _SPREAD or _POOL", f->secondary);
+    return IR_ERR_INPUT;
+  }
   if (f->step_batches > IR_STEP_BATCHES_MAX) {
     snprintf(err, IR_ERR_LEN, "step batches %u: at most %d (0 for the default, %d)", f->step_batches,
              IR_STEP_BATCHES_MAX, IR_STEP_BATCHES_AUTO);

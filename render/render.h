@@ -207,11 +207,18 @@ typedef struct ir_frame_desc {
                                    hit's sequence (a new set of directions every frame) */
   bool accumulate;              /* the image is the mean of the frames since the last one with
                                    sample_frame 0 (progressive refinement); that frame starts it */
-  bool secondary_spread;        /* persistent pipeline, lit frames: a block traces its hits'
-                                   occlusion and shadow rays spread over all its threads instead of
-                                   each hit's in the thread that shades it (same image); for
-                                   measuring what that gains */
+  int secondary;                /* persistent pipeline, lit frames: who traces the hits' occlusion
+                                   and shadow rays (ir_secondary_mode; the same image each way) */
 } ir_frame_desc;
+
+/* How the persistent pipeline traces a block's secondary rays (ir_frame_desc.secondary). */
+typedef enum ir_secondary_mode {
+  IR_SECONDARY_INLINE = 0, /* each hit's in the thread that shades it, as the single kernel does */
+  IR_SECONDARY_SPREAD,     /* over all the block's threads, each taking the next ray when done */
+  IR_SECONDARY_POOL,       /* as a pool of rays in shared memory, stepped by step_batches and
+                              compacted by the frame's method between steps (InK's loop) */
+  IR_SECONDARY_MODE_COUNT
+} ir_secondary_mode;
 
 /* Occlusion rays: the most per hit and per frame, and their default length in voxels. */
 #define IR_AO_MAX_SAMPLES 256

@@ -48,6 +48,7 @@ typedef struct variant {
   uint32_t tail_rays;
   char label[40];
   uint32_t step_batches;
+  int secondary; /* ir_secondary_mode */
 } variant;
 
 static int cmp_double(const void *a, const void *b) {
@@ -147,30 +148,33 @@ int main(int argc, char **argv) {
     fprintf(stderr, "render_bench: %s\n", err);
     return 1;
   }
-  variant vars[3 * IR_COMPACT_METHOD_COUNT + 32];
+  variant vars[5 * IR_COMPACT_METHOD_COUNT + 32];
   int nv = 0;
-  vars[nv++] = (variant){"independent", INDEPENDENT_16, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m16", 0};
-  vars[nv++] = (variant){"independent", INDEPENDENT_8, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m8", 0};
-  vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain", 0};
-  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single", 0};
+  vars[nv++] = (variant){"independent", INDEPENDENT_16, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m16", 0, 0};
+  vars[nv++] = (variant){"independent", INDEPENDENT_8, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m8", 0, 0};
+  vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain", 0, 0};
+  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single", 0, 0};
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
     vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PERSISTENT, (ir_compact_method)m, false, false, 0,
-                         "", 0};
+                         "", 0, 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s", vars[nv].name);
     nv++;
   }
   /* Lit frames: the persistent pipeline with each method again, its blocks' secondary rays spread
-   * over all their threads (ir_frame_desc.secondary_spread). */
-  const int spread_first = nv, spread_count = (ao > 0 || shadows) ? IR_COMPACT_METHOD_COUNT : 0;
-  for (int m = 0; m < spread_count; m++) {
-    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PERSISTENT, (ir_compact_method)m, false, false, 0,
-                         "", 0};
-    snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s/spread", vars[nv].name);
-    nv++;
-  }
+   * over all their threads, then as a pool compacted by the method (ir_frame_desc.secondary). */
+  const int spread_count = (ao > 0 || shadows) ? IR_COMPACT_METHOD_COUNT : 0;
+  for (int mode = IR_SECONDARY_SPREAD; spread_count && mode <= IR_SECONDARY_POOL; mode++)
+    for (int m = 0; m < spread_count; m++) {
+      vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PERSISTENT, (ir_compact_method)m, false, false,
+                           0, "", 0, 0};
+      vars[nv].secondary = mode;
+      snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s/%s", vars[nv].name,
+               mode == IR_SECONDARY_SPREAD ? "spread" : "pool");
+      nv++;
+    }
   for (const char *q = steps_arg; q && *q && nv < (int)(sizeof vars / sizeof vars[0]) - 24;) {
     unsigned step = (unsigned)atoi(q);
-    vars[nv] = (variant){"ink-compact", IR_PIPELINE_PERSISTENT, IR_COMPACT_INK_COMPACT, false, false, 0, "", step};
+    vars[nv] = (variant){"ink-compact", IR_PIPELINE_PERSISTENT, IR_COMPACT_INK_COMPACT, false, false, 0, "", step, 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/ink-compact/step%u", step);
     nv++;
     q = strchr(q, ',');
@@ -178,25 +182,25 @@ int main(int argc, char **argv) {
   }
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
     vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false, false,
-                         multi_tail, "", 0};
+                         multi_tail, "", 0, 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "multi/%s", vars[nv].name);
     nv++;
   }
   vars[nv++] = (variant){"ink-collate", IR_PIPELINE_MULTI, IR_COMPACT_INK_COLLATE, false, false, IR_TAIL_OFF,
-                         "multi/ink-collate/no-tail", 0};
+                         "multi/ink-collate/no-tail", 0, 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, false, IR_TAIL_OFF,
-                         "multi/ink-compact/no-tail", 0};
+                         "multi/ink-compact/no-tail", 0, 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, multi_tail,
-                         "multi/ink-compact/host-loop", 0};
+                         "multi/ink-compact/host-loop", 0, 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, true, multi_tail,
-                         "multi/ink-compact/fixed-grids", 0};
+                         "multi/ink-compact/fixed-grids", 0, 0};
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
-    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, "", 0};
+    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, "", 0, 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "paper/%s", vars[nv].name);
     nv++;
   }
   vars[nv++] = (variant){"ink-collate", IR_PIPELINE_PAPER, IR_COMPACT_INK_COLLATE, false, false, tail,
-                         "paper/ink-collate/tail", 0};
+                         "paper/ink-collate/tail", 0, 0};
 
   printf("# refinement %s%s%s\n", texture_refine ? "texture" : "exact", surfaces_arg ? ", surfaces " : "",
          surfaces_arg ? surfaces_arg : "");
@@ -239,7 +243,7 @@ int main(int argc, char **argv) {
                        .run_bricks = run_bricks, .texture_refine = texture_refine,
                        .step_batches = vars[k].step_batches, .ao_samples = ao, .ao_radius = ao_radius,
                        .shadows = shadows, .light_on = light_on, .light = {light[0], light[1]},
-                       .secondary_spread = k >= spread_first && k < spread_first + spread_count};
+                       .secondary = vars[k].secondary};
     /* --surfaces ISO:OPACITY,...: several surfaces (colours from the default palette). */
     for (const char *q = surfaces_arg; q && *q && f.surface_count < IR_MAX_SURFACES;) {
       ir_surface *sf = &f.surfaces[f.surface_count];

@@ -50,15 +50,17 @@ static void check_every_variant(ir_renderer *gpu, ir_renderer *cpu, const scene_
   const ir_pipeline pipes[] = {IR_PIPELINE_SINGLE, IR_PIPELINE_PERSISTENT, IR_PIPELINE_MULTI};
   for (int pi = 0; pi < 3; pi++)
     for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++)
-      for (int v = 0; v < 3; v++) {
+      for (int v = 0; v < 4; v++) {
         if (pipes[pi] == IR_PIPELINE_SINGLE && (m > 0 || v > 0)) continue;
         ir_frame_desc f = s->f;
         f.pipeline = pipes[pi];
         f.method = (ir_compact_method)m;
         if (pipes[pi] == IR_PIPELINE_PERSISTENT) {
+          /* inline; steps of 1 batch (secondary rays too, in the pool); spread; pool */
           f.step_batches = v == 1 ? 1 : 0;
-          f.secondary_spread = v == 2; /* the block's secondary rays over all its threads */
+          f.secondary = v == 0 ? IR_SECONDARY_INLINE : v == 2 ? IR_SECONDARY_SPREAD : IR_SECONDARY_POOL;
         } else if (pipes[pi] == IR_PIPELINE_MULTI) {
+          if (v == 3) continue;
           f.host_loop = g_host_only || v == 1;
           f.tail_rays = v == 2 ? IR_TAIL_OFF : 0;
         }

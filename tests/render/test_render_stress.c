@@ -368,7 +368,7 @@ static void make_look(rng *r, const options *o, const scene *s, long frame, look
     f->light[0] = rng_range(r, -180.0f, 180.0f);
     f->light[1] = rng_range(r, -90.0f, 90.0f);
     f->sample_frame = rng_below(r, 8);
-    f->secondary_spread = f->pipeline == IR_PIPELINE_PERSISTENT && rng_chance(r, 0.5f);
+    f->secondary = f->pipeline == IR_PIPELINE_PERSISTENT ? (int)rng_below(r, IR_SECONDARY_MODE_COUNT) : 0;
   }
 
   L->invalid = rng_chance(r, 0.03f) ? 1 + (int)rng_below(r, 7) : 0;
@@ -395,9 +395,9 @@ static void print_look(FILE *out, const look *L) {
           (double)f->clip_plane[1], (double)f->clip_plane[2], (double)f->clip_plane[3]);
   fprintf(out, "    colour by %s, map %s, range %.9g..%.9g\n", ir_color_source_name(f->color_by),
           ir_colormap_name(f->colormap), (double)f->color_range[0], (double)f->color_range[1]);
-  fprintf(out, "    ao %d rays, radius %.9g, shadows %d, light %d: %.9g,%.9g, sample frame %" PRIu32 ", spread %d\n",
+  fprintf(out, "    ao %d rays, radius %.9g, shadows %d, light %d: %.9g,%.9g, sample frame %" PRIu32 ", secondary %d\n",
           f->ao_samples, (double)f->ao_radius, f->shadows, f->light_on, (double)f->light[0], (double)f->light[1],
-          f->sample_frame, f->secondary_spread);
+          f->sample_frame, f->secondary);
   fprintf(out, "    camera eye %.9g,%.9g,%.9g target %.9g,%.9g,%.9g up %.9g,%.9g,%.9g fov %.9g\n", (double)f->camera.eye[0],
           (double)f->camera.eye[1], (double)f->camera.eye[2], (double)f->camera.target[0], (double)f->camera.target[1],
           (double)f->camera.target[2], (double)f->camera.up[0], (double)f->camera.up[1], (double)f->camera.up[2],
