@@ -56,7 +56,7 @@ struct persist_words {
   static constexpr int hit = (Mode & IR_TRACE_COMPOSITE) ? HIT_WORDS_COMPOSITE : HIT_WORDS_OPAQUE;
 };
 
-/* Lit frames, spread (ir_persist_args.secondary_spread): a hit's lighting setup as the block's
+/* Lit frames, spread or pool (ir_persist_args.secondary): a hit's lighting setup as the block's
  * threads read it to trace its secondary rays (secondary.cuh: ir_light_setup), word w of hit h at
  * w * IR_PERSIST_BLOCK + h. */
 enum { SET_X, SET_Y, SET_Z, SET_NX, SET_NY, SET_NZ, SET_LX, SET_LY, SET_LZ, SET_S0, SET_S1, SET_FLAGS, SET_WORDS };
