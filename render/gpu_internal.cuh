@@ -349,8 +349,10 @@ typedef struct ir_persist_args {
                                     (ir_secondary_mode) */
 } ir_persist_args;
 /* The phases the diagnostic pass times: the step, the step's two compactions and the refill
- * claim, the shading, the generation and its compaction. */
-enum { IR_PHASE_STEP = 0, IR_PHASE_COMPACT, IR_PHASE_SHADE, IR_PHASE_GENERATE, IR_PERSIST_PHASES };
+ * claim, the shading, the generation and its compaction, and (lit frames, spread or pool) the
+ * secondary rays of the hits. */
+enum { IR_PHASE_STEP = 0, IR_PHASE_COMPACT, IR_PHASE_SHADE, IR_PHASE_GENERATE, IR_PHASE_SECONDARY,
+       IR_PERSIST_PHASES };
 uint32_t ir_persist_tiles(int width, int height);
 /* The blocks of the kernel of trace mode `mode` that fit on the device at once. */
 cudaError_t ir_persistent_blocks(int mode, unsigned *blocks);

@@ -335,6 +335,7 @@ static ir_status persistent_frame(ir_renderer *r, const ir_frame_desc *f, const 
     stats->compact_ms = b * (double)cycles[IR_PHASE_COMPACT] / (double)total;
     stats->shade_ms = b * (double)cycles[IR_PHASE_SHADE] / (double)total;
     stats->raygen_ms = b * (double)cycles[IR_PHASE_GENERATE] / (double)total;
+    stats->secondary_ms = b * (double)cycles[IR_PHASE_SECONDARY] / (double)total;
   }
   return IR_OK;
 }

@@ -231,6 +231,22 @@ static __device__ __forceinline__ void shade_hit(const ir_trace_params &p, const
   depth[pixel] = first_t;
 }
 
+/* The diagnostic pass's clock: thread 0 adds the cycles since the last mark to a phase, after a
+ * barrier, so that a phase lasts until its slowest warp is done. Block-uniform; nothing when
+ * the frame is not timed. */
+struct phase_clock {
+  bool on;
+  long long last;
+  unsigned long long cycles[IR_PERSIST_PHASES];
+  __device__ __forceinline__ void mark(int phase) {
+    if (!on) return;
+    __syncthreads();
+    long long now = clock64();
+    cycles[phase] += (unsigned long long)(now - last);
+    last = now;
+  }
+};
+
 /* Lit frames, spread or pool: the setup of hit h as shade_hits_spread left it in shared memory. */
 template <int Mode>
 static __device__ __forceinline__ ir_light_setup load_setup(const persist_shared<Mode> &sh, unsigned h) {
@@ -333,7 +349,7 @@ static __device__ __forceinline__ void trace_secondary_pool(const ir_trace_param
 template <int Mode, ir_compact_method Method>
 static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &p, persist_shared<Mode> &sh,
                                                          unsigned hits_n, uint32_t *image, float *depth, bool pool,
-                                                         int budget) {
+                                                         int budget, phase_clock &clock) {
   constexpr int HW = persist_words<Mode>::hit;
   const ir_pool<HW> hits = {sh.hits, IR_PERSIST_BLOCK};
   const unsigned t = threadIdx.x;
@@ -380,6 +396,7 @@ static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &
   }
   if (t == 0) sh.next_ray = 0;
   __syncthreads();
+  clock.mark(IR_PHASE_SHADE); /* the hits refined and prepared; their secondary rays from here */
   static_assert(HW > SEC_WORDS, "the hit list holds a pool of secondary rays and their results");
   const unsigned R = (unsigned)ir_light_ray_count(&p);
   /* The results: the hit list's words, after the secondary rays' pool when there is one. */
@@ -402,23 +419,9 @@ static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &
     if (t == 0) sh.next_ray = 0;
     __syncthreads();
   }
+  clock.mark(IR_PHASE_SECONDARY);
 }
 
-/* The diagnostic pass's clock: thread 0 adds the cycles since the last mark to a phase, after a
- * barrier, so that a phase lasts until its slowest warp is done. Block-uniform; nothing when
- * the frame is not timed. */
-struct phase_clock {
-  bool on;
-  long long last;
-  unsigned long long cycles[IR_PERSIST_PHASES];
-  __device__ __forceinline__ void mark(int phase) {
-    if (!on) return;
-    __syncthreads();
-    long long now = clock64();
-    cycles[phase] += (unsigned long long)(now - last);
-    last = now;
-  }
-};
 
 template <int Mode, ir_compact_method Method>
 static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &frame, const ir_persist_args &a) {
@@ -434,7 +437,7 @@ static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &fram
   if (t == 0) sh.finished = 0;
   __syncthreads();
   unsigned live = 0, generated = 0, hit_count = 0, rounds = 0;
-  phase_clock clock = {a.phase_cycles != NULL, clock64(), {0, 0, 0, 0}};
+  phase_clock clock = {a.phase_cycles != NULL, clock64(), {0, 0, 0, 0, 0}};
   uint32_t rec[RW]; /* this thread's ray (slot t of the pool), held in registers between compactions */
   int outcome = IR_STEP_DONE;
   for (;;) {
@@ -475,7 +478,7 @@ static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &fram
      * whole block; a block-uniform choice) */
     if ((Mode & IR_TRACE_LIGHT) && a.secondary != IR_SECONDARY_INLINE) {
       shade_hits_spread<Mode, Method>(p, sh, hits_n, a.image, a.depth, a.secondary == IR_SECONDARY_POOL,
-                                      a.step_batches);
+                                      a.step_batches, clock);
     } else if (t < hits_n) {
       hits.load(t, hit);
       shade_hit<Mode>(p, hit, a.image, a.depth);

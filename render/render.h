@@ -247,6 +247,8 @@ typedef struct ir_frame_stats {
   double traverse_ms;    /* all traversal iterations together */
   double intersect_ms;   /* all intersection iterations together */
   double shade_ms;
+  double secondary_ms;   /* lit frames on the persistent pipeline, spread or pool: the block-wide
+                            phase of the hits' occlusion and shadow rays (with their combining) */
   double compact_ms;     /* time spent compacting (out-of-kernel methods), inside the above */
   int iterations;        /* traversal/intersection rounds */
   uint32_t rays_generated;       /* rays that hit the volume bounds */

@@ -213,8 +213,8 @@ int main(int argc, char **argv) {
          prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation,
          (double)distance, frames, warmup, tail, multi_tail ? multi_tail : ir_tail_auto((uint32_t)w * (uint32_t)h),
          run_bricks);
-  printf("%-34s %8s %8s %8s %7s %7s %8s %7s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n",
-         "variant", "mean_ms", "median", "p95", "FPS", "x_plain", "x_single", "x_indep", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
+  printf("%-34s %8s %8s %8s %7s %7s %8s %7s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n",
+         "variant", "mean_ms", "median", "p95", "FPS", "x_plain", "x_single", "x_indep", "bvh", "raygen", "trav", "isect", "shade", "second", "tail", "compac", "wait", "ctl",
          "rb", "it", "gen", "hit", "cover", "loop");
   double *ms = malloc(sizeof(double) * (size_t)frames);
   double plain_ms = 0, single_ms = 0, indep_ms = 0;
@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
       if (indep_ms == 0 || mean < indep_ms) indep_ms = mean;
       printf("%-34s %8.4f %8.4f %8.4f %7.1f %7s %8s %7.3f | %s | %8s %8.0f %6.3f %s\n", vars[k].label, mean,
              ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, "-", "-", indep_ms / mean,
-             "     -      -      -      -      -      -      -      -      -    -     -", "-", cover * w * h, cover,
+             "     -      -      -      -      -      -      -      -      -      -    -     -", "-", cover * w * h, cover,
              "-");
       fflush(stdout);
       continue;
@@ -275,6 +275,7 @@ int main(int argc, char **argv) {
       sum.tail_ms += s.tail_ms;
       sum.bvh_update_ms += s.bvh_update_ms, sum.raygen_ms += s.raygen_ms, sum.traverse_ms += s.traverse_ms;
       sum.intersect_ms += s.intersect_ms, sum.shade_ms += s.shade_ms + s.kernel_ms, sum.compact_ms += s.compact_ms;
+      sum.secondary_ms += s.secondary_ms;
       sum.host_wait_ms += s.host_wait_ms, sum.control_ms += s.control_ms, sum.readbacks += s.readbacks;
       sum.iterations += s.iterations, sum.rays_generated += s.rays_generated, sum.rays_hit += s.rays_hit;
     }
@@ -289,10 +290,11 @@ int main(int argc, char **argv) {
     if (vars[k].pipeline == IR_PIPELINE_PLAIN) plain_ms = mean;
     if (vars[k].pipeline == IR_PIPELINE_SINGLE) single_ms = mean;
     double d = views;
-    printf("%-34s %8.4f %8.4f %8.4f %7.1f %7.3f %8.3f %7.3f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
+    printf("%-34s %8.4f %8.4f %8.4f %7.1f %7.3f %8.3f %7.3f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
            vars[k].label, mean, ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, plain_ms / mean,
            single_ms / mean, indep_ms / mean, sum.bvh_update_ms / d,
-           sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.tail_ms / d,
+           sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.secondary_ms / d,
+           sum.tail_ms / d,
            sum.compact_ms / d,
            sum.host_wait_ms / d, sum.control_ms / d, sum.readbacks / d, sum.iterations / d, sum.rays_generated / d,
            sum.rays_hit / d, sum.rays_hit / d / ((double)w * h),
