@@ -476,10 +476,14 @@ static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &fram
     clock.mark(IR_PHASE_COMPACT);
     /* 4. shading, a warp of hits at a time (lit frames, spread: their secondary rays over the
      * whole block; a block-uniform choice) */
-    if ((Mode & IR_TRACE_LIGHT) && a.secondary != IR_SECONDARY_INLINE) {
-      shade_hits_spread<Mode, Method>(p, sh, hits_n, a.image, a.depth, a.secondary == IR_SECONDARY_POOL,
-                                      a.step_batches, clock);
-    } else if (t < hits_n) {
+    bool spread = false;
+    if constexpr ((Mode & IR_TRACE_LIGHT) != 0) { /* only lit kernels carry that code */
+      spread = a.secondary != IR_SECONDARY_INLINE;
+      if (spread)
+        shade_hits_spread<Mode, Method>(p, sh, hits_n, a.image, a.depth, a.secondary == IR_SECONDARY_POOL,
+                                        a.step_batches, clock);
+    }
+    if (!spread && t < hits_n) {
       hits.load(t, hit);
       shade_hit<Mode>(p, hit, a.image, a.depth);
     }
