@@ -68,6 +68,7 @@ typedef struct hl_options {
   int cpu_threads;
   uint32_t tail_rays; /* ir_frame_desc.tail_rays: 0 automatic (multi) / off (paper), IR_TAIL_OFF */
   int accumulate;     /* --accumulate K: the image (--png) is the mean of K frames of the last view */
+  int secondary;      /* --secondary: ir_secondary_mode of the persistent pipeline's lit frames */
 } hl_options;
 
 typedef struct hl_config {
@@ -137,6 +138,9 @@ static void print_help(FILE *to) {
         "  --png FILE            the last timed frame of the last configuration as a PNG\n"
         "  --accumulate K        with --ao: the PNG is the mean of K frames of that view, each with\n"
         "                        N new occlusion rays per hit (K x N samples; not timed)\n"
+        "  --secondary inline|spread|pool  the persistent pipeline's occlusion and shadow rays: in\n"
+        "                        the thread that shades the hit (default), spread over the block's\n"
+        "                        threads, or a pool of them compacted by the method between steps\n"
         "  --depth FILE          that frame's depth (distance from the eye along each pixel's ray,\n"
         "                        world units; +inf where nothing was hit) as a 32-bit float image:\n"
         "                        FILE.pfm (Portable FloatMap) or FILE.nrrd\n"
@@ -226,7 +230,8 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     static const char *const with_value[] = {"--device", "--frames", "--warmup", "--size",
                                              "--orbit", "--elevation", "--distance", "--iso",
                                              "--method", "--pipeline", "--csv", "--png",
-                                             "--threads", "--tail-rays", "--up", "--mesh", "--accumulate", NULL};
+                                             "--threads", "--tail-rays", "--up", "--mesh", "--accumulate",
+                                             "--secondary", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known = known || strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'%s", opt, "");
@@ -247,6 +252,12 @@ static int parse_options(int argc, char **argv, hl_options *o) {
       o->orbit_given = true;
     } else if (strcmp(opt, "--threads") == 0) {
       rc = app_parse_count(opt, value, 1, 4096, &o->cpu_threads, err) ? 0 : bad_value(err);
+    } else if (strcmp(opt, "--secondary") == 0) {
+      static const char *const modes[IR_SECONDARY_MODE_COUNT] = {"inline", "spread", "pool"};
+      o->secondary = -1;
+      for (int m = 0; m < IR_SECONDARY_MODE_COUNT; m++)
+        if (strcmp(value, modes[m]) == 0) o->secondary = m;
+      if (o->secondary < 0) rc = bad_option("--secondary '%s': use inline, spread or pool%s", value, "");
     } else if (strcmp(opt, "--accumulate") == 0) {
       rc = app_parse_count(opt, value, 1, (long)IR_ACCUMULATE_MAX, &o->accumulate, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--tail-rays") == 0) {
@@ -428,6 +439,7 @@ static ir_frame_desc frame_for(const hl_run *run, const hl_config *c, int view, 
       .pipeline = c->pipeline,
       .stage_timing = stage_timing,
       .tail_rays = o->tail_rays,
+      .secondary = o->secondary,
   };
   app_look_apply(&o->look, run->volume, &f);
   return f;

@@ -711,8 +711,9 @@ static void test_lit_runs_are_reproducible(void) {
       {"--shadows", "--pipeline", "plain", NULL},
       {"--light", "0,0", "--pipeline", "all"},
       {"--accumulate", "4", NULL},
+      {"--secondary", "pooled", NULL},
   };
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     const char *args[] = {"--headless", "--device", "cpu", refused[k][0], refused[k][1], refused[k][2], refused[k][3],
                           NULL};
     run_inkray(NULL, args, &result);

@@ -138,6 +138,18 @@ static void test_ao_and_shadows_every_pipeline_and_the_cpu_agree(void) {
   CHECK_STR_CONTAINS(result.output, "ambient occlusion 8 rays of 12 voxels");
   CHECK_STR_CONTAINS(result.output, "check: every configuration of each isovalue rendered the same last frame");
   CHECK_STR_CONTAINS(result.output, ": ok");
+  /* The persistent pipeline's secondary rays spread over its blocks, and as a compacted pool. */
+  for (int k = 0; k < 2; k++) {
+    const char *modes[] = {"spread", "pool"};
+    const char *again[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "persistent",
+                           "--secondary", modes[k], "--frames", "2", "--warmup", "1", "--orbit", "2", "--size",
+                           "160x120", "--ao", "8:12", "--shadows", "--light", "30,45", "--surface", "100:#4080ff:0.4",
+                           "--surface", "160", "--verify", "--quiet", "builtin:fractal:64", NULL};
+    run_inkray(dir, again, &result);
+    CHECK_MSG(result.status == 0, "--secondary %s: exit %d: %s", modes[k], result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, "check: every configuration of each isovalue rendered the same last frame");
+    CHECK_STR_CONTAINS(result.output, ": ok");
+  }
   remove_scratch(dir);
 }
 
