@@ -253,11 +253,9 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     } else if (strcmp(opt, "--threads") == 0) {
       rc = app_parse_count(opt, value, 1, 4096, &o->cpu_threads, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--secondary") == 0) {
-      static const char *const modes[IR_SECONDARY_MODE_COUNT] = {"inline", "spread", "pool"};
-      o->secondary = -1;
-      for (int m = 0; m < IR_SECONDARY_MODE_COUNT; m++)
-        if (strcmp(value, modes[m]) == 0) o->secondary = m;
-      if (o->secondary < 0) rc = bad_option("--secondary '%s': use inline, spread or pool%s", value, "");
+      ir_secondary_mode m;
+      if (ir_secondary_parse(value, &m)) o->secondary = (int)m;
+      else rc = bad_option("--secondary '%s': use inline, spread or pool%s", value, "");
     } else if (strcmp(opt, "--accumulate") == 0) {
       rc = app_parse_count(opt, value, 1, (long)IR_ACCUMULATE_MAX, &o->accumulate, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--tail-rays") == 0) {

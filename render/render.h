@@ -219,6 +219,8 @@ typedef enum ir_secondary_mode {
                               compacted by the frame's method between steps (InK's loop) */
   IR_SECONDARY_MODE_COUNT
 } ir_secondary_mode;
+const char *ir_secondary_name(ir_secondary_mode m); /* "inline" | "spread" | "pool" */
+bool ir_secondary_parse(const char *word, ir_secondary_mode *out);
 
 /* Occlusion rays: the most per hit and per frame, and their default length in voxels. */
 #define IR_AO_MAX_SAMPLES 256

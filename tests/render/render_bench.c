@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
                            0, "", 0, 0};
       vars[nv].secondary = mode;
       snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s/%s", vars[nv].name,
-               mode == IR_SECONDARY_SPREAD ? "spread" : "pool");
+               ir_secondary_name((ir_secondary_mode)mode));
       nv++;
     }
   for (const char *q = steps_arg; q && *q && nv < (int)(sizeof vars / sizeof vars[0]) - 24;) {
