@@ -1,18 +1,23 @@
 /* Secondary rays from a shaded hit, shared by the CPU and the GPU (included by trace.cuh):
  *
  *   ir_transmittance  a ray from a point: the light that gets through the drawn surfaces it
- *                     crosses before t_max (opaque: 0; a translucent one lets 1 - opacity by)
+ *                     crosses before t_max (opaque: 0; a translucent one lets 1 - opacity by);
+ *                     ir_secondary_span + ir_secondary_step: the same in steps of a budget of
+ *                     batches (the persistent kernel's pool of secondary rays)
  *   ir_ao_direction   sample i of a hit's cosine-weighted hemisphere: a scrambled Sobol' (0,2)
  *                     sequence, the same on both sides
  *   ir_light_color    the lit colour of a hit with ambient occlusion, a shadow ray and the
- *                     frame's light (headlight or directional)
+ *                     frame's light (headlight or directional), all traced by the caller;
+ *                     ir_light_prepare + ir_light_ray + ir_light_combine: the same in parts, so
+ *                     that other threads can trace the rays
+ *   ir_accumulate_pixel  one pixel of the running mean of accumulated frames
  *
  * An occlusion or shadow ray starts half a voxel off the hit along the normal, on the viewer's
  * side, and has its own sample grid: half-voxel steps from its entry into the drawn part of the
  * volume (the clip box cut by the clip plane, ir_ray_clip) to RADIUS voxels (occlusion) or the
- * exit (shadow). It walks the primary rays' cells with ir_next_run and marches each run one
- * sample at a time; a crossing counts where its interpolated t lies in the drawn part, as for
- * primary rays, and the ray stops at the first opaque one.
+ * exit (shadow). It walks the primary rays' cells with ir_next_run and marches each run in
+ * batches of samples tested in order; a crossing counts where its interpolated t lies in the
+ * drawn part, as for primary rays, and the ray stops at the first opaque one.
  *
  * Sampling: hit h of pixel x in frame f takes the samples [f N, f N + N) of one sequence, the
  * first two dimensions of Sobol' (a (0,2)-sequence: any 2^m consecutive points from a multiple
