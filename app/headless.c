@@ -39,6 +39,9 @@
  * multiply-adds, float rounding in the ray march); more than this share of pixels is a bug. */
 #define HL_VERIFY_MAX_DIFFERING 0.01
 #define HL_VERIFY_CHANNEL_TOLERANCE 8
+/* With occlusion or shadow rays: one that grazes a surface may find its crossing on one side
+ * and not on the other, which moves its pixel by 1/N of the occlusion or a whole shadow. */
+#define HL_VERIFY_MAX_DIFFERING_LIT 0.05
 
 typedef struct hl_options {
   ir_volume_desc volume;
@@ -64,6 +67,8 @@ typedef struct hl_options {
   bool quiet;
   int cpu_threads;
   uint32_t tail_rays; /* ir_frame_desc.tail_rays: 0 automatic (multi) / off (paper), IR_TAIL_OFF */
+  int accumulate;     /* --accumulate K: the image (--png) is the mean of K frames of the last view */
+  int secondary;      /* --secondary: ir_secondary_mode of the persistent pipeline's lit frames */
 } hl_options;
 
 typedef struct hl_config {
@@ -131,6 +136,11 @@ static void print_help(FILE *to) {
         "                        diagnostic frames (pass=stages) with stage times, iterations\n"
         "                        and ray counts per round\n"
         "  --png FILE            the last timed frame of the last configuration as a PNG\n"
+        "  --accumulate K        with --ao: the PNG is the mean of K frames of that view, each with\n"
+        "                        N new occlusion rays per hit (K x N samples; not timed)\n"
+        "  --secondary inline|spread|pool  the persistent pipeline's occlusion and shadow rays: in\n"
+        "                        the thread that shades the hit (default), spread over the block's\n"
+        "                        threads, or a pool of them compacted by the method between steps\n"
         "  --depth FILE          that frame's depth (distance from the eye along each pixel's ray,\n"
         "                        world units; +inf where nothing was hit) as a 32-bit float image:\n"
         "                        FILE.pfm (Portable FloatMap) or FILE.nrrd\n"
@@ -222,7 +232,8 @@ static int parse_options(int argc, char **argv, hl_options *o) {
     static const char *const with_value[] = {"--device", "--frames", "--warmup", "--size",
                                              "--orbit", "--elevation", "--distance", "--iso",
                                              "--method", "--pipeline", "--csv", "--png",
-                                             "--threads", "--tail-rays", "--up", "--mesh", NULL};
+                                             "--threads", "--tail-rays", "--up", "--mesh", "--accumulate",
+                                             "--secondary", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known = known || strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'%s", opt, "");
@@ -243,6 +254,12 @@ static int parse_options(int argc, char **argv, hl_options *o) {
       o->orbit_given = true;
     } else if (strcmp(opt, "--threads") == 0) {
       rc = app_parse_count(opt, value, 1, 4096, &o->cpu_threads, err) ? 0 : bad_value(err);
+    } else if (strcmp(opt, "--secondary") == 0) {
+      ir_secondary_mode m;
+      if (ir_secondary_parse(value, &m)) o->secondary = (int)m;
+      else rc = bad_option("--secondary '%s': use inline, spread or pool%s", value, "");
+    } else if (strcmp(opt, "--accumulate") == 0) {
+      rc = app_parse_count(opt, value, 1, (long)IR_ACCUMULATE_MAX, &o->accumulate, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--tail-rays") == 0) {
       rc = app_parse_tail_rays(value, &o->tail_rays, err) ? 0 : bad_value(err);
     } else if (strcmp(opt, "--size") == 0) {
@@ -282,6 +299,12 @@ static int parse_options(int argc, char **argv, hl_options *o) {
   if (o->iso_given && o->look.surface_count > 0)
     return bad_option("--surface and --iso both given: the surfaces replace the isovalues; give one or the "
                       "other%s%s", "", "");
+  bool lit = o->look.ao_samples > 0 || o->look.shadows || o->look.light_on;
+  if (lit && (o->use_pipeline[IR_PIPELINE_PAPER] || o->use_pipeline[IR_PIPELINE_PLAIN]))
+    return bad_option("--ao, --shadows and --light are drawn by the single, persistent and multi pipelines; the "
+                      "%s pipeline draws none%s", o->use_pipeline[IR_PIPELINE_PAPER] ? "paper" : "plain", "");
+  if (o->accumulate > 1 && !o->look.ao_samples)
+    return bad_option("--accumulate averages frames with new occlusion rays each; it needs --ao N%s%s", "", "");
   if (o->verify && o->device == IR_DEVICE_CPU)
     return bad_option("--verify compares the GPU with the CPU renderer; it needs --device gpu%s%s", "", "");
   return -1;
@@ -416,6 +439,7 @@ static ir_frame_desc frame_for(const hl_run *run, const hl_config *c, int view, 
       .pipeline = c->pipeline,
       .stage_timing = stage_timing,
       .tail_rays = o->tail_rays,
+      .secondary = o->secondary,
   };
   app_look_apply(&o->look, run->volume, &f);
   return f;
@@ -469,6 +493,17 @@ static int run_config(hl_run *run, int index, int count, const hl_config *c, uin
   }
   if (rc) return rc;
   char err[IR_ERR_LEN] = {0};
+  /* --accumulate: the last view again, K frames of new occlusion samples into one mean. */
+  for (int k = 0; k < o->accumulate && o->accumulate > 1; k++) {
+    ir_frame_desc frame = frame_for(run, c, (o->frames - 1) % o->orbit, false);
+    frame.accumulate = true;
+    frame.sample_frame = (uint32_t)k;
+    if (ir_render_frame(run->renderer, &frame, NULL, err) != IR_OK) {
+      fprintf(stderr, "inkray: rendering failed (iso %g, %s pipeline, %s): %s\n", c->isovalue,
+              ir_pipeline_name(c->pipeline), method_label(c), err);
+      return 1;
+    }
+  }
   if (ir_render_read_image(run->renderer, image, err) != IR_OK) {
     fprintf(stderr, "inkray: reading the image back failed: %s\n", err);
     return 1;
@@ -673,8 +708,9 @@ static void print_summary(const hl_options *o, const hl_result *results, int n) 
 /* One line saying what the look options draw, when any was given. */
 static void print_look(const hl_options *o, const ir_volume *volume, const ir_volume *color_volume) {
   const app_look *look = &o->look;
+  bool lit = look->ao_samples > 0 || look->shadows || look->light_on;
   if (!look->surface_count && !look->clip_box_on && !look->clip_plane_on && look->color_by == IR_COLOR_SURFACE &&
-      !look->texture_refine)
+      !look->texture_refine && !lit)
     return;
   ir_frame_desc f;
   memset(&f, 0, sizeof f);
@@ -708,6 +744,13 @@ static void print_look(const hl_options *o, const ir_volume *volume, const ir_vo
               ir_colormap_name(f.colormap), (double)f.color_range[0], (double)f.color_range[1],
               look->color_range_given ? "" : " (automatic)");
   HL_APPEND("; %s refinement", f.texture_refine ? "texture" : "exact");
+  if (f.ao_samples)
+    HL_APPEND("; ambient occlusion %d rays of %g voxels%s", f.ao_samples,
+              (double)(f.ao_radius > 0.0f ? f.ao_radius : IR_AO_RADIUS_DEFAULT),
+              o->accumulate > 1 ? " (the PNG: the mean of --accumulate frames)" : "");
+  if (f.shadows) HL_APPEND("; shadows");
+  if (f.light_on) HL_APPEND("; light at azimuth %g, elevation %g", (double)f.light[0], (double)f.light[1]);
+  else if (lit) HL_APPEND("; headlight");
 #undef HL_APPEND
   printf("%s\n", line);
 }
@@ -796,7 +839,13 @@ static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
     hl_config c = {o->isovalues[k], IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT};
     hl_run run = {.o = o, .volume = st->volume, .renderer = cpu};
     ir_frame_desc frame = frame_for(&run, &c, view, false);
-    if (ir_render_frame(cpu, &frame, NULL, err) != IR_OK || ir_render_read_image(cpu, st->image, err) != IR_OK) {
+    ir_status s = ir_render_frame(cpu, &frame, NULL, err);
+    frame.accumulate = true; /* --accumulate: the same mean of frames as the GPU's picture */
+    for (int a = 0; a < o->accumulate && o->accumulate > 1 && s == IR_OK; a++) {
+      frame.sample_frame = (uint32_t)a;
+      s = ir_render_frame(cpu, &frame, NULL, err);
+    }
+    if (s != IR_OK || ir_render_read_image(cpu, st->image, err) != IR_OK) {
       fprintf(stderr, "inkray: --verify: CPU rendering failed: %s\n", err);
       rc = 1;
       break;
@@ -805,7 +854,8 @@ static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
     size_t differing = count_differing(st->image, st->references + (size_t)k * pixels * 4, pixels,
                                        HL_VERIFY_CHANNEL_TOLERANCE, &max_diff);
     double share = (double)differing / (double)pixels;
-    bool ok = share <= HL_VERIFY_MAX_DIFFERING;
+    bool lit = frame.ao_samples > 0 || frame.shadows || frame.light_on;
+    bool ok = share <= (lit ? HL_VERIFY_MAX_DIFFERING_LIT : HL_VERIFY_MAX_DIFFERING);
     printf("verify: iso %g: %zu of %zu pixels differ by more than %d (%.3f%%, largest difference %d): %s\n",
            o->isovalues[k], differing, pixels, HL_VERIFY_CHANNEL_TOLERANCE, 100.0 * share, max_diff,
            ok ? "ok" : "MISMATCH");
@@ -992,6 +1042,10 @@ static int check_distributed(const hl_options *o) {
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
   const app_look *look = &o->look;
+  /* An occlusion or shadow ray would leave its rank's brick. */
+  if (look->ao_samples > 0 || look->shadows || look->light_on || o->accumulate)
+    return bad_option("--ao, --shadows, --light and --accumulate are not drawn in a distributed run: their rays "
+                      "would leave a rank's brick; run without mpirun%s%s", "", "");
   /* No rank holds the whole volume: a gradient range measured on bricks would differ from the
    * whole volume's (their faces, their subsamples). */
   if (look->color_by == IR_COLOR_GRADIENT && !look->color_range_given)

@@ -57,8 +57,14 @@ void cli_print_look_options(FILE *to) {
           "  --color-range LO,HI  values at the colour map's ends (default: the gradient's 0..max, or\n"
           "                       the colour volume's min..max)\n"
           "  --refine exact|texture  refine crossings in float trilinear (default) or with the\n"
-          "                       texture unit's 8-bit weights (terraced; for comparison)\n",
-          maps);
+          "                       texture unit's 8-bit weights (terraced; for comparison)\n"
+          "  --ao N[:RADIUS]      ambient occlusion: N rays (1..%d) per shaded hit over the hemisphere\n"
+          "                       about the normal, each up to RADIUS voxels (default %g); the open\n"
+          "                       fraction scales the ambient and diffuse light\n"
+          "  --shadows            a shadow ray per shaded hit toward the light\n"
+          "  --light AZ,EL        a directional light in the camera's frame, degrees (AZ -180..180,\n"
+          "                       EL -90..90; 0,0 shines from the eye); default: a headlight per pixel\n",
+          maps, IR_AO_MAX_SAMPLES, (double)IR_AO_RADIUS_DEFAULT);
 }
 
 void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f) {
@@ -78,6 +84,12 @@ void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f) 
   f->color_range[0] = look->color_range[0];
   f->color_range[1] = look->color_range[1];
   f->texture_refine = look->texture_refine;
+  f->ao_samples = look->ao_samples;
+  f->ao_radius = look->ao_radius;
+  f->shadows = look->shadows;
+  f->light_on = look->light_on;
+  f->light[0] = look->light[0];
+  f->light[1] = look->light[1];
 }
 
 /* A look that hides everything renders an empty picture that looks like a fault: say why, as the

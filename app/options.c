@@ -339,10 +339,51 @@ app_depth_format app_depth_format_of(const char *path) {
   return APP_DEPTH_UNKNOWN;
 }
 
+/* --ao N[:RADIUS] */
+static bool parse_ao(const char *value, app_look *look, char err[IR_ERR_LEN]) {
+  char buf[64];
+  long n = 0;
+  double radius = IR_AO_RADIUS_DEFAULT;
+  bool ok = strlen(value) < sizeof buf;
+  if (ok) {
+    strcpy(buf, value);
+    char *colon = strchr(buf, ':');
+    if (colon) *colon = '\0';
+    ok = cli_parse_int(buf, 1, IR_AO_MAX_SAMPLES, &n) &&
+         (!colon || (cli_parse_float(colon + 1, &radius) && radius > 0.0 && radius <= 1e6));
+  }
+  if (!ok) {
+    snprintf(err, IR_ERR_LEN, "--ao '%.100s': expected N[:RADIUS], N occlusion rays per hit from 1 to %d and a "
+             "radius in voxels above 0 (default %g)", value, IR_AO_MAX_SAMPLES, (double)IR_AO_RADIUS_DEFAULT);
+    return false;
+  }
+  look->ao_samples = (int)n;
+  look->ao_radius = (float)radius;
+  return true;
+}
+
+/* --light AZ,EL */
+static bool parse_light(const char *value, app_look *look, char err[IR_ERR_LEN]) {
+  float a[2];
+  if (!parse_numbers(value, 2, a) || !(a[0] >= -180.0f && a[0] <= 180.0f) || !(a[1] >= -90.0f && a[1] <= 90.0f)) {
+    snprintf(err, IR_ERR_LEN, "--light '%.100s': expected AZ,EL in degrees, azimuth -180..180 and elevation "
+             "-90..90 (the camera's frame: 0,0 shines from the eye)", value);
+    return false;
+  }
+  look->light_on = true;
+  look->light[0] = a[0];
+  look->light[1] = a[1];
+  return true;
+}
+
 int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char err[IR_ERR_LEN]) {
-  static const char *const names[] = {"--surface", "--clip-box", "--clip-plane", "--color-by",
-                                      "--colormap", "--color-range", "--refine", "--depth", NULL};
+  static const char *const names[] = {"--surface", "--clip-box", "--clip-plane", "--color-by", "--colormap",
+                                      "--color-range", "--refine", "--depth", "--ao", "--light", NULL};
   const char *opt = argv[*i];
+  if (strcmp(opt, "--shadows") == 0) { /* the one look option without a value */
+    look->shadows = true;
+    return 1;
+  }
   int which = -1;
   for (int k = 0; names[k]; k++)
     if (strcmp(opt, names[k]) == 0) which = k;
@@ -367,6 +408,8 @@ int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char er
     }
     break;
   case 5: ok = parse_color_range(value, look, err); break;
+  case 8: ok = parse_ao(value, look, err); break;
+  case 9: ok = parse_light(value, look, err); break;
   case 6:
     if (strcmp(value, "exact") == 0 || strcmp(value, "texture") == 0) {
       look->texture_refine = strcmp(value, "texture") == 0;
@@ -375,7 +418,7 @@ int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char er
       ok = false;
     }
     break;
-  default:
+  case 7:
     if (app_depth_format_of(value) == APP_DEPTH_UNKNOWN) {
       snprintf(err, IR_ERR_LEN, "--depth '%.200s': unknown format; name a .pfm (Portable FloatMap) or .nrrd file",
                value);

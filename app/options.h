@@ -37,7 +37,11 @@ bool cli_parse_float(const char *text, double *out);
  *                                     channel:N: channel N of the main volume's source)
  *   --colormap NAME  --color-range LO,HI
  *   --refine exact|texture            crossing refinement (exact float trilinear by default)
- *   --depth FILE                      headless: the last frame's depth as a 32-bit float image */
+ *   --depth FILE                      headless: the last frame's depth as a 32-bit float image
+ *   --ao N[:RADIUS]                   N occlusion rays per shaded hit (1..IR_AO_MAX_SAMPLES), each
+ *                                     up to RADIUS voxels (default IR_AO_RADIUS_DEFAULT)
+ *   --shadows                         a shadow ray per shaded hit toward the light (no value)
+ *   --light AZ,EL                     a directional light in the camera's frame, degrees */
 typedef struct app_look {
   int surface_count;                /* 0: the --iso values / the volume's default isovalue */
   ir_surface surfaces[IR_MAX_SURFACES]; /* color[0] < 0: none given; app_look_apply uses
@@ -54,6 +58,11 @@ typedef struct app_look {
   float color_range[2];
   bool texture_refine;
   const char *depth_path;
+  int ao_samples;                   /* 0: no ambient occlusion */
+  float ao_radius;                  /* voxels; 0: IR_AO_RADIUS_DEFAULT */
+  bool shadows;
+  bool light_on;
+  float light[2];                   /* azimuth -180..180, elevation -90..90, degrees */
 } app_look;
 
 /* Defaults: no surfaces given, no clipping, surface colours, viridis, exact refinement. */

@@ -169,6 +169,22 @@ void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace
   p->inv_cell = 1.0f / (float)IR_BRICK_CELLS;
   p->ranges = NULL;
   p->run_cells = 0;
+  p->ao_n = f->ao_samples;
+  p->ao_radius = f->ao_radius > 0.0f ? f->ao_radius : IR_AO_RADIUS_DEFAULT;
+  p->ao_first = f->sample_frame * (uint32_t)(f->ao_samples > 0 ? f->ao_samples : 0);
+  p->shadows = f->shadows;
+  p->light_on = f->light_on;
+  p->light_dir = ir_v3(0.0f, 0.0f, 0.0f);
+  if (f->light_on) {
+    /* The camera's frame in world space: right, up, and back towards the eye. sin and cos once
+     * per frame, here on the host, so the CPU and the GPU use the same direction. */
+    const double deg = 3.14159265358979323846 / 180.0;
+    double az = (double)f->light[0] * deg, el = (double)f->light[1] * deg;
+    ir_vec3 right = ir_normalize(p->cam.right), up = ir_normalize(p->cam.up), back = ir_scale(p->cam.forward, -1.0f);
+    ir_vec3 l = ir_add(ir_add(ir_scale(right, (float)(cos(el) * sin(az))), ir_scale(up, (float)sin(el))),
+                       ir_scale(back, (float)(cos(el) * cos(az))));
+    p->light_dir = ir_normalize(l);
+  }
 }
 
 void ir_trace_params_walk(const ir_renderer *r, const ir_frame_desc *f, const ir_brick_range *brick_ranges,

@@ -91,6 +91,33 @@ static ir_status ensure_buffers(ir_renderer *r, size_t image_bytes, char err[IR_
   return IR_OK;
 }
 
+/* The running mean of accumulated frames (ir_frame_desc.accumulate), as the GPU computes it. */
+static ir_status accumulate(ir_renderer *r, const ir_frame_desc *f, char err[IR_ERR_LEN]) {
+  size_t n = (size_t)f->width * (size_t)f->height;
+  if (!f->accumulate) {
+    r->accum_count = 0;
+    return IR_OK;
+  }
+  if (n > r->accum_pixels) {
+    float *grown = realloc(r->accum, n * 4 * sizeof(float));
+    if (!grown) {
+      snprintf(err, IR_ERR_LEN, "out of host memory for a %zu-pixel accumulation buffer", n);
+      return IR_ERR_RUNTIME;
+    }
+    r->accum = grown;
+    r->accum_pixels = n;
+    r->accum_count = 0;
+  }
+  if (f->sample_frame == 0 || f->width != r->accum_width || f->height != r->accum_height) r->accum_count = 0;
+  bool add = r->accum_count < IR_ACCUMULATE_MAX, first = r->accum_count == 0;
+  if (add) r->accum_count++;
+  uint32_t *px = (uint32_t *)(void *)r->image;
+  for (size_t i = 0; i < n; i++) px[i] = ir_accumulate_pixel(px[i], r->accum + 4 * i, add, first, (float)r->accum_count);
+  r->accum_width = f->width;
+  r->accum_height = f->height;
+  return IR_OK;
+}
+
 ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]) {
   double t0 = ir_now_ms();
   size_t image_bytes = (size_t)f->width * (size_t)f->height * 4;
@@ -123,6 +150,7 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   pthread_mutex_destroy(&job.lock);
   r->width = f->width;
   r->height = f->height;
+  if ((st = accumulate(r, f, err)) != IR_OK) return st;
 
   if (stats) {
     memset(stats, 0, sizeof *stats);

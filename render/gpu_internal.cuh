@@ -227,7 +227,11 @@ struct ir_gpu_state {
   ir_persist_counters *d_persist; /* the persistent pipeline's, two (by frame parity) */
   ir_persist_counters *h_persist; /* pinned: read-backs */
   unsigned persist_epoch;         /* persistent frames rendered */
-  unsigned persist_blocks[4];     /* per trace mode: resident blocks (0: not asked yet) */
+  unsigned persist_blocks[16];    /* per trace mode: resident blocks (0: not asked yet) */
+  float4 *d_accum;                /* accumulated frames (ir_frame_desc.accumulate): RGBA sums */
+  size_t accum_pixels;            /* its size in pixels */
+  int accum_width, accum_height;  /* of the frames in it */
+  uint32_t accum_count;           /* frames in it (0: none; the next accumulated frame starts it) */
   unsigned long long *d_phase_cycles; /* the persistent diagnostic pass's (IR_PERSIST_PHASES) */
 };
 
@@ -341,10 +345,14 @@ typedef struct ir_persist_args {
   unsigned long long *phase_cycles; /* diagnostic pass: clock cycles of each phase summed over the
                                        blocks (IR_PERSIST_PHASES), with a barrier after every phase;
                                        NULL otherwise */
+  int secondary;                 /* lit frames: how a block traces its secondary rays
+                                    (ir_secondary_mode) */
 } ir_persist_args;
 /* The phases the diagnostic pass times: the step, the step's two compactions and the refill
- * claim, the shading, the generation and its compaction. */
-enum { IR_PHASE_STEP = 0, IR_PHASE_COMPACT, IR_PHASE_SHADE, IR_PHASE_GENERATE, IR_PERSIST_PHASES };
+ * claim, the shading, the generation and its compaction, and (lit frames, spread or pool) the
+ * secondary rays of the hits. */
+enum { IR_PHASE_STEP = 0, IR_PHASE_COMPACT, IR_PHASE_SHADE, IR_PHASE_GENERATE, IR_PHASE_SECONDARY,
+       IR_PERSIST_PHASES };
 uint32_t ir_persist_tiles(int width, int height);
 /* The blocks of the kernel of trace mode `mode` that fit on the device at once. */
 cudaError_t ir_persistent_blocks(int mode, unsigned *blocks);

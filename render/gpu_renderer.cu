@@ -196,6 +196,7 @@ void ir_gpu_destroy(ir_renderer *r) {
   cudaFree(g->d_resize);
   cudaFree(g->d_persist);
   cudaFree(g->d_phase_cycles);
+  cudaFree(g->d_accum);
   if (g->h_counters) cudaFreeHost(g->h_counters);
   if (g->h_persist) cudaFreeHost(g->h_persist);
   if (g->cctx) ir_compact_ctx_destroy(g->cctx);
@@ -312,6 +313,7 @@ static ir_status persistent_frame(ir_renderer *r, const ir_frame_desc *f, const 
   a.method = f->method;
   a.blocks = g->persist_blocks[mode];
   a.phase_cycles = NULL;
+  a.secondary = f->secondary;
   if (timed) {
     a.phase_cycles = g->d_phase_cycles;
     IR_CUDA(cudaMemsetAsync(g->d_phase_cycles, 0, IR_PERSIST_PHASES * sizeof(unsigned long long), g->stream));
@@ -333,6 +335,7 @@ static ir_status persistent_frame(ir_renderer *r, const ir_frame_desc *f, const 
     stats->compact_ms = b * (double)cycles[IR_PHASE_COMPACT] / (double)total;
     stats->shade_ms = b * (double)cycles[IR_PHASE_SHADE] / (double)total;
     stats->raygen_ms = b * (double)cycles[IR_PHASE_GENERATE] / (double)total;
+    stats->secondary_ms = b * (double)cycles[IR_PHASE_SECONDARY] / (double)total;
   }
   return IR_OK;
 }
@@ -350,6 +353,50 @@ static ir_status run_frame(ir_renderer *r, const ir_frame_desc *f, bool host_loo
   }
 }
 
+/* The running mean of accumulated frames (ir_frame_desc.accumulate): adds the frame's pixels to
+ * the sums (when `add`; `first`: they replace them) and writes the mean, rounded as the CPU
+ * renderer rounds it (ir_accumulate_pixel). */
+static __global__ void accumulate_kernel(uint32_t *__restrict__ image, float4 *__restrict__ sums, uint32_t n,
+                                         bool add, bool first, float count) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float4 s = sums[i];
+  float q[4] = {s.x, s.y, s.z, s.w};
+  image[i] = ir_accumulate_pixel(image[i], q, add, first, count);
+  sums[i] = make_float4(q[0], q[1], q[2], q[3]);
+}
+
+/* After the frame's pixels are written: the accumulation the frame asks for. `again`: the
+ * diagnostic pass redrew the frame; its mean is written without adding it twice. */
+static ir_status accumulate_frame(ir_renderer *r, const ir_frame_desc *f, bool again, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  size_t n = (size_t)f->width * (size_t)f->height;
+  if (!f->accumulate) {
+    g->accum_count = 0;
+    return IR_OK;
+  }
+  if (!again) {
+    if (n > g->accum_pixels) {
+      IR_CUDA(cudaStreamSynchronize(g->stream));
+      cudaFree(g->d_accum);
+      g->d_accum = NULL;
+      g->accum_pixels = 0;
+      IR_CUDA(cudaMalloc(&g->d_accum, n * sizeof(float4)));
+      g->accum_pixels = n;
+      g->accum_count = 0;
+    }
+    if (f->sample_frame == 0 || f->width != g->accum_width || f->height != g->accum_height) g->accum_count = 0;
+  }
+  bool add = !again && g->accum_count < IR_ACCUMULATE_MAX, first = add && g->accum_count == 0;
+  if (add) g->accum_count++;
+  accumulate_kernel<<<ir_grid_for(n), IR_BLOCK, 0, g->stream>>>(g->d_image, g->d_accum, (uint32_t)n, add, first,
+                                                                (float)g->accum_count);
+  IR_CUDA(cudaGetLastError());
+  g->accum_width = f->width;
+  g->accum_height = f->height;
+  return IR_OK;
+}
+
 ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]) {
   struct ir_gpu_state *g = r->gpu;
   /* Per-ray buffers hold the tiled ray ids, a few more than the pixels. */
@@ -361,6 +408,7 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
 
   IR_CUDA(cudaEventRecord(g->ev_start, g->stream));
   if ((st = run_frame(r, f, host_loop, false, NULL, err)) != IR_OK) return st;
+  if ((st = accumulate_frame(r, f, false, err)) != IR_OK) return st;
   IR_CUDA(cudaEventRecord(g->ev_stop, g->stream));
   r->width = f->width;
   r->height = f->height;
@@ -392,7 +440,8 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   }
   if (!f->stage_timing) return IR_OK;
   /* The diagnostic pass: the same frame again, host-driven, with events between stages. */
-  return run_frame(r, f, true, true, stats, err);
+  if ((st = run_frame(r, f, true, true, stats, err)) != IR_OK) return st;
+  return accumulate_frame(r, f, true, err);
 }
 
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]) {

@@ -34,6 +34,19 @@ bool ir_pipeline_compacts(ir_pipeline p) {
   return p == IR_PIPELINE_MULTI || p == IR_PIPELINE_PAPER || p == IR_PIPELINE_PERSISTENT;
 }
 
+static const char *const secondary_modes[IR_SECONDARY_MODE_COUNT] = {
+    [IR_SECONDARY_INLINE] = "inline", [IR_SECONDARY_SPREAD] = "spread", [IR_SECONDARY_POOL] = "pool"};
+
+const char *ir_secondary_name(ir_secondary_mode m) {
+  return (unsigned)m < IR_SECONDARY_MODE_COUNT ? secondary_modes[m] : "unknown";
+}
+
+bool ir_secondary_parse(const char *word, ir_secondary_mode *out) {
+  for (int m = 0; word && m < IR_SECONDARY_MODE_COUNT; m++)
+    if (strcmp(word, secondary_modes[m]) == 0) return (*out = (ir_secondary_mode)m), true;
+  return false;
+}
+
 const char *ir_device_name(ir_device d) { return d == IR_DEVICE_CPU ? "cpu" : "gpu"; }
 
 bool ir_device_parse(const char *word, ir_device *out) {

@@ -56,10 +56,26 @@ struct persist_words {
   static constexpr int hit = (Mode & IR_TRACE_COMPOSITE) ? HIT_WORDS_COMPOSITE : HIT_WORDS_OPAQUE;
 };
 
+/* Lit frames, spread or pool (ir_persist_args.secondary): a hit's lighting setup as the block's
+ * threads read it to trace its secondary rays (secondary.cuh: ir_light_setup), word w of hit h at
+ * w * IR_PERSIST_BLOCK + h. */
+enum { SET_X, SET_Y, SET_Z, SET_NX, SET_NY, SET_NZ, SET_LX, SET_LY, SET_LZ, SET_S0, SET_S1, SET_FLAGS, SET_WORDS };
+enum { SET_NORMAL_OK = 1, SET_LIT_SIDE = 2 };
+/* Lit frames, pool: a secondary ray between steps (secondary.cuh: ir_secondary_state), in the
+ * first words of the hit list; its number k names its hit and which of the hit's rays it is. */
+enum { SEC_KID, SEC_K, SEC_KB, SEC_SA, SEC_LIGHT, SEC_WORDS };
+
 template <int Mode>
 struct persist_shared {
   uint32_t rays[persist_words<Mode>::ray * IR_PERSIST_BLOCK];
-  uint32_t hits[persist_words<Mode>::hit * IR_PERSIST_BLOCK];
+  /* The hit list; while a block traces its hits' secondary rays spread over its threads, the
+   * rays' transmittances (the hits are in the shading threads' registers by then). */
+  union {
+    uint32_t hits[persist_words<Mode>::hit * IR_PERSIST_BLOCK];
+    float light[persist_words<Mode>::hit * IR_PERSIST_BLOCK];
+  };
+  uint32_t setup[(Mode & IR_TRACE_LIGHT) ? SET_WORDS * IR_PERSIST_BLOCK : 1];
+  unsigned next_ray; /* lit frames, spread: the next secondary ray a thread takes */
   ir_block_compact_shared<IR_PERSIST_BLOCK> compact;
   unsigned first_tile, tiles;
   unsigned finished; /* rays of the pool that hit or left since the last compaction */
@@ -231,6 +247,182 @@ struct phase_clock {
   }
 };
 
+/* Lit frames, spread or pool: the setup of hit h as shade_hits_spread left it in shared memory. */
+template <int Mode>
+static __device__ __forceinline__ ir_light_setup load_setup(const persist_shared<Mode> &sh, unsigned h) {
+  ir_light_setup S;
+  S.x = ir_v3(as_float(sh.setup[SET_X * IR_PERSIST_BLOCK + h]), as_float(sh.setup[SET_Y * IR_PERSIST_BLOCK + h]),
+              as_float(sh.setup[SET_Z * IR_PERSIST_BLOCK + h]));
+  S.n = ir_v3(as_float(sh.setup[SET_NX * IR_PERSIST_BLOCK + h]), as_float(sh.setup[SET_NY * IR_PERSIST_BLOCK + h]),
+              as_float(sh.setup[SET_NZ * IR_PERSIST_BLOCK + h]));
+  S.l = ir_v3(as_float(sh.setup[SET_LX * IR_PERSIST_BLOCK + h]), as_float(sh.setup[SET_LY * IR_PERSIST_BLOCK + h]),
+              as_float(sh.setup[SET_LZ * IR_PERSIST_BLOCK + h]));
+  S.s0 = sh.setup[SET_S0 * IR_PERSIST_BLOCK + h];
+  S.s1 = sh.setup[SET_S1 * IR_PERSIST_BLOCK + h];
+  const uint32_t flags = sh.setup[SET_FLAGS * IR_PERSIST_BLOCK + h];
+  S.normal_ok = (flags & SET_NORMAL_OK) != 0;
+  S.ndl = (flags & SET_LIT_SIDE) ? 1.0f : 0.0f; /* ir_light_ray asks only whether it is above 0 */
+  S.spec = 0.0f;
+  return S;
+}
+
+/* Spread: secondary ray i of hit h, traced to its end. */
+template <int Mode>
+static __device__ __forceinline__ float trace_secondary(const ir_trace_params &p, const persist_shared<Mode> &sh,
+                                                        unsigned h, int i) {
+  const ir_light_setup S = load_setup(sh, h);
+  ir_ray ray;
+  float t_max;
+  return ir_light_ray(&p, &S, i, &ray, &t_max) ? ir_transmittance(&p, &ray, t_max) : 1.0f;
+}
+
+/* Pool: the `total` secondary rays of the hits from h0 (R each) as the InK loop runs primary
+ * rays: every ray of the pool steps by up to `budget` batches; those that go on are compacted by
+ * the method; the free slots take the next rays. A ray's record is its number and its march
+ * state: its origin and direction come again from its hit's setup at every step. Its light goes
+ * to light[k] when it is done (1 for a ray the hit does not have). Block-uniform. */
+template <int Mode, ir_compact_method Method>
+static __device__ __forceinline__ void trace_secondary_pool(const ir_trace_params &p, persist_shared<Mode> &sh,
+                                                            unsigned h0, unsigned total, unsigned R, float *light,
+                                                            int budget) {
+  const ir_pool<SEC_WORDS> pool = {sh.hits, IR_PERSIST_BLOCK};
+  const unsigned t = threadIdx.x;
+  uint32_t rec[SEC_WORDS] = {0, 0, 0, 0, 0};
+  unsigned live = 0, issued = 0;
+  for (;;) {
+    const unsigned add = min(IR_PERSIST_BLOCK - live, total - issued), count = live + add;
+    if (count == 0) break;
+    if (t >= live && t < count) { /* a new ray in a free slot */
+      const ir_secondary_state m = ir_secondary_start();
+      rec[SEC_KID] = issued + (t - live);
+      rec[SEC_K] = (uint32_t)m.k;
+      rec[SEC_KB] = (uint32_t)m.kb;
+      rec[SEC_SA] = as_word(m.sa);
+      rec[SEC_LIGHT] = as_word(m.light);
+    }
+    issued += add;
+    bool going = false;
+    if (t < count) {
+      const unsigned k = rec[SEC_KID];
+      const ir_light_setup S = load_setup(sh, h0 + k / R);
+      ir_secondary_state m;
+      m.k = (int32_t)rec[SEC_K];
+      m.kb = (int32_t)rec[SEC_KB];
+      m.sa = as_float(rec[SEC_SA]);
+      m.light = as_float(rec[SEC_LIGHT]);
+      ir_ray ray;
+      ir_span span;
+      float t_max;
+      if (ir_light_ray(&p, &S, (int)(k % R), &ray, &t_max) && ir_secondary_span(&p, &ray, t_max, &span))
+        going = !ir_secondary_step(&p, &ray, &span, &m, true, budget);
+      if (going) {
+        rec[SEC_K] = (uint32_t)m.k;
+        rec[SEC_KB] = (uint32_t)m.kb;
+        rec[SEC_SA] = as_word(m.sa);
+        rec[SEC_LIGHT] = as_word(m.light);
+      } else {
+        light[k] = m.light;
+      }
+    }
+    live = ir_block_compact(Method, going, rec, pool, 0, count, sh.compact);
+    if (t < live) pool.load(t, rec);
+    __syncthreads(); /* every slot read before the next compaction writes the pool */
+  }
+}
+
+/* Lit frames, spread: the block's hits are shaded in three parts, so that their secondary rays
+ * (occlusion and shadow, ir_light_ray) are traced by all the block's threads, one ray each in
+ * turn, rather than each hit's rays by the one thread that shades it:
+ *   1. each hit's thread refines it and takes its colour and lighting setup (ir_light_prepare),
+ *      which goes to shared memory;
+ *   2. the block's threads trace the hits' rays, ray i of hit h at k = h R + i (R rays a hit),
+ *      as many hits at a time as their transmittances fit in the hit list's words; a thread that
+ *      has finished a ray takes the next one not taken (a shared counter), so a warp's lanes stay
+ *      busy while rays of different lengths end (the persistent threads of Aila and Laine 2009);
+ *   3. each hit's thread adds its rays' results in order (ir_light_combine) and writes the pixel.
+ * With IR_SECONDARY_POOL, step 2 is the InK loop instead: the block keeps a pool of secondary rays
+ * (one per thread, SEC_WORDS words in shared memory), each steps by up to `budget` batches
+ * (ir_secondary_step), the rays that go on are compacted by the frame's method and the free slots
+ * are refilled with the next rays, until all are done.
+ * The same operations as ir_end_at_hit in one thread, so the same image bit for bit. Called by
+ * every thread of the block (barriers inside). */
+template <int Mode, ir_compact_method Method>
+static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &p, persist_shared<Mode> &sh,
+                                                         unsigned hits_n, uint32_t *image, float *depth, bool pool,
+                                                         int budget, phase_clock &clock) {
+  constexpr int HW = persist_words<Mode>::hit;
+  const ir_pool<HW> hits = {sh.hits, IR_PERSIST_BLOCK};
+  const unsigned t = threadIdx.x;
+  const bool mine = t < hits_n;
+  uint32_t pixel = 0;
+  ir_paint pt = {0.0f, 0.0f, 0.0f, 0.0f};
+  float first_t = INFINITY;
+  ir_vec3 base = ir_v3(0.0f, 0.0f, 0.0f);
+  ir_light_setup L;
+  int surf = 0;
+  if (mine) {
+    uint32_t hit[HW];
+    hits.load(t, hit);
+    pixel = hit[HIT_PIXEL];
+    ir_ray r = ir_camera_ray(&p.cam, pixel);
+    ir_hit h;
+    h.t = as_float(hit[HIT_T]);
+    h.surf = (int)hit[HIT_SURF];
+    h.ta = as_float(hit[HIT_TA]);
+    h.sa = as_float(hit[HIT_SA]);
+    h.tb = as_float(hit[HIT_TB]);
+    h.sb = as_float(hit[HIT_SB]);
+    pt.r = as_float(hit[HIT_PR]);
+    pt.g = as_float(hit[HIT_PG]);
+    pt.b = as_float(hit[HIT_PB]);
+    pt.a = as_float(hit[HIT_PA]);
+    first_t = as_float(hit[HIT_FIRST]);
+    /* ir_end_at_hit up to the lighting */
+    ir_hit_resolve(&p, &r, &h, Mode);
+    if (!(first_t < INFINITY)) first_t = h.t;
+    ir_vec3 diff = ir_hit_differences(&p, &r, h.t, (Mode & IR_TRACE_EXACT) != 0);
+    base = ir_hit_base(&p, &r, h.t, h.surf, diff);
+    L = ir_light_prepare(&p, &r, h.t, h.surf, diff);
+    surf = h.surf;
+  }
+  __syncthreads(); /* every hit read: the hit list's words take the transmittances now */
+  if (mine) {
+    const float w[SET_S0] = {L.x.x, L.x.y, L.x.z, L.n.x, L.n.y, L.n.z, L.l.x, L.l.y, L.l.z};
+    for (int k = 0; k < SET_S0; k++) sh.setup[k * IR_PERSIST_BLOCK + t] = as_word(w[k]);
+    sh.setup[SET_S0 * IR_PERSIST_BLOCK + t] = L.s0;
+    sh.setup[SET_S1 * IR_PERSIST_BLOCK + t] = L.s1;
+    sh.setup[SET_FLAGS * IR_PERSIST_BLOCK + t] =
+        (L.normal_ok ? SET_NORMAL_OK : 0u) | (L.ndl > 0.0f ? SET_LIT_SIDE : 0u);
+  }
+  if (t == 0) sh.next_ray = 0;
+  __syncthreads();
+  clock.mark(IR_PHASE_SHADE); /* the hits refined and prepared; their secondary rays from here */
+  static_assert(HW > SEC_WORDS, "the hit list holds a pool of secondary rays and their results");
+  const unsigned R = (unsigned)ir_light_ray_count(&p);
+  /* The results: the hit list's words, after the secondary rays' pool when there is one. */
+  float *const light = pool ? sh.light + SEC_WORDS * IR_PERSIST_BLOCK : sh.light;
+  const unsigned per_chunk = (unsigned)((pool ? HW - SEC_WORDS : HW) * IR_PERSIST_BLOCK) / (R ? R : 1u);
+  for (unsigned h0 = 0; h0 < hits_n; h0 += per_chunk) {
+    const unsigned n = min(per_chunk, hits_n - h0);
+    if (pool)
+      trace_secondary_pool<Mode, Method>(p, sh, h0, n * R, R, light, budget);
+    else
+      for (unsigned k = atomicAdd(&sh.next_ray, 1u); k < n * R; k = atomicAdd(&sh.next_ray, 1u))
+        light[k] = trace_secondary(p, sh, h0 + k / R, (int)(k % R));
+    __syncthreads();
+    if (mine && t >= h0 && t < h0 + n) {
+      ir_paint_add(&pt, ir_light_combine(&p, &L, base, &light[(t - h0) * R]), p.surf_alpha[surf]);
+      image[pixel] = ir_paint_pixel(&pt);
+      depth[pixel] = first_t;
+    }
+    __syncthreads(); /* the next chunk's rays overwrite these results */
+    if (t == 0) sh.next_ray = 0;
+    __syncthreads();
+  }
+  clock.mark(IR_PHASE_SECONDARY);
+}
+
+
 template <int Mode, ir_compact_method Method>
 static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &frame, const ir_persist_args &a) {
   constexpr int RW = persist_words<Mode>::ray, HW = persist_words<Mode>::hit;
@@ -245,7 +437,7 @@ static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &fram
   if (t == 0) sh.finished = 0;
   __syncthreads();
   unsigned live = 0, generated = 0, hit_count = 0, rounds = 0;
-  phase_clock clock = {a.phase_cycles != NULL, clock64(), {0, 0, 0, 0}};
+  phase_clock clock = {a.phase_cycles != NULL, clock64(), {0, 0, 0, 0, 0}};
   uint32_t rec[RW]; /* this thread's ray (slot t of the pool), held in registers between compactions */
   int outcome = IR_STEP_DONE;
   for (;;) {
@@ -282,8 +474,16 @@ static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &fram
     __syncthreads();
     const unsigned first_tile = sh.first_tile, new_rays = sh.tiles * IR_TILE_RAYS;
     clock.mark(IR_PHASE_COMPACT);
-    /* 4. shading, a warp of hits at a time */
-    if (t < hits_n) {
+    /* 4. shading, a warp of hits at a time (lit frames, spread: their secondary rays over the
+     * whole block; a block-uniform choice) */
+    bool spread = false;
+    if constexpr ((Mode & IR_TRACE_LIGHT) != 0) { /* only lit kernels carry that code */
+      spread = a.secondary != IR_SECONDARY_INLINE;
+      if (spread)
+        shade_hits_spread<Mode, Method>(p, sh, hits_n, a.image, a.depth, a.secondary == IR_SECONDARY_POOL,
+                                        a.step_batches, clock);
+    }
+    if (!spread && t < hits_n) {
       hits.load(t, hit);
       shade_hit<Mode>(p, hit, a.image, a.depth);
     }
@@ -338,7 +538,10 @@ static persist_kernel_fn kernel_for_mode(int mode) {
   case 0: return persistent_kernel<0, Method>;
   case IR_TRACE_COMPOSITE: return persistent_composite_kernel<IR_TRACE_COMPOSITE, Method>;
   case IR_TRACE_EXACT: return persistent_kernel<IR_TRACE_EXACT, Method>;
-  default: return persistent_composite_kernel<IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
+  case IR_TRACE_COMPOSITE | IR_TRACE_EXACT: return persistent_composite_kernel<IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
+  /* Lit frames (secondary.cuh): a hit's occlusion and shadow rays are traced in the shading phase. */
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE, Method>;
+  default: return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
   }
 }
 

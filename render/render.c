@@ -100,6 +100,7 @@ void ir_renderer_destroy(ir_renderer *r) {
   free(r->nodes);
   free(r->image);
   free(r->depth);
+  free(r->accum);
   free(r);
 }
 
@@ -290,6 +291,32 @@ static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char 
   }
   if ((unsigned)f->pipeline >= IR_PIPELINE_COUNT) {
     snprintf(err, IR_ERR_LEN, "unknown pipeline %d; use multi, single, paper, plain or persistent", (int)f->pipeline);
+    return IR_ERR_INPUT;
+  }
+  if (f->ao_samples < 0 || f->ao_samples > IR_AO_MAX_SAMPLES) {
+    snprintf(err, IR_ERR_LEN, "ambient occlusion: %d rays per hit; use 1 to %d (0: off)", f->ao_samples,
+             IR_AO_MAX_SAMPLES);
+    return IR_ERR_INPUT;
+  }
+  if (!(f->ao_radius >= 0.0f) || !isfinite(f->ao_radius)) {
+    snprintf(err, IR_ERR_LEN, "ambient occlusion: radius %g voxels; must be a positive number (0: the default, %g)",
+             (double)f->ao_radius, (double)IR_AO_RADIUS_DEFAULT);
+    return IR_ERR_INPUT;
+  }
+  if (f->light_on && !(f->light[0] >= -180.0f && f->light[0] <= 180.0f && f->light[1] >= -90.0f &&
+                       f->light[1] <= 90.0f)) {
+    snprintf(err, IR_ERR_LEN, "light %g,%g: azimuth must be -180..180 and elevation -90..90 degrees",
+             (double)f->light[0], (double)f->light[1]);
+    return IR_ERR_INPUT;
+  }
+  if ((f->ao_samples > 0 || f->shadows || f->light_on) &&
+      (f->pipeline == IR_PIPELINE_PAPER || f->pipeline == IR_PIPELINE_PLAIN)) {
+    snprintf(err, IR_ERR_LEN, "the %s pipeline draws no ambient occlusion, shadows or light; use single, "
+             "persistent or multi", ir_pipeline_name(f->pipeline));
+    return IR_ERR_INPUT;
+  }
+  if (f->secondary < 0 || f->secondary >= IR_SECONDARY_MODE_COUNT) {
+    snprintf(err, IR_ERR_LEN, "secondary %d: use IR_SECONDARY_INLINE, _SPREAD or _POOL", f->secondary);
     return IR_ERR_INPUT;
   }
   if (f->step_batches > IR_STEP_BATCHES_MAX) {

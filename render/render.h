@@ -191,7 +191,42 @@ typedef struct ir_frame_desc {
                                    exact float trilinear field; for comparison */
   uint32_t step_batches;        /* persistent pipeline: batches of samples a ray marches between
                                    two compactions of its block's pool (0: IR_STEP_BATCHES_AUTO) */
+  /* Ambient occlusion, shadows and a directional light (docs/render.md, "Ambient occlusion and
+   * shadows"): every pipeline but the paper's, which refuses them. */
+  int ao_samples;               /* occlusion rays per shaded hit, cosine-weighted over the
+                                   hemisphere about the normal; their unoccluded fraction scales
+                                   the ambient and diffuse terms (0: none; 1..IR_AO_MAX_SAMPLES) */
+  float ao_radius;              /* their length in voxels (0: IR_AO_RADIUS_DEFAULT) */
+  bool shadows;                 /* one ray per shaded hit toward the light */
+  bool light_on;                /* a directional light instead of the per-pixel headlight: */
+  float light[2];               /* its azimuth (-180..180) and elevation (-90..90) in degrees, in
+                                   the camera's frame: 0,0 shines from the eye, positive azimuth
+                                   from the right, positive elevation from above */
+  uint32_t sample_frame;        /* the frame's place in a still view's run: its occlusion rays are
+                                   samples [sample_frame, sample_frame + 1) * ao_samples of each
+                                   hit's sequence (a new set of directions every frame) */
+  bool accumulate;              /* the image is the mean of the frames since the last one with
+                                   sample_frame 0 (progressive refinement); that frame starts it */
+  int secondary;                /* persistent pipeline, lit frames: who traces the hits' occlusion
+                                   and shadow rays (ir_secondary_mode; the same image each way) */
 } ir_frame_desc;
+
+/* How the persistent pipeline traces a block's secondary rays (ir_frame_desc.secondary). */
+typedef enum ir_secondary_mode {
+  IR_SECONDARY_INLINE = 0, /* each hit's in the thread that shades it, as the single kernel does */
+  IR_SECONDARY_SPREAD,     /* over all the block's threads, each taking the next ray when done */
+  IR_SECONDARY_POOL,       /* as a pool of rays in shared memory, stepped by step_batches and
+                              compacted by the frame's method between steps (InK's loop) */
+  IR_SECONDARY_MODE_COUNT
+} ir_secondary_mode;
+const char *ir_secondary_name(ir_secondary_mode m); /* "inline" | "spread" | "pool" */
+bool ir_secondary_parse(const char *word, ir_secondary_mode *out);
+
+/* Occlusion rays: the most per hit and per frame, and their default length in voxels. */
+#define IR_AO_MAX_SAMPLES 256
+#define IR_AO_RADIUS_DEFAULT 16.0f
+/* Frames accumulated into one mean at most (ir_frame_desc.accumulate); later ones are ignored. */
+#define IR_ACCUMULATE_MAX 65536u
 
 /* The persistent pipeline's default step (ir_frame_desc.step_batches), and the largest. */
 #define IR_STEP_BATCHES_AUTO 64
@@ -214,6 +249,8 @@ typedef struct ir_frame_stats {
   double traverse_ms;    /* all traversal iterations together */
   double intersect_ms;   /* all intersection iterations together */
   double shade_ms;
+  double secondary_ms;   /* lit frames on the persistent pipeline, spread or pool: the block-wide
+                            phase of the hits' occlusion and shadow rays (with their combining) */
   double compact_ms;     /* time spent compacting (out-of-kernel methods), inside the above */
   int iterations;        /* traversal/intersection rounds */
   uint32_t rays_generated;       /* rays that hit the volume bounds */

@@ -37,6 +37,10 @@ struct ir_renderer {
   float *depth;              /* CPU device: last frame's hit distances (INFINITY: none) */
   size_t image_capacity;     /* bytes */
   int width, height;         /* of the last frame */
+  float *accum;              /* CPU device: accumulated frames' RGBA sums (ir_frame_desc.accumulate) */
+  size_t accum_pixels;       /* its size in pixels */
+  int accum_width, accum_height; /* of the frames in it */
+  uint32_t accum_count;      /* frames in it (0: the next accumulated frame starts it) */
   const ir_volume *color_volume; /* IR_COLOR_VOLUME frames: the second quantity (CPU: read) */
   ir_volume_view color_view;     /* CPU: its voxels; GPU: its texture */
   struct ir_gpu_state *gpu;

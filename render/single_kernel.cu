@@ -47,7 +47,11 @@ cudaError_t ir_single_kernel_launch(const ir_gpu_frame &frame, uint32_t *image, 
   case 0: single_kernel<0><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
   case 1: single_kernel<1><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
   case 2: single_kernel_exact<<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
-  default: single_kernel<3><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
+  case 3: single_kernel<3><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
+  /* Lit frames (secondary.cuh): each thread traces its pixel's occlusion and shadow rays. */
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: single_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT: single_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
+  default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }

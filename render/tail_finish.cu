@@ -11,6 +11,7 @@ static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     uint32_t ray = in[i];
     const ir_trace_params &p = frame->p;
+    const int mode = ir_trace_mode(&p) & ~IR_TRACE_LIGHT; /* the paper's pipeline draws no lit frames */
     ir_ray r = ir_camera_ray(&p.cam, ray);
     int sp = b.sp[ray];
     ir_paint pt;
@@ -21,9 +22,9 @@ static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame
     int32_t k_done = (int32_t)b.seg[ray].x;
     while (ir_traverse(&p, &r, b.stack + ray, b.stride, &sp) == IR_TRAVERSE_LEAF) {
       ir_hit h;
-      int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h, ir_trace_mode(&p));
+      int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h, mode);
       if (s == IR_INTERSECT_HIT) {
-        b.image[ray] = ir_end_at_hit(&p, &r, h, &pt, &first_t, ir_trace_mode(&p));
+        b.image[ray] = ir_end_at_hit(&p, &r, h, &pt, &first_t, mode);
         b.depth[ray] = first_t;
         ended = true;
         hits++;

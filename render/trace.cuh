@@ -69,6 +69,14 @@ typedef struct ir_trace_params {
   int run_cells;              /* most valid cells the walk hands the march in one run (0: no
                                  limit): short runs let a ray start marching before it has read
                                  the ranges of a long row of valid cells */
+  /* Occlusion and shadow rays from each shaded hit, and the light (secondary.cuh); frames with
+   * any of them run in mode IR_TRACE_LIGHT. */
+  int ao_n;                   /* occlusion rays per hit (0: none) */
+  float ao_radius;            /* their length, voxels */
+  uint32_t ao_first;          /* the frame's first sample in each hit's sequence */
+  bool shadows;               /* a ray toward the light per hit */
+  bool light_on;              /* a directional light (light_dir) instead of the headlight */
+  ir_vec3 light_dir;          /* unit, world, towards the light */
 } ir_trace_params;
 
 /* Half-voxel steps: the step in t that moves half a voxel in voxel space. */
@@ -228,9 +236,14 @@ typedef struct ir_paint {
  * carry only its code; the others read it from the frame (ir_trace_mode). */
 enum { IR_TRACE_COMPOSITE = 1, /* go on past translucent hits, compositing them */
        IR_TRACE_EXACT = 2,     /* refine and take normals on the exact trilinear field */
-       IR_TRACE_BOUNDED = 4 }; /* a march fetches at most a budget of batches (ir_march_part_as) */
+       IR_TRACE_BOUNDED = 4,   /* a march fetches at most a budget of batches (ir_march_part_as) */
+       IR_TRACE_LIGHT = 8 };   /* occlusion, shadow rays and the light at each hit (secondary.cuh) */
+/* Lit frames run the compositing variant too: their secondary rays outweigh its code, and one
+ * variant fewer per kernel is compiled. */
 static inline IR_HD int ir_trace_mode(const ir_trace_params *p) {
-  return (p->translucent ? IR_TRACE_COMPOSITE : 0) | (p->exact ? IR_TRACE_EXACT : 0);
+  bool lit = p->ao_n > 0 || p->shadows || p->light_on;
+  return (p->translucent || lit ? IR_TRACE_COMPOSITE : 0) | (p->exact ? IR_TRACE_EXACT : 0) |
+         (lit ? IR_TRACE_LIGHT : 0);
 }
 
 /* Refines a crossing of `iso` between samples (ta, sa) and (tb, sb) of the march: linear
@@ -287,9 +300,13 @@ static inline IR_HD ir_vec3 ir_hit_normal_of(const ir_trace_params *p, ir_vec3 d
   return ir_normalize(ir_mul(diff, p->cam.inv_spacing));
 }
 
-/* The lit colour of surface `surf` at the hit: its own colour, or the colour map of the second
- * quantity there. */
-static inline IR_HD ir_vec3 ir_hit_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff) {
+/* The lit colour with occlusion and shadow rays (secondary.cuh, included at the end). */
+static inline IR_HD ir_vec3 ir_light_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff,
+                                           ir_vec3 base);
+
+/* The colour of surface `surf` at the hit before lighting: its own colour, or the colour map of
+ * the second quantity there. */
+static inline IR_HD ir_vec3 ir_hit_base(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff) {
   ir_vec3 base = ir_v3(p->surf_rgb[surf][0], p->surf_rgb[surf][1], p->surf_rgb[surf][2]);
   if (p->color_by != IR_COLOR_SURFACE) {
     float v;
@@ -301,6 +318,14 @@ static inline IR_HD ir_vec3 ir_hit_color(const ir_trace_params *p, const ir_ray 
     }
     base = ir_colormap_at(p->cmap, IR_COLORMAP_SIZE, (v - p->cmap_lo) * p->cmap_scale);
   }
+  return base;
+}
+
+/* The lit colour of surface `surf` at the hit. */
+static inline IR_HD ir_vec3 ir_hit_color(const ir_trace_params *p, const ir_ray *r, float t, int surf, ir_vec3 diff,
+                                         int mode) {
+  ir_vec3 base = ir_hit_base(p, r, t, surf, diff);
+  if (mode & IR_TRACE_LIGHT) return ir_light_color(p, r, t, surf, diff, base);
   return ir_shade_color(ir_hit_normal_of(p, diff), r->dir_world, base);
 }
 
@@ -330,8 +355,8 @@ static inline IR_HD uint32_t ir_paint_pixel(const ir_paint *pt) {
 /* The pixel of a ray that ends at hit h (which ir_march_run returned): the hit composited
  * behind the paint so far. `diff` are the field's differences at the hit (ir_hit_differences). */
 static inline IR_HD uint32_t ir_finish_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_vec3 diff,
-                                           ir_paint *pt) {
-  ir_paint_add(pt, ir_hit_color(p, r, h.t, h.surf, diff), p->surf_alpha[h.surf]);
+                                           ir_paint *pt, int mode) {
+  ir_paint_add(pt, ir_hit_color(p, r, h.t, h.surf, diff, mode), p->surf_alpha[h.surf]);
   return ir_paint_pixel(pt);
 }
 
@@ -381,7 +406,7 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
       return true;
     }
     tc = ir_refine(p, r, ta, sa, tb, sb, iso, (mode & IR_TRACE_EXACT) != 0);
-    ir_paint_add(pt, ir_hit_color(p, r, tc, i, ir_hit_differences(p, r, tc, (mode & IR_TRACE_EXACT) != 0)),
+    ir_paint_add(pt, ir_hit_color(p, r, tc, i, ir_hit_differences(p, r, tc, (mode & IR_TRACE_EXACT) != 0), mode),
                  p->surf_alpha[i]);
     if (!(*first_t < INFINITY)) *first_t = tc;
   }
@@ -543,7 +568,7 @@ static inline IR_HD uint32_t ir_end_at_hit(const ir_trace_params *p, const ir_ra
                                            float *first_t, int mode) {
   ir_hit_resolve(p, r, &h, mode);
   if (!(*first_t < INFINITY)) *first_t = h.t;
-  return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t, (mode & IR_TRACE_EXACT) != 0), pt);
+  return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t, (mode & IR_TRACE_EXACT) != 0), pt, mode);
 }
 
 /* The whole pipeline for one pixel with a local stack of IR_BVH_MAX_LEVELS entries; returns
@@ -797,5 +822,8 @@ static inline IR_HD uint32_t ir_trace_pixel_steps_as(const ir_trace_params *p, u
   if (counts) counts->hit++;
   return ir_end_at_hit(p, &r, h, &pt, depth, mode);
 }
+
+/* Occlusion and shadow rays: they walk and march with the functions above. */
+#include "render/secondary.cuh"
 
 #endif

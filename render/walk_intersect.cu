@@ -77,7 +77,14 @@ cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers
   case 0: return ir_launch(walk_intersect_kernel<0>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
   case 1: return ir_launch(walk_intersect_kernel<1>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
   case 2: return ir_launch(walk_intersect_exact_kernel, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
-  default: return ir_launch(walk_intersect_kernel<3>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+  case 3: return ir_launch(walk_intersect_kernel<3>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
+  /* Lit frames (secondary.cuh): a hit's occlusion and shadow rays are traced where it is shaded. */
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE:
+    return ir_launch(walk_intersect_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE>, grid, stream, attr, attr_count, d_frame, b, in, n, counters,
+                     to_traverse);
+  default:
+    return ir_launch(walk_intersect_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT>, grid, stream, attr, attr_count, d_frame, b, in, n, counters,
+                     to_traverse);
   }
 }
 
@@ -136,6 +143,8 @@ cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, c
   case 0: return ir_launch(walk_tail_kernel<0>, grid, stream, NULL, 0, d_frame, b, in, counters);
   case 1: return ir_launch(walk_tail_kernel<1>, grid, stream, NULL, 0, d_frame, b, in, counters);
   case 2: return ir_launch(walk_tail_opaque_kernel<2>, grid, stream, NULL, 0, d_frame, b, in, counters);
-  default: return ir_launch(walk_tail_kernel<3>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  case 3: return ir_launch(walk_tail_kernel<3>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: return ir_launch(walk_tail_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  default: return ir_launch(walk_tail_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT>, grid, stream, NULL, 0, d_frame, b, in, counters);
   }
 }

@@ -27,7 +27,7 @@ static const uint8_t COLOR_BAR_BACK[4] = {60, 64, 76, 255};
 static const uint8_t COLOR_STAGE[WND_MAX_STAGE_ROWS][4] = {
     {120, 170, 255, 255}, {110, 220, 200, 255}, {140, 220, 110, 255}, {235, 215, 90, 255},
     {250, 120, 80, 255},  {240, 150, 90, 255},  {230, 100, 150, 255}, {180, 140, 240, 255},
-    {170, 170, 170, 255}, {120, 200, 255, 255},
+    {170, 170, 170, 255}, {120, 200, 255, 255}, {255, 200, 120, 255},
 };
 
 void wnd_mesh_free(wnd_mesh *mesh) {
@@ -160,6 +160,17 @@ void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   }
   if (l->color_by != IR_COLOR_SURFACE)
     add_line(lines, "colour by %s, %s", ir_color_source_name(l->color_by), ir_colormap_name(l->colormap));
+  if ((l->ao_samples > 0 || l->shadows || l->light_on) &&
+      (info->pipeline == IR_PIPELINE_PAPER || info->pipeline == IR_PIPELINE_PLAIN))
+    add_line(lines, "!AO, shadows, light: not drawn by the %s pipeline", ir_pipeline_name(info->pipeline));
+  else if (l->ao_samples > 0)
+    add_line(lines, "AO %d rays x %u frames = %u samples/pixel", l->ao_samples, info->ao_frames,
+             (unsigned)l->ao_samples * info->ao_frames);
+  if (l->shadows || l->light_on) {
+    char light[64] = "headlight";
+    if (l->light_on) snprintf(light, sizeof light, "light az %.0f el %.0f", (double)l->light[0], (double)l->light[1]);
+    add_line(lines, "%s%s", l->shadows ? "shadows, " : "", light);
+  }
 }
 
 /* Key help: keys in one column, what they do in the next (the font is proportional). */
@@ -172,6 +183,7 @@ static const char *const HELP[][2] = {
     {"B / Shift+B", "clip box / next face"},    {"Shift+left drag", "move the box face"},
     {"L / Shift+L", "clip plane / face the view"}, {"Shift+right drag", "move the plane"},
     {"K", "colour by surface/gradient/volume"}, {"M / Shift+M", "next / previous colour map"},
+    {"O", "ambient occlusion off/4/8/16"}, {"G", "shadows on/off"}, {"Ctrl+left drag", "move the light"},
     {"R", "reset view"},              {"- / =", "coarser / finer level (OME-Zarr)"},
     {"U", "flip the view (up axis)"}, {"Shift+U", "next up axis"},
     {"S or F12", "screenshot"},      {"E", "surfaces as a mesh"},      {"F", "overlay on/off"},      {"H", "this help"},
@@ -197,6 +209,7 @@ int wnd_overlay_stage_rows(const ir_frame_stats *s, wnd_stage_row rows[WND_MAX_S
   const wnd_stage_row all[WND_MAX_STAGE_ROWS] = {
       {"bvh", s->bvh_update_ms},  {"raygen", s->raygen_ms},    {"trav", s->traverse_ms},
       {"isect", s->intersect_ms}, {"tail", s->tail_ms},        {"shade", s->shade_ms},
+      {"secondary", s->secondary_ms},
       {"compact", s->compact_ms}, {"control", s->control_ms},  {"host wait", s->host_wait_ms},
       {"kernel", s->kernel_ms},
   };
@@ -207,8 +220,8 @@ int wnd_overlay_stage_rows(const ir_frame_stats *s, wnd_stage_row rows[WND_MAX_S
 }
 
 static int stage_label_units(void) {
-  static const char *const names[] = {"bvh", "raygen", "trav", "isect", "tail", "shade", "compact", "control",
-                                      "host wait", "kernel"};
+  static const char *const names[] = {"bvh", "raygen", "trav", "isect", "tail", "shade", "secondary", "compact",
+                                      "control", "host wait", "kernel"};
   int widest = 0;
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
     int units = text_units(names[k]);

@@ -253,6 +253,7 @@ typedef struct win_state {
   int drag_button;  /* SDL_BUTTON_*, 0 when not dragging */
   bool shift_down;  /* Shift held, from key events (a script's drags send them too) */
   bool drag_shift;  /* the drag began with Shift held: it moves a clip face or plane */
+  bool drag_ctrl;   /* the drag began with Ctrl held: it moves the light */
   bool drag_clipped; /* the drag moved a clip face or plane: say where it ended */
   bool screenshot_pending;
   char screenshot_path[512];
@@ -291,6 +292,10 @@ typedef struct win_state {
   ir_frame_stats stages, last;
   ir_camera camera; /* of the last frame */
   ir_frame_desc desc; /* of the last frame */
+  size_t desc_step;   /* the time-series step it drew */
+  uint32_t ao_frames; /* frames of the still view accumulated (ambient occlusion: a running mean) */
+  double still_since; /* when the view last changed */
+  bool still_reported; /* the still view's 64 samples per pixel were reported */
   int render_width, render_height;
   int overlay_rect[4], colorbar_rect[4];
   float *history; /* frame times in ms, the last FRAME_HISTORY plain frames */
@@ -432,6 +437,17 @@ static bool on_look_key(win_state *s, SDL_Keycode key, bool shift) {
   case SDLK_m:
     wnd_look_cycle_colormap(w, shift ? -1 : 1);
     print_color(s);
+    return true;
+  case SDLK_o: { /* ambient occlusion: off, 4, 8, 16 rays per hit */
+    int n = w->look.ao_samples;
+    w->look.ao_samples = n == 0 ? 4 : n < 8 ? 8 : n < 16 ? 16 : 0;
+    if (w->look.ao_samples) printf("inkray: ambient occlusion %d rays per hit\n", w->look.ao_samples);
+    else printf("inkray: ambient occlusion off\n");
+    return true;
+  }
+  case SDLK_g:
+    w->look.shadows = !w->look.shadows;
+    printf("inkray: shadows %s\n", w->look.shadows ? "on" : "off");
     return true;
   default: return false;
   }
@@ -657,6 +673,7 @@ static void on_event(win_state *s, const SDL_Event *e) {
     if (!s->drag_button) {
       s->drag_button = e->button.button;
       s->drag_shift = s->shift_down || (SDL_GetModState() & KMOD_SHIFT) != 0;
+      s->drag_ctrl = (SDL_GetModState() & KMOD_CTRL) != 0;
       s->drag_clipped = false;
     }
     break;
@@ -664,6 +681,8 @@ static void on_event(win_state *s, const SDL_Event *e) {
     if (s->drag_button == e->button.button) {
       s->drag_button = 0;
       if (s->drag_clipped) print_clip(s);
+      if (s->drag_ctrl && s->look.look.light_on)
+        printf("inkray: light %.0f,%.0f\n", (double)s->look.look.light[0], (double)s->look.look.light[1]);
       fflush(stdout);
     }
     break;
@@ -675,7 +694,14 @@ static void on_event(win_state *s, const SDL_Event *e) {
     bool other = s->drag_button == SDL_BUTTON_RIGHT || s->drag_button == SDL_BUTTON_MIDDLE;
     /* With Shift a drag moves the clip box's face (left) or the plane (right, middle) when that
      * one is on; otherwise it turns or pans the view as usual. */
-    if (left && s->drag_shift && s->look.look.clip_box_on) {
+    if (left && s->drag_ctrl) { /* the light: half a degree per unit of motion, in the camera's frame */
+      app_look *l = &s->look.look;
+      if (!l->light_on) l->light[0] = l->light[1] = 0.0f;
+      l->light_on = true;
+      float az = l->light[0] + 0.5f * dx;
+      l->light[0] = az > 180.0f ? az - 360.0f : az < -180.0f ? az + 360.0f : az;
+      l->light[1] = fminf(fmaxf(l->light[1] - 0.5f * dy, -90.0f), 90.0f);
+    } else if (left && s->drag_shift && s->look.look.clip_box_on) {
       wnd_look_drag_face(&s->look, dx, dy, h);
       s->drag_clipped = true;
     } else if (other && s->drag_shift && s->look.look.clip_plane_on) {
@@ -863,6 +889,10 @@ static void take_screenshot(win_state *s, int width, int height) {
   printf(" color_by=%s colormap=%s range=%.9g,%.9g refine=%s colorbar=%d,%d,%d,%d", ir_color_source_name(d->color_by),
          ir_colormap_name(d->colormap), d->color_range[0], d->color_range[1], d->texture_refine ? "texture" : "exact",
          b[0], b[1], b[2], b[3]);
+  /* Occlusion rays, radius and the frames of the running mean shown; shadows; the light. */
+  printf(" ao=%d,%.9g,%u shadows=%d", d->ao_samples, d->ao_radius, d->accumulate ? d->sample_frame + 1 : 1, d->shadows);
+  if (d->light_on) printf(" light=%.9g,%.9g", d->light[0], d->light[1]);
+  else printf(" light=off");
   /* A time series: the step drawn (0-based) and the slider's track. */
   if (s->opened.series) {
     const int *t = s->timeline.slider;
@@ -900,6 +930,7 @@ static void build_overlay(win_state *s, int width, int height) {
       .color_range = {s->desc.color_range[0], s->desc.color_range[1]},
       .show_help = s->help,
       .mesh_note = s->mesh_note[0] ? s->mesh_note : NULL,
+      .ao_frames = s->ao_frames,
   };
   if (s->opened.series) {
     double now = now_seconds();
@@ -946,6 +977,23 @@ static bool overlay_due(win_state *s, double now) {
  * for), the copy into the present ring is queued behind it, and the frame before it is drawn
  * meanwhile (present.c). Every half second a diagnostic frame is waited for instead, timing the
  * renderer and each stage; it is left out of the FPS. */
+/* Whether two frames draw the same picture (what accumulation may average): everything but how
+ * they are timed and their place in the occlusion sequence. */
+static bool same_picture(const ir_frame_desc *a, const ir_frame_desc *b) {
+  bool same = a->width == b->width && a->height == b->height && a->isovalue == b->isovalue &&
+              a->surface_count == b->surface_count && a->clip_plane_on == b->clip_plane_on &&
+              a->color_by == b->color_by && a->colormap == b->colormap && a->texture_refine == b->texture_refine &&
+              a->ao_samples == b->ao_samples && a->ao_radius == b->ao_radius && a->shadows == b->shadows &&
+              a->light_on == b->light_on && a->pipeline == b->pipeline && a->method == b->method;
+  same = same && memcmp(&a->camera, &b->camera, sizeof a->camera) == 0 &&
+         memcmp(a->surfaces, b->surfaces, sizeof a->surfaces) == 0 &&
+         memcmp(a->clip_lo, b->clip_lo, sizeof a->clip_lo) == 0 && memcmp(a->clip_hi, b->clip_hi, sizeof a->clip_hi) == 0 &&
+         memcmp(a->clip_plane, b->clip_plane, sizeof a->clip_plane) == 0 &&
+         memcmp(a->color_range, b->color_range, sizeof a->color_range) == 0 &&
+         memcmp(a->light, b->light, sizeof a->light) == 0;
+  return same;
+}
+
 static bool frame(win_state *s, int width, int height, int render_width, int render_height) {
   char err[IR_ERR_LEN] = {0};
   double t0 = now_seconds();
@@ -971,7 +1019,29 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   const float *range = color_range(s);
   desc.color_range[0] = range[0];
   desc.color_range[1] = range[1];
+  if (desc.pipeline == IR_PIPELINE_PAPER || desc.pipeline == IR_PIPELINE_PLAIN) { /* they draw none (overlay) */
+    desc.ao_samples = 0;
+    desc.shadows = desc.light_on = false;
+  }
+  /* Progressive ambient occlusion: while the picture stays the same, each frame traces new
+   * occlusion rays and shows the mean of all so far; any change starts again. */
+  bool still = s->frames > 0 && s->desc_step == s->step && same_picture(&desc, &s->desc);
+  if (!still) {
+    s->ao_frames = 0;
+    s->still_since = t0;
+    s->still_reported = false;
+  }
+  desc.accumulate = desc.ao_samples > 0;
+  desc.sample_frame = s->ao_frames;
+  if (s->ao_frames < IR_ACCUMULATE_MAX) s->ao_frames++;
+  if (desc.ao_samples > 0 && !s->still_reported && (uint32_t)desc.ao_samples * s->ao_frames >= 64) {
+    printf("inkray: 64 occlusion samples per pixel %.3f s after the view stopped (%u frames)\n", t0 - s->still_since,
+           s->ao_frames);
+    fflush(stdout);
+    s->still_reported = true;
+  }
   s->desc = desc;
+  s->desc_step = s->step;
   ir_frame_stats stats = {0};
   bool timed = cpu || stage_frame;
   if (ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err) != IR_OK) {

@@ -174,6 +174,7 @@ typedef struct wnd_overlay_info {
   wnd_timeline *timeline;   /* a time series; NULL: one volume */
   bool show_help;
   const char *mesh_note;    /* the last mesh E wrote ("mesh N triangles in T ms"); NULL: none yet */
+  uint32_t ao_frames;       /* frames of the still view accumulated so far (ambient occlusion) */
 } wnd_overlay_info;
 
 /* Lines of text (the overlay's, for drawing and for tests). */
@@ -190,7 +191,7 @@ const char *wnd_overlay_stage_title(const wnd_overlay_info *info);
 /* The stage-time chart's rows: every stage the frame ran (its time is not zero), in the order a
  * frame runs them: bvh, raygen, trav, isect, tail, shade, compact, control, host wait, kernel.
  * Returns how many. */
-#define WND_MAX_STAGE_ROWS 10
+#define WND_MAX_STAGE_ROWS 11
 typedef struct wnd_stage_row {
   const char *name;
   double ms;

@@ -252,6 +252,11 @@ class Renderer:
         depth: bool = False,
         stage_timing: bool = False,
         tail_rays: Optional[int] = None,
+        ao: int = 0,
+        ao_radius: Optional[float] = None,
+        shadows: bool = False,
+        light: Optional[Sequence[float]] = None,
+        accumulate: int = 1,
     ) -> Frame:
         """Renders one frame; see :func:`render` for the arguments."""
         if surfaces is None and iso is None:
@@ -280,6 +285,11 @@ class Renderer:
             output=output,
             depth=bool(depth),
             tail_rays=tail_rays,
+            ao=int(ao),
+            ao_radius=0.0 if ao_radius is None else float(ao_radius),
+            shadows=bool(shadows),
+            light=None if light is None else [float(v) for v in light],
+            accumulate=int(accumulate),
         )
         if output == "device":
             image = _arrays.as_library(image, self._like)
@@ -310,6 +320,11 @@ def render(
     depth: bool = False,
     stage_timing: bool = False,
     tail_rays: Optional[int] = None,
+    ao: int = 0,
+    ao_radius: Optional[float] = None,
+    shadows: bool = False,
+    light: Optional[Sequence[float]] = None,
+    accumulate: int = 1,
 ) -> Frame:
     """Renders an isosurface image of ``volume``: what ``inkray --headless`` draws.
 
@@ -342,6 +357,11 @@ def render(
     - ``depth``: also return the depth image; ``stage_timing``: also time each stage (a second,
       diagnostic pass on the GPU); ``tail_rays``: the multi pipeline's tail threshold (None:
       automatic, -1: off).
+    - ``ao``: ambient occlusion, that many rays per shaded hit (0: none; up to 256) of ``ao_radius``
+      voxels (None: 16); ``shadows``: a shadow ray per shaded hit toward the light; ``light``:
+      (azimuth, elevation) in degrees in the camera's frame, a directional light (None: the
+      headlight); ``accumulate``: the image is the mean of that many frames of the view, each
+      with new occlusion rays. Not drawn by the ``'paper'`` and ``'plain'`` pipelines.
 
     For repeated frames of one volume use a :class:`Renderer`, which uploads the volume once.
     """
@@ -363,6 +383,11 @@ def render(
         depth=depth,
         stage_timing=stage_timing,
         tail_rays=tail_rays,
+        ao=ao,
+        ao_radius=ao_radius,
+        shadows=shadows,
+        light=light,
+        accumulate=accumulate,
     )
 
 

@@ -67,6 +67,11 @@ class Renderer:
         output: str = "numpy",
         depth: bool = False,
         tail_rays: Optional[int] = None,
+        ao: int = 0,
+        ao_radius: float = 0.0,
+        shadows: bool = False,
+        light: Optional[Sequence[float]] = None,
+        accumulate: int = 1,
     ) -> Tuple[Any, Dict[str, Any], Optional[HostBuffer]]: ...
     def set_color_volume(self, volume: Any) -> None: ...
     def suggested_isovalues(self) -> List[float]: ...

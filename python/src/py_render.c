@@ -437,16 +437,20 @@ static PyObject *stats_dict(const renderer_obj *self, const ir_frame_stats *s) {
 static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs) {
   static char *keywords[] = {"width", "height", "iso", "surfaces", "camera", "clip_box", "clip_plane",
                              "pipeline", "method", "color_by", "colormap", "color_range", "refine",
-                             "stage_timing", "output", "depth", "tail_rays", NULL};
+                             "stage_timing", "output", "depth", "tail_rays", "ao", "ao_radius", "shadows", "light",
+                             "accumulate", NULL};
   renderer_obj *self = (renderer_obj *)obj;
   int width = 0, height = 0, stage_timing = 0, want_depth = 0;
   PyObject *iso = Py_None, *surfaces = Py_None, *camera = Py_None, *clip_box = Py_None, *clip_plane = Py_None;
-  PyObject *color_range = Py_None, *tail = Py_None;
+  PyObject *color_range = Py_None, *tail = Py_None, *light = Py_None;
+  int ao = 0, shadows = 0, accumulate = 1;
+  double ao_radius = 0.0;
   const char *pipeline = "single", *method = "ink-compact", *color_by = "surface", *colormap = "viridis";
   const char *refine = "exact", *output = "numpy";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iiOOOOOssssOspspO", keywords, &width, &height, &iso, &surfaces,
-                                   &camera, &clip_box, &clip_plane, &pipeline, &method, &color_by, &colormap,
-                                   &color_range, &refine, &stage_timing, &output, &want_depth, &tail))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iiOOOOOssssOspspOidpOi", keywords, &width, &height, &iso,
+                                   &surfaces, &camera, &clip_box, &clip_plane, &pipeline, &method, &color_by,
+                                   &colormap, &color_range, &refine, &stage_timing, &output, &want_depth, &tail, &ao,
+                                   &ao_radius, &shadows, &light, &accumulate))
     return NULL;
   ir_frame_desc f;
   memset(&f, 0, sizeof f);
@@ -484,6 +488,19 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
     return NULL;
   }
   f.texture_refine = strcmp(refine, "texture") == 0;
+  /* Ambient occlusion, shadows, the light: the renderer checks their ranges (one message). */
+  f.ao_samples = ao;
+  f.ao_radius = (float)ao_radius;
+  f.shadows = shadows != 0;
+  if (light != Py_None) {
+    if (parse_floats(light, 2, f.light, "light: expected (azimuth, elevation) in degrees") != 0) return NULL;
+    f.light_on = true;
+  }
+  if (accumulate < 1 || accumulate > (int)IR_ACCUMULATE_MAX) {
+    irpy_error(PyExc_ValueError, "accumulate %d: frames of the same view averaged, 1 to %u", accumulate,
+               IR_ACCUMULATE_MAX);
+    return NULL;
+  }
   if (tail != Py_None) {
     long t = PyLong_AsLong(tail);
     if (PyErr_Occurred() || t < -1) {
@@ -531,6 +548,12 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
   Py_BEGIN_ALLOW_THREADS
   if (gpu) irpy_device_enter(self->cuda_device, &guard);
   st = ir_render_frame(self->renderer, &f, &stats, err);
+  /* accumulate > 1: more frames of the view, each with new occlusion rays, into one mean. */
+  f.accumulate = accumulate > 1;
+  for (int k = 0; k < accumulate && accumulate > 1 && st == IR_OK; k++) {
+    f.sample_frame = (uint32_t)k;
+    st = ir_render_frame(self->renderer, &f, NULL, err);
+  }
   if (st == IR_OK && pixels) st = ir_render_read_image(self->renderer, pixels, err);
   if (st == IR_OK && depth_pixels) st = ir_render_read_depth(self->renderer, depth_pixels, err);
   if (st == IR_OK && device_out) device_image = ir_render_device_image(self->renderer);
@@ -596,7 +619,8 @@ static PyObject *renderer_c_order(PyObject *obj, void *closure) {
 static PyMethodDef renderer_methods[] = {
     {"render", (PyCFunction)(void (*)(void))renderer_render, METH_VARARGS | METH_KEYWORDS,
      "render(*, width, height, iso, surfaces, camera, clip_box, clip_plane, pipeline, method, color_by, colormap, "
-     "color_range, refine, stage_timing, output, depth, tail_rays) -> (image, stats, depth)"},
+     "color_range, refine, stage_timing, output, depth, tail_rays, ao, ao_radius, shadows, light, accumulate) -> "
+     "(image, stats, depth)"},
     {"set_color_volume", renderer_set_color_volume, METH_O, "The second volume color_by='volume' maps (or None)."},
     {"suggested_isovalues", renderer_suggested_isovalues, METH_NOARGS,
      "Isovalues the volume's histogram suggests, best first (what the program picks by default)."},

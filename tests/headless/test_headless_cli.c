@@ -352,6 +352,16 @@ static void test_bad_look_options_exit_2_with_one_line_naming_the_option(void) {
       {"--depth", "d.png", ".pfm"},
       {"--depth", "depth", ".nrrd"},
       {"--color-by", "", "gradient"},
+      {"--ao", "0", "N[:RADIUS]"},
+      {"--ao", "8:-1", "radius in voxels above 0"},
+      {"--ao", "8:0", "radius"},
+      {"--ao", "x", "N[:RADIUS]"},
+      {"--ao", "257", "from 1 to 256"},
+      {"--ao", "8:", "N[:RADIUS]"},
+      {"--light", "0,100", "elevation -90..90"},
+      {"--light", "200,0", "azimuth -180..180"},
+      {"--light", "30", "AZ,EL"},
+      {"--light", "nan,0", "AZ,EL"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const char *args[] = {"--headless", "--device", "cpu", cases[k][0], cases[k][1], NULL};
@@ -666,6 +676,52 @@ static void test_look_options_reach_the_image(void) {
   remove_scratch(dir);
 }
 
+/* --ao, --shadows, --light and --accumulate: the same PNG from two runs, byte for byte; the
+ * occlusion changes the picture, not its coverage; the pipelines that draw none, and
+ * --accumulate without --ao, are refused with one line. */
+static void test_lit_runs_are_reproducible(void) {
+  char dir[64], png[2][128], plain[128];
+  make_scratch(dir);
+  join(png[0], sizeof png[0], dir, "lit0.png");
+  join(png[1], sizeof png[1], dir, "lit1.png");
+  join(plain, sizeof plain, dir, "plain.png");
+  for (int k = 0; k < 3; k++) {
+    const char *args[] = {"--headless", "--device", "cpu", "--frames", "1", "--warmup", "0", "--orbit", "1", "--size",
+                          "48x48", "--no-stages", "--quiet", "--png", k < 2 ? png[k] : plain, "builtin:fractal:48",
+                          k < 2 ? "--ao" : NULL, "8:12", "--shadows", "--light", "30,45", "--accumulate", "3", NULL};
+    run_inkray(NULL, args, &result);
+    CHECK_MSG(result.status == 0, "run %d: exit %d: %s", k, result.status, result.output);
+  }
+  int w[3] = {0}, h[3] = {0}, c = 0;
+  unsigned char *img[3];
+  for (int k = 0; k < 3; k++) img[k] = stbi_load(k < 2 ? png[k] : plain, &w[k], &h[k], &c, 4);
+  if (img[0] && img[1] && img[2] && w[0] == 48 && h[0] == 48 && w[1] == 48 && w[2] == 48) {
+    CHECK_MSG(memcmp(img[0], img[1], 48 * 48 * 4) == 0, "two lit runs wrote different pictures");
+    CHECK_MSG(memcmp(img[0], img[2], 48 * 48 * 4) != 0, "--ao changed nothing");
+    size_t cover = 0;
+    for (int i = 0; i < 48 * 48; i++) cover += (img[0][4 * i + 3] == 255) != (img[2][4 * i + 3] == 255);
+    CHECK_EQ_INT(cover, 0);
+  } else {
+    CHECK_MSG(0, "lit pictures not written or not 48x48");
+  }
+  for (int k = 0; k < 3; k++) stbi_image_free(img[k]);
+  remove_scratch(dir);
+  static const char *const refused[][4] = {
+      {"--ao", "4", "--pipeline", "paper"},
+      {"--shadows", "--pipeline", "plain", NULL},
+      {"--light", "0,0", "--pipeline", "all"},
+      {"--accumulate", "4", NULL},
+      {"--secondary", "pooled", NULL},
+  };
+  for (int k = 0; k < 5; k++) {
+    const char *args[] = {"--headless", "--device", "cpu", refused[k][0], refused[k][1], refused[k][2], refused[k][3],
+                          NULL};
+    run_inkray(NULL, args, &result);
+    CHECK_MSG(result.status == 2 && line_count(result.output) == 1, "%s %s: exit %d: %s", refused[k][0],
+              refused[k][1], result.status, result.output);
+  }
+}
+
 int main(void) {
   RUN(test_up_axis_from_option_header_or_default);
   RUN(test_cpu_run_writes_png_of_the_requested_size_and_csv_rows);
@@ -686,5 +742,6 @@ int main(void) {
   RUN(test_depth_written_as_pfm_and_nrrd);
   RUN(test_unwritable_depth_is_refused_before_any_work);
   RUN(test_look_options_reach_the_image);
+  RUN(test_lit_runs_are_reproducible);
   return check_summary();
 }

@@ -124,6 +124,35 @@ static void test_look_options_every_pipeline_and_the_cpu_agree(void) {
   remove_scratch(dir);
 }
 
+/* Ambient occlusion, shadows and a light, accumulated over frames: every pipeline that draws them
+ * and every method give the same picture, and the CPU reference's mean of the same frames agrees. */
+static void test_ao_and_shadows_every_pipeline_and_the_cpu_agree(void) {
+  char dir[64];
+  make_scratch(dir);
+  const char *args[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "single,persistent,multi",
+                        "--frames", "3", "--warmup", "1", "--orbit", "2", "--size", "160x120", "--ao", "8:12",
+                        "--shadows", "--light", "30,45", "--accumulate", "3", "--surface", "100:#4080ff:0.4",
+                        "--surface", "160", "--verify", "--quiet", "builtin:fractal:64", NULL};
+  run_inkray(dir, args, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "ambient occlusion 8 rays of 12 voxels");
+  CHECK_STR_CONTAINS(result.output, "check: every configuration of each isovalue rendered the same last frame");
+  CHECK_STR_CONTAINS(result.output, ": ok");
+  /* The persistent pipeline's secondary rays spread over its blocks, and as a compacted pool. */
+  for (int k = 0; k < 2; k++) {
+    const char *modes[] = {"spread", "pool"};
+    const char *again[] = {"--headless", "--device", "gpu", "--method", "all", "--pipeline", "persistent",
+                           "--secondary", modes[k], "--frames", "2", "--warmup", "1", "--orbit", "2", "--size",
+                           "160x120", "--ao", "8:12", "--shadows", "--light", "30,45", "--surface", "100:#4080ff:0.4",
+                           "--surface", "160", "--verify", "--quiet", "builtin:fractal:64", NULL};
+    run_inkray(dir, again, &result);
+    CHECK_MSG(result.status == 0, "--secondary %s: exit %d: %s", modes[k], result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, "check: every configuration of each isovalue rendered the same last frame");
+    CHECK_STR_CONTAINS(result.output, ": ok");
+  }
+  remove_scratch(dir);
+}
+
 int main(void) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
@@ -132,5 +161,6 @@ int main(void) {
   RUN(test_real_volume_every_method_every_pipeline);
   RUN(test_tail_kernel_same_image);
   RUN(test_look_options_every_pipeline_and_the_cpu_agree);
+  RUN(test_ao_and_shadows_every_pipeline_and_the_cpu_agree);
   return check_summary();
 }

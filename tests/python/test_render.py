@@ -133,3 +133,21 @@ def test_color_by_gradient_matches_the_program(tmp_path):
     expected = program_image(tmp_path, volume, ["--iso", "0", "--color-by", "gradient", "--colormap", "magma"])
     image, _ = inkray.render(volume, 0.0, color_by="gradient", colormap="magma", size=SIZE, device="cpu")
     np.testing.assert_array_equal(image, expected)
+
+
+def test_ao_shadows_and_light_match_the_program(tmp_path):
+    """ao, ao_radius, shadows, light and accumulate are the program's --ao N:R, --shadows, --light
+    AZ,EL and --accumulate K, pixel for pixel; the paper's pipeline refuses them."""
+    volume = sphere(N)
+    expected = program_image(tmp_path, volume, ["--iso", "0", "--ao", "8:12", "--shadows", "--light", "30,45",
+                                                "--accumulate", "2", "--elevation", "35"])
+    image, _ = inkray.render(volume, 0.0, ao=8, ao_radius=12, shadows=True, light=(30, 45), accumulate=2,
+                             camera=inkray.Orbit(elevation=35), size=SIZE, device="cpu")
+    np.testing.assert_array_equal(image, expected)
+    headlight, _ = inkray.render(volume, 0.0, camera=inkray.Orbit(elevation=35), size=SIZE, device="cpu")
+    assert (image[..., :3] != headlight[..., :3]).any(), "a light from the side should change the shading"
+    np.testing.assert_array_equal(image[..., 3], headlight[..., 3])
+    with pytest.raises(ValueError, match="paper"):
+        inkray.render(volume, 0.0, ao=4, pipeline="paper", size=SIZE, device="cpu")
+    with pytest.raises(ValueError, match="azimuth"):
+        inkray.render(volume, 0.0, light=(200, 0), size=SIZE, device="cpu")

@@ -3,7 +3,7 @@
  *   render_bench VOLUME ISO [--size WxH] [--views K] [--frames N] [--warmup N] [--elevation DEG]
  *                [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] [--only NAME[,NAME...]]
  *                [--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,ISO:OPACITY...]]
- *                [--steps N[,N...]] [--walk-cells 8|16]
+ *                [--steps N[,N...]] [--walk-cells 8|16] [--ao N[:RADIUS]] [--shadows] [--light AZ,EL]
  *
  * Variants, in this order: the independent caster (independent_caster.cu: a macrocell DDA
  * caster written apart from inkray, with 16^3 and 8^3 macrocells; one surface only), the plain
@@ -22,7 +22,9 @@
  * host-driven pass with events between stages) gives the mean per-stage split. --rounds prints
  * the rays and times of every round of the first view's diagnostic frame.
  * x_plain, x_single and x_indep are the baseline's, the single kernel's and the faster independent
- * caster's mean frame time divided by the variant's: above 1 the variant is faster. A benchmark,
+ * caster's mean frame time divided by the variant's: above 1 the variant is faster. With --ao,
+ * --shadows or --light (ambient occlusion, shadow rays and the light of render/secondary.cuh) only
+ * the pipelines that draw them run: single, persistent and multi. A benchmark,
  * not a test: nothing here passes or fails.
  */
 #include <cuda_runtime_api.h>
@@ -46,6 +48,7 @@ typedef struct variant {
   uint32_t tail_rays;
   char label[40];
   uint32_t step_batches;
+  int secondary; /* ir_secondary_mode */
 } variant;
 
 static int cmp_double(const void *a, const void *b) {
@@ -89,14 +92,16 @@ int main(int argc, char **argv) {
                     "[--elevation DEG] [--distance D] [--tail N] [--multi-tail N] [--run-bricks N] "
                     "[--only NAME[,NAME...]] "
                     "[--rounds] [--texture-refine] [--surfaces ISO:OPACITY[,...]] [--steps N[,N...]] "
-                    "[--walk-cells 8|16]\n");
+                    "[--walk-cells 8|16] [--ao N[:RADIUS]] [--shadows] [--light AZ,EL]\n");
     return 2;
   }
   int w = 1024, h = 1024, views = 8, frames = 100, warmup = 10, rounds = 0, walk_cells = 0;
   uint32_t tail = 65536, run_bricks = 0, multi_tail = 0;
   const char *only = NULL;
   float elevation = 25.0f, distance = 1.0f, iso = (float)atof(argv[2]);
-  bool texture_refine = false;
+  bool texture_refine = false, shadows = false, light_on = false;
+  int ao = 0;
+  float ao_radius = 0.0f, light[2] = {0.0f, 0.0f};
   const char *surfaces_arg = NULL, *steps_arg = NULL;
   for (int i = 3; i < argc; i += 2) {
     if (!strcmp(argv[i], "--texture-refine")) {
@@ -105,6 +110,10 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(argv[i], "--rounds")) {
       rounds = 1, i--;
+      continue;
+    }
+    if (!strcmp(argv[i], "--shadows")) {
+      shadows = true, i--;
       continue;
     }
     if (i + 1 >= argc) break;
@@ -121,7 +130,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--surfaces")) surfaces_arg = argv[i + 1];
     else if (!strcmp(argv[i], "--steps")) steps_arg = argv[i + 1];
     else if (!strcmp(argv[i], "--walk-cells")) walk_cells = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--ao")) sscanf(argv[i + 1], "%d:%f", &ao, &ao_radius);
+    else if (!strcmp(argv[i], "--light")) light_on = sscanf(argv[i + 1], "%f,%f", &light[0], &light[1]) == 2;
   }
+  bool lit = ao > 0 || shadows || light_on;
   struct cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
     fprintf(stderr, "render_bench: no CUDA device\n");
@@ -136,21 +148,33 @@ int main(int argc, char **argv) {
     fprintf(stderr, "render_bench: %s\n", err);
     return 1;
   }
-  variant vars[3 * IR_COMPACT_METHOD_COUNT + 32];
+  variant vars[5 * IR_COMPACT_METHOD_COUNT + 32];
   int nv = 0;
-  vars[nv++] = (variant){"independent", INDEPENDENT_16, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m16", 0};
-  vars[nv++] = (variant){"independent", INDEPENDENT_8, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m8", 0};
-  vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain", 0};
-  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single", 0};
+  vars[nv++] = (variant){"independent", INDEPENDENT_16, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m16", 0, 0};
+  vars[nv++] = (variant){"independent", INDEPENDENT_8, IR_COMPACT_INK_COMPACT, false, false, 0, "independent/m8", 0, 0};
+  vars[nv++] = (variant){"plain", IR_PIPELINE_PLAIN, IR_COMPACT_INK_COMPACT, false, false, 0, "plain", 0, 0};
+  vars[nv++] = (variant){"single", IR_PIPELINE_SINGLE, IR_COMPACT_INK_COMPACT, false, false, 0, "single", 0, 0};
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
     vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PERSISTENT, (ir_compact_method)m, false, false, 0,
-                         "", 0};
+                         "", 0, 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s", vars[nv].name);
     nv++;
   }
+  /* Lit frames: the persistent pipeline with each method again, its blocks' secondary rays spread
+   * over all their threads, then as a pool compacted by the method (ir_frame_desc.secondary). */
+  const int spread_count = (ao > 0 || shadows) ? IR_COMPACT_METHOD_COUNT : 0;
+  for (int mode = IR_SECONDARY_SPREAD; spread_count && mode <= IR_SECONDARY_POOL; mode++)
+    for (int m = 0; m < spread_count; m++) {
+      vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PERSISTENT, (ir_compact_method)m, false, false,
+                           0, "", 0, 0};
+      vars[nv].secondary = mode;
+      snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/%s/%s", vars[nv].name,
+               ir_secondary_name((ir_secondary_mode)mode));
+      nv++;
+    }
   for (const char *q = steps_arg; q && *q && nv < (int)(sizeof vars / sizeof vars[0]) - 24;) {
     unsigned step = (unsigned)atoi(q);
-    vars[nv] = (variant){"ink-compact", IR_PIPELINE_PERSISTENT, IR_COMPACT_INK_COMPACT, false, false, 0, "", step};
+    vars[nv] = (variant){"ink-compact", IR_PIPELINE_PERSISTENT, IR_COMPACT_INK_COMPACT, false, false, 0, "", step, 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "persistent/ink-compact/step%u", step);
     nv++;
     q = strchr(q, ',');
@@ -158,40 +182,47 @@ int main(int argc, char **argv) {
   }
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
     vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_MULTI, (ir_compact_method)m, false, false,
-                         multi_tail, "", 0};
+                         multi_tail, "", 0, 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "multi/%s", vars[nv].name);
     nv++;
   }
   vars[nv++] = (variant){"ink-collate", IR_PIPELINE_MULTI, IR_COMPACT_INK_COLLATE, false, false, IR_TAIL_OFF,
-                         "multi/ink-collate/no-tail", 0};
+                         "multi/ink-collate/no-tail", 0, 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, false, IR_TAIL_OFF,
-                         "multi/ink-compact/no-tail", 0};
+                         "multi/ink-compact/no-tail", 0, 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, true, false, multi_tail,
-                         "multi/ink-compact/host-loop", 0};
+                         "multi/ink-compact/host-loop", 0, 0};
   vars[nv++] = (variant){"ink-compact", IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT, false, true, multi_tail,
-                         "multi/ink-compact/fixed-grids", 0};
+                         "multi/ink-compact/fixed-grids", 0, 0};
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) {
-    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, "", 0};
+    vars[nv] = (variant){ir_compact_methods()[m].name, IR_PIPELINE_PAPER, (ir_compact_method)m, false, false, 0, "", 0, 0};
     snprintf(vars[nv].label, sizeof vars[nv].label, "paper/%s", vars[nv].name);
     nv++;
   }
   vars[nv++] = (variant){"ink-collate", IR_PIPELINE_PAPER, IR_COMPACT_INK_COLLATE, false, false, tail,
-                         "paper/ink-collate/tail", 0};
+                         "paper/ink-collate/tail", 0, 0};
 
   printf("# refinement %s%s%s\n", texture_refine ? "texture" : "exact", surfaces_arg ? ", surfaces " : "",
          surfaces_arg ? surfaces_arg : "");
+  if (lit)
+    printf("# ambient occlusion %d rays of %g voxels, shadows %s, light %s %g,%g (single, persistent and multi only)\n",
+           ao, (double)(ao_radius > 0.0f ? ao_radius : IR_AO_RADIUS_DEFAULT), shadows ? "on" : "off",
+           light_on ? "at" : "headlight", (double)light[0], (double)light[1]);
   printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g distance %g, %d frames after %d warm-up, "
          "paper tail %u, multi tail %u, run bricks %u\n",
          prop.name, v.name, v.dims[0], v.dims[1], v.dims[2], (double)iso, w, h, views, (double)elevation,
          (double)distance, frames, warmup, tail, multi_tail ? multi_tail : ir_tail_auto((uint32_t)w * (uint32_t)h),
          run_bricks);
-  printf("%-34s %8s %8s %8s %7s %7s %8s %7s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n",
-         "variant", "mean_ms", "median", "p95", "FPS", "x_plain", "x_single", "x_indep", "bvh", "raygen", "trav", "isect", "shade", "tail", "compac", "wait", "ctl",
+  printf("%-34s %8s %8s %8s %7s %7s %8s %7s | %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s %4s %5s | %8s %8s %6s %s\n",
+         "variant", "mean_ms", "median", "p95", "FPS", "x_plain", "x_single", "x_indep", "bvh", "raygen", "trav", "isect", "shade", "second", "tail", "compac", "wait", "ctl",
          "rb", "it", "gen", "hit", "cover", "loop");
   double *ms = malloc(sizeof(double) * (size_t)frames);
   double plain_ms = 0, single_ms = 0, indep_ms = 0;
   for (int k = 0; k < nv; k++) {
     if (only && !util_in_list(only, vars[k].label)) continue;
+    if (lit && vars[k].pipeline != IR_PIPELINE_SINGLE && vars[k].pipeline != IR_PIPELINE_PERSISTENT &&
+        vars[k].pipeline != IR_PIPELINE_MULTI)
+      continue;
     if (vars[k].pipeline == INDEPENDENT_16 || vars[k].pipeline == INDEPENDENT_8) {
       if (surfaces_arg) continue; /* it draws one surface */
       double mean = 0, cover = 0;
@@ -201,7 +232,7 @@ int main(int argc, char **argv) {
       if (indep_ms == 0 || mean < indep_ms) indep_ms = mean;
       printf("%-34s %8.4f %8.4f %8.4f %7.1f %7s %8s %7.3f | %s | %8s %8.0f %6.3f %s\n", vars[k].label, mean,
              ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, "-", "-", indep_ms / mean,
-             "     -      -      -      -      -      -      -      -      -    -     -", "-", cover * w * h, cover,
+             "     -      -      -      -      -      -      -      -      -      -    -     -", "-", cover * w * h, cover,
              "-");
       fflush(stdout);
       continue;
@@ -210,7 +241,9 @@ int main(int argc, char **argv) {
                        .pipeline = vars[k].pipeline, .host_loop = vars[k].host_loop,
                        .fixed_grids = vars[k].fixed_grids, .tail_rays = vars[k].tail_rays,
                        .run_bricks = run_bricks, .texture_refine = texture_refine,
-                       .step_batches = vars[k].step_batches};
+                       .step_batches = vars[k].step_batches, .ao_samples = ao, .ao_radius = ao_radius,
+                       .shadows = shadows, .light_on = light_on, .light = {light[0], light[1]},
+                       .secondary = vars[k].secondary};
     /* --surfaces ISO:OPACITY,...: several surfaces (colours from the default palette). */
     for (const char *q = surfaces_arg; q && *q && f.surface_count < IR_MAX_SURFACES;) {
       ir_surface *sf = &f.surfaces[f.surface_count];
@@ -242,6 +275,7 @@ int main(int argc, char **argv) {
       sum.tail_ms += s.tail_ms;
       sum.bvh_update_ms += s.bvh_update_ms, sum.raygen_ms += s.raygen_ms, sum.traverse_ms += s.traverse_ms;
       sum.intersect_ms += s.intersect_ms, sum.shade_ms += s.shade_ms + s.kernel_ms, sum.compact_ms += s.compact_ms;
+      sum.secondary_ms += s.secondary_ms;
       sum.host_wait_ms += s.host_wait_ms, sum.control_ms += s.control_ms, sum.readbacks += s.readbacks;
       sum.iterations += s.iterations, sum.rays_generated += s.rays_generated, sum.rays_hit += s.rays_hit;
     }
@@ -256,10 +290,11 @@ int main(int argc, char **argv) {
     if (vars[k].pipeline == IR_PIPELINE_PLAIN) plain_ms = mean;
     if (vars[k].pipeline == IR_PIPELINE_SINGLE) single_ms = mean;
     double d = views;
-    printf("%-34s %8.4f %8.4f %8.4f %7.1f %7.3f %8.3f %7.3f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
+    printf("%-34s %8.4f %8.4f %8.4f %7.1f %7.3f %8.3f %7.3f | %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %6.3f %4.0f %5.1f | %8.0f %8.0f %6.3f %s\n",
            vars[k].label, mean, ms[frames / 2], ms[(int)(frames * 0.95)], 1000.0 / mean, plain_ms / mean,
            single_ms / mean, indep_ms / mean, sum.bvh_update_ms / d,
-           sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.tail_ms / d,
+           sum.raygen_ms / d, sum.traverse_ms / d, sum.intersect_ms / d, sum.shade_ms / d, sum.secondary_ms / d,
+           sum.tail_ms / d,
            sum.compact_ms / d,
            sum.host_wait_ms / d, sum.control_ms / d, sum.readbacks / d, sum.iterations / d, sum.rays_generated / d,
            sum.rays_hit / d, sum.rays_hit / d / ((double)w * h),

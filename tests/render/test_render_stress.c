@@ -56,6 +56,9 @@
 /* Ties seen through translucent layers: each layer at a tied crossing may shade differently, and
  * the differences add up along the ray (seen: 1.4 % of the channels of a 35 % surface at iso 1). */
 #define MAX_FAR_FRACTION_TIES 0.03
+/* Lit frames (occlusion, shadows): a secondary ray that grazes a surface may find it on one side
+ * and not on the other, which moves its pixel by 1/N of the occlusion or the whole shadow. */
+#define MAX_FAR_FRACTION_LIT 0.05
 #define SMALL_SLACK 2
 /* The plain caster steps from each cell's entry: its coverage may differ by 0.5 % (test_render_gpu)
  * and, here, a few pixels more for small images. */
@@ -355,7 +358,20 @@ static void make_look(rng *r, const options *o, const scene *s, long frame, look
   f->camera = ir_camera_orbit(&s->volume, az, el, dist, up);
   if (rng_chance(r, 0.3f)) f->camera.fov_y_degrees = rng_range(r, 10.0f, 110.0f);
 
-  L->invalid = rng_chance(r, 0.03f) ? 1 + (int)rng_below(r, 6) : 0;
+  /* Ambient occlusion, shadows and the light, where they are drawn. */
+  if (f->pipeline != IR_PIPELINE_PAPER && f->pipeline != IR_PIPELINE_PLAIN && rng_chance(r, 0.3f)) {
+    const int samples[] = {0, 1, 2, 4, 8, 16};
+    f->ao_samples = samples[rng_below(r, sizeof samples / sizeof samples[0])];
+    f->ao_radius = rng_chance(r, 0.3f) ? 0.0f : rng_range(r, 0.25f, 48.0f);
+    f->shadows = rng_chance(r, 0.5f);
+    f->light_on = rng_chance(r, 0.6f);
+    f->light[0] = rng_range(r, -180.0f, 180.0f);
+    f->light[1] = rng_range(r, -90.0f, 90.0f);
+    f->sample_frame = rng_below(r, 8);
+    f->secondary = f->pipeline == IR_PIPELINE_PERSISTENT ? (int)rng_below(r, IR_SECONDARY_MODE_COUNT) : 0;
+  }
+
+  L->invalid = rng_chance(r, 0.03f) ? 1 + (int)rng_below(r, 7) : 0;
   name_look(L);
 }
 
@@ -379,6 +395,9 @@ static void print_look(FILE *out, const look *L) {
           (double)f->clip_plane[1], (double)f->clip_plane[2], (double)f->clip_plane[3]);
   fprintf(out, "    colour by %s, map %s, range %.9g..%.9g\n", ir_color_source_name(f->color_by),
           ir_colormap_name(f->colormap), (double)f->color_range[0], (double)f->color_range[1]);
+  fprintf(out, "    ao %d rays, radius %.9g, shadows %d, light %d: %.9g,%.9g, sample frame %" PRIu32 ", secondary %d\n",
+          f->ao_samples, (double)f->ao_radius, f->shadows, f->light_on, (double)f->light[0], (double)f->light[1],
+          f->sample_frame, f->secondary);
   fprintf(out, "    camera eye %.9g,%.9g,%.9g target %.9g,%.9g,%.9g up %.9g,%.9g,%.9g fov %.9g\n", (double)f->camera.eye[0],
           (double)f->camera.eye[1], (double)f->camera.eye[2], (double)f->camera.target[0], (double)f->camera.target[1],
           (double)f->camera.target[2], (double)f->camera.up[0], (double)f->camera.up[1], (double)f->camera.up[2],
@@ -437,8 +456,8 @@ static size_t compare_exact(const buffers *b, size_t n, char *why, size_t len) {
 }
 
 /* Within the GPU-against-CPU tolerance (see the top). */
-static bool close_to_cpu(const uint8_t *gpu, const uint8_t *cpu, size_t n, bool translucent, bool ties, tally *t,
-                         char *why, size_t len) {
+static bool close_to_cpu(const uint8_t *gpu, const uint8_t *cpu, size_t n, bool translucent, bool ties, bool lit,
+                         tally *t, char *why, size_t len) {
   util_image_diff d = util_image_diff_of(gpu, cpu, n, CLOSE_LEVELS, FAR_LEVELS);
   size_t cover_diff = d.cover_diff, both = d.both, close = d.close, far = d.far;
   int worst = d.worst;
@@ -447,7 +466,8 @@ static bool close_to_cpu(const uint8_t *gpu, const uint8_t *cpu, size_t n, bool 
   if (cover > t->max_cpu_cover) t->max_cpu_cover = cover;
   bool ok;
   if (translucent) /* test_render_surfaces: at most 1 % of the channels off by more than 8 levels */
-    ok = (double)far <= (ties ? MAX_FAR_FRACTION_TIES : MAX_FAR_FRACTION) * 4.0 * (double)n + 4.0 * SMALL_SLACK;
+    ok = (double)far <= (lit ? MAX_FAR_FRACTION_LIT : ties ? MAX_FAR_FRACTION_TIES : MAX_FAR_FRACTION) * 4.0 * (double)n +
+                            4.0 * SMALL_SLACK;
   else
     ok = (double)cover_diff <= MAX_COVER_MISMATCH * (double)n + SMALL_SLACK &&
          (double)(both - close) <= (1.0 - MIN_CLOSE_FRACTION) * (double)both + SMALL_SLACK;
@@ -455,7 +475,7 @@ static bool close_to_cpu(const uint8_t *gpu, const uint8_t *cpu, size_t n, bool 
     snprintf(why, len,
              "against the CPU (%s tolerance): coverage differs on %zu of %zu pixels; %zu of %zu common hits "
              "within %d levels (worst %d); %zu channels off by more than %d",
-             translucent ? (ties ? "tie" : "translucent, texture or plane") : "opaque", cover_diff, n, close, both, CLOSE_LEVELS, worst, far, FAR_LEVELS);
+             translucent ? (lit ? "lit" : ties ? "tie" : "translucent, texture or plane") : "opaque", cover_diff, n, close, both, CLOSE_LEVELS, worst, far, FAR_LEVELS);
   return ok;
 }
 
@@ -597,6 +617,7 @@ static bool submit_invalid(ir_renderer *r, const look *L, char *why, size_t len)
   case 3: bad.surface_count = IR_MAX_SURFACES + 1; break;
   case 4: bad.method = (ir_compact_method)IR_COMPACT_METHOD_COUNT; break;
   case 5: bad.step_batches = IR_STEP_BATCHES_MAX + 1; break;
+  case 6: bad.ao_samples = IR_AO_MAX_SAMPLES + 1; break;
   default: bad.clip_plane_on = true, bad.clip_plane[0] = bad.clip_plane[1] = bad.clip_plane[2] = 0.0f; break;
   }
   char err[IR_ERR_LEN] = "";
@@ -756,8 +777,11 @@ static int run_frame(renderers *R, const options *o, const scene *s, long frame,
        * to test_render_surfaces' rule (at most 1 % of the channels off by more than 8 levels; 3 %
        * with ties), as translucent frames are. */
       bool ties = frame_has_ties(f);
-      bool loose = frame_translucent(f) || f->texture_refine || f->clip_plane_on || ties || frame_thin(f, s);
-      if (!close_to_cpu(b->img, b->cpu, n, loose, ties, t, why, sizeof why)) {
+      /* Lit frames too: an occlusion or shadow ray that grazes a surface can find its crossing on
+       * one side and not the other, which moves that pixel's occlusion by 1/N. */
+      bool lit = f->ao_samples > 0 || f->shadows || f->light_on;
+      bool loose = frame_translucent(f) || f->texture_refine || f->clip_plane_on || ties || lit || frame_thin(f, s);
+      if (!close_to_cpu(b->img, b->cpu, n, loose, ties, lit, t, why, sizeof why)) {
         result = 1;
         if (o->verbose) print_cpu_differences(stderr, b, n);
       }

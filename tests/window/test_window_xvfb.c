@@ -55,6 +55,7 @@ typedef struct shot {
   int colorbar[4];    /* the colour bar's strip; all zero when none */
   long step;          /* a time series: the step drawn (0-based); -1: not a series */
   int slider[4];      /* a time series: the slider's track */
+  unsigned ao_frames; /* frames of occlusion rays the picture is the mean of */
 } shot;
 
 static int parse_surfaces(const char *list, ir_frame_desc *f) {
@@ -101,6 +102,15 @@ static int parse_look_word(const char *w, shot *s) {
   }
   if (strncmp(w, "colorbar=", 9) == 0)
     return sscanf(w, "colorbar=%d,%d,%d,%d", &s->colorbar[0], &s->colorbar[1], &s->colorbar[2], &s->colorbar[3]) == 4;
+  if (strncmp(w, "ao=", 3) == 0) return sscanf(w, "ao=%d,%f,%u", &f->ao_samples, &f->ao_radius, &s->ao_frames) == 3;
+  if (strncmp(w, "shadows=", 8) == 0) {
+    f->shadows = strcmp(w + 8, "1") == 0;
+    return 1;
+  }
+  if (strncmp(w, "light=", 6) == 0) {
+    f->light_on = strcmp(w + 6, "off") != 0;
+    return !f->light_on || sscanf(w, "light=%f,%f", &f->light[0], &f->light[1]) == 2;
+  }
   return 0;
 }
 
@@ -132,7 +142,7 @@ static bool parse_shot(const char *line, shot *s) {
     else fields += parse_look_word(w, s);
   }
   free(copy);
-  return fields == 21;
+  return fields == 24;
 }
 
 /* Runs inkray in the test's folder; returns the exit status and the output (stdout+stderr). */
@@ -203,6 +213,12 @@ static void check_shot(const shot *s, ir_renderer *reference) {
     uint8_t *want = malloc((size_t)w * h * 4);
     CHECK(want != NULL);
     CHECK_MSG(ir_render_frame(reference, &desc, NULL, err) == IR_OK, "%s", err);
+    /* A still view with occlusion rays: the mean of as many frames as the window had drawn. */
+    desc.accumulate = desc.ao_samples > 0;
+    for (unsigned k = 0; desc.accumulate && k < s->ao_frames; k++) {
+      desc.sample_frame = k;
+      CHECK_MSG(ir_render_frame(reference, &desc, NULL, err) == IR_OK, "%s", err);
+    }
     CHECK_MSG(ir_render_read_image(reference, want, err) == IR_OK, "%s", err);
     size_t outside = 0, outside_differ = 0, overlay = 0, overlay_text = 0;
     for (int y = 0; y < h; y++)
@@ -504,6 +520,49 @@ static void test_scripted_look_surfaces_clipping_and_colour(void) {
     CHECK(last->look.color_by == IR_COLOR_SURFACE); /* no colour volume: K went back */
     CHECK(last->colorbar[2] == 0);
   }
+  if (reference) ir_renderer_destroy(reference);
+  ir_volume_free(&volume);
+}
+
+/* O cycles ambient occlusion (off, 4, 8, 16 rays), G toggles shadows, --light sets the light; a
+ * still view accumulates frames of new occlusion rays, and its screenshot is the CPU reference's
+ * mean of as many frames, lit the same way. */
+static void test_scripted_ambient_occlusion_and_shadows(void) {
+  write_file("ao.txt",
+             "0 key O\n"   /* 4 rays per hit */
+             "0 key G\n"   /* shadows on */
+             "1.0 screenshot ao.png\n"
+             "1.0 key O\n" /* 8 */
+             "1.0 key O\n" /* 16 */
+             "1.0 key O\n" /* off */
+             "1.0 key G\n" /* shadows off */
+             "1.3 screenshot off.png\n"
+             "1.3 quit\n");
+  static char output[1 << 16];
+  int rc = run_inkray("--device cpu --window 320x240 --light 30,45 --script ao.txt " VOLUME, output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray exited with %d:\n%s", rc, output);
+  CHECK_STR_CONTAINS(output, "inkray: ambient occlusion 4 rays per hit\n");
+  CHECK_STR_CONTAINS(output, "inkray: ambient occlusion 16 rays per hit\n");
+  CHECK_STR_CONTAINS(output, "inkray: ambient occlusion off\n");
+  CHECK_STR_CONTAINS(output, "inkray: shadows on\n");
+  shot shots[MAX_SHOTS];
+  int count = collect_shots(output, shots, MAX_SHOTS);
+  const shot *ao = find_shot(shots, count, "ao.png"), *off = find_shot(shots, count, "off.png");
+  CHECK(ao && off);
+  if (!ao || !off) return;
+  CHECK_EQ_INT(ao->look.ao_samples, 4);
+  CHECK(ao->look.shadows && ao->look.light_on && ao->look.light[0] == 30.0f && ao->look.light[1] == 45.0f);
+  CHECK_MSG(ao->ao_frames >= 2, "the still view accumulated %u frames", ao->ao_frames);
+  CHECK(off->look.ao_samples == 0 && !off->look.shadows && off->look.light_on);
+  ir_volume volume = {0};
+  char err[IR_ERR_LEN] = {0};
+  ir_volume_desc vdesc = {.source = VOLUME};
+  CHECK_MSG(ir_volume_load(&vdesc, &volume, err) == IR_OK, "%s", err);
+  ir_renderer *reference = NULL;
+  ir_renderer_desc rdesc = {.device = IR_DEVICE_CPU, .volume = &volume};
+  CHECK_MSG(ir_renderer_create(&rdesc, &reference, err) == IR_OK, "%s", err);
+  check_shot(ao, reference);
+  check_shot(off, reference);
   if (reference) ir_renderer_destroy(reference);
   ir_volume_free(&volume);
 }
@@ -979,6 +1038,7 @@ int main(void) {
   }
   RUN(test_scripted_session_switches_everything);
   RUN(test_scripted_look_surfaces_clipping_and_colour);
+  RUN(test_scripted_ambient_occlusion_and_shadows);
   RUN(test_look_options_set_the_start);
   RUN(test_fixed_size_keeps_the_render_resolution);
   RUN(test_gpu_request_without_a_device_falls_back);
