@@ -94,6 +94,7 @@ typedef struct ir_iso_set {
 
 /* Whether some isovalue lies in [lo, hi]: a brick with that range may hold a crossing. */
 static inline IR_HD bool ir_iso_in_range(const ir_iso_set *iso, float lo, float hi) {
+  if (iso->n == 1) return lo <= iso->v[0] && iso->v[0] <= hi; /* one surface: no loop per cell */
   for (int i = 0; i < iso->n; i++)
     if (lo <= iso->v[i] && iso->v[i] <= hi) return true;
   return false;
