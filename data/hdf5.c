@@ -247,13 +247,7 @@ static ir_status load_locked(const ir_volume_desc *desc, ir_volume *out, char er
     memcpy(out->full_dims, dims, sizeof out->full_dims);
     memcpy(out->origin, off, sizeof out->origin);
     memcpy(out->spacing, spacing, sizeof out->spacing);
-    if (desc->header_only) {
-      free(out->voxels);
-      out->voxels = NULL;
-      out->bytes = 0;
-      out->value_min = out->value_max = 0.0;
-      out->nonfinite_count = 0;
-    }
+    if (desc->header_only) ir_volume_drop_voxels(out);
   }
   if (desc->spacing_given) memcpy(out->spacing, desc->spacing, sizeof out->spacing);
   out->steps = steps;

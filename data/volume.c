@@ -54,8 +54,8 @@ bool ir_volume_byte_count(const size_t dims[3], ir_voxel_type type, size_t *byte
   return true;
 }
 
-/* MemAvailable from /proc/meminfo in bytes; 0 when it cannot be read (the check is skipped). */
-static size_t available_memory(void) {
+size_t ir_available_memory(const ir_volume_desc *desc) {
+  if (desc && desc->available_bytes_override) return desc->available_bytes_override;
   FILE *f = fopen("/proc/meminfo", "r");
   if (!f) return 0;
   char line[256];
@@ -71,6 +71,14 @@ static size_t available_memory(void) {
   return bytes;
 }
 
+void ir_volume_drop_voxels(ir_volume *v) {
+  free(v->voxels);
+  v->voxels = NULL;
+  v->bytes = 0;
+  v->value_min = v->value_max = 0.0;
+  v->nonfinite_count = 0;
+}
+
 /* Memory a recycled volume brings along: a load that fits in it needs none more. */
 static bool recycle_fits(const ir_volume_desc *desc, size_t bytes) {
   return desc && desc->recycle && desc->recycle->voxels && desc->recycle->bytes >= bytes;
@@ -78,7 +86,7 @@ static bool recycle_fits(const ir_volume_desc *desc, size_t bytes) {
 
 ir_status ir_check_memory(size_t bytes, const ir_volume_desc *desc, const char *path, char err[IR_ERR_LEN]) {
   if (recycle_fits(desc, bytes)) return IR_OK;
-  size_t available = desc && desc->available_bytes_override ? desc->available_bytes_override : available_memory();
+  size_t available = ir_available_memory(desc);
   if (available == 0 || bytes <= available) return IR_OK;
   const double gib = 1024.0 * 1024.0 * 1024.0;
   return ir_input_error(err, path,
@@ -470,11 +478,7 @@ static ir_status load_whole_then_box(const ir_volume_desc *desc, loader_fn load,
   if (status != IR_OK) return status;
   memcpy(out->full_dims, out->dims, sizeof out->full_dims);
   if (desc->header_only) {
-    free(out->voxels);
-    out->voxels = NULL;
-    out->bytes = 0;
-    out->value_min = out->value_max = 0.0;
-    out->nonfinite_count = 0;
+    ir_volume_drop_voxels(out);
     return IR_OK;
   }
   size_t off[3], size[3];

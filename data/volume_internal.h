@@ -243,6 +243,11 @@ void ir_volume_header_only(ir_volume *out, const size_t dims[3], ir_voxel_type t
 ir_axis ir_up_axis_from_directions(const double dirs[3][3]);
 /* Sets the name, fills value_min/value_max/nonfinite_count. */
 void ir_volume_finish(ir_volume *v, const char *name);
+/* A header-only load (ir_volume_desc.header_only) keeps the header and drops what was read. */
+void ir_volume_drop_voxels(ir_volume *v);
+/* MemAvailable from /proc/meminfo in bytes, or the desc's override; 0 when it cannot be read
+ * (the caller then skips its check). */
+size_t ir_available_memory(const ir_volume_desc *desc);
 /* The same with the range already known (scanned piece by piece while reading): lo/hi are the
  * smallest and largest finite values (+-INFINITY when none). */
 void ir_volume_finish_with_range(ir_volume *v, const char *name, double lo, double hi, size_t nonfinite);

@@ -310,23 +310,6 @@ static void level_dims(const zarr_image *img, int l, size_t dims[3]) {
 }
 
 /* ---- The level to read ---------------------------------------------------------------------------- */
-static size_t available_host_bytes(const ir_volume_desc *desc) {
-  if (desc->available_bytes_override) return desc->available_bytes_override;
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  size_t bytes = 0;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long long kib = 0;
-    if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
-      bytes = kib > SIZE_MAX / 1024 ? SIZE_MAX : (size_t)kib * 1024;
-      break;
-    }
-  }
-  fclose(f);
-  return bytes;
-}
-
 static size_t level_bytes(const zarr_image *img, int l) {
   size_t dims[3], bytes = 0;
   level_dims(img, l, dims);
@@ -347,7 +330,7 @@ static ir_status pick_level(const zarr_image *img, const ir_volume_desc *desc, i
     *level = desc->level;
     return IR_OK;
   }
-  size_t host = available_host_bytes(desc) / 2;
+  size_t host = ir_available_memory(desc) / 2;
   size_t budget = desc->level_budget_bytes ? desc->level_budget_bytes : SIZE_MAX;
   if (host && host < budget) budget = host;
   int pick = img->level_count - 1;
@@ -1025,13 +1008,7 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   }
   if (native) ir_volume_finish_with_range(out, ir_display_name(src), j->lo, j->hi, j->nonfinite);
   else ir_volume_finish(out, ir_display_name(src));
-  if (desc->header_only) {
-    free(out->voxels);
-    out->voxels = NULL;
-    out->bytes = 0;
-    out->value_min = out->value_max = 0.0;
-    out->nonfinite_count = 0;
-  }
+  if (desc->header_only) ir_volume_drop_voxels(out);
   free(j);
   image_free(&img);
   return IR_OK;
