@@ -839,11 +839,15 @@ static int verify_with_cpu(const hl_options *o, hl_state *st, int view) {
     hl_config c = {o->isovalues[k], IR_PIPELINE_MULTI, IR_COMPACT_INK_COMPACT};
     hl_run run = {.o = o, .volume = st->volume, .renderer = cpu};
     ir_frame_desc frame = frame_for(&run, &c, view, false);
-    ir_status s = ir_render_frame(cpu, &frame, NULL, err);
-    frame.accumulate = true; /* --accumulate: the same mean of frames as the GPU's picture */
-    for (int a = 0; a < o->accumulate && o->accumulate > 1 && s == IR_OK; a++) {
-      frame.sample_frame = (uint32_t)a;
+    ir_status s = IR_OK;
+    if (o->accumulate <= 1) {
       s = ir_render_frame(cpu, &frame, NULL, err);
+    } else {
+      frame.accumulate = true; /* --accumulate: the same mean of frames as the GPU's picture */
+      for (int a = 0; a < o->accumulate && s == IR_OK; a++) {
+        frame.sample_frame = (uint32_t)a;
+        s = ir_render_frame(cpu, &frame, NULL, err);
+      }
     }
     if (s != IR_OK || ir_render_read_image(cpu, st->image, err) != IR_OK) {
       fprintf(stderr, "inkray: --verify: CPU rendering failed: %s\n", err);
@@ -1134,6 +1138,12 @@ int app_headless_main(int argc, char **argv) {
   if (rc != 0) {
     release(&st);
     return rc;
+  }
+  if (st.opened.series && o.accumulate > 1) {
+    fprintf(stderr, "inkray: --accumulate averages frames of one view; a time series draws each step once: "
+                    "leave --accumulate out\n");
+    release(&st);
+    return 2;
   }
   st.renderer = st.opened.renderer;
   st.volume = st.opened.series ? app_player_volume(st.opened.player) : &st.opened.volume;

@@ -377,8 +377,7 @@ static ir_status accumulate_frame(ir_renderer *r, const ir_frame_desc *f, bool a
   }
   if (!again) {
     if (n > g->accum_pixels) {
-      IR_CUDA(cudaStreamSynchronize(g->stream));
-      cudaFree(g->d_accum);
+      IR_CUDA(cudaFree(g->d_accum)); /* waits for the frames that still add into it */
       g->d_accum = NULL;
       g->accum_pixels = 0;
       IR_CUDA(cudaMalloc(&g->d_accum, n * sizeof(float4)));

@@ -398,6 +398,8 @@ static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &
   __syncthreads();
   clock.mark(IR_PHASE_SHADE); /* the hits refined and prepared; their secondary rays from here */
   static_assert(HW > SEC_WORDS, "the hit list holds a pool of secondary rays and their results");
+  static_assert((size_t)(HW - SEC_WORDS) * IR_PERSIST_BLOCK >= IR_AO_MAX_SAMPLES + 1,
+                "a chunk holds at least one hit's secondary rays (else the chunk loop would not advance)");
   const unsigned R = (unsigned)ir_light_ray_count(&p);
   /* The results: the hit list's words, after the secondary rays' pool when there is one. */
   float *const light = pool ? sh.light + SEC_WORDS * IR_PERSIST_BLOCK : sh.light;

@@ -298,6 +298,12 @@ static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char 
              IR_AO_MAX_SAMPLES);
     return IR_ERR_INPUT;
   }
+  /* The frame's first sample index (sample_frame * ao_samples) must not wrap: a wrapped index
+   * would draw earlier frames' directions again. */
+  if (f->ao_samples > 0 && f->sample_frame > UINT32_MAX / IR_AO_MAX_SAMPLES) {
+    snprintf(err, IR_ERR_LEN, "sample_frame %u: at most %u", f->sample_frame, UINT32_MAX / IR_AO_MAX_SAMPLES);
+    return IR_ERR_INPUT;
+  }
   if (!(f->ao_radius >= 0.0f) || !isfinite(f->ao_radius)) {
     snprintf(err, IR_ERR_LEN, "ambient occlusion: radius %g voxels; must be a positive number (0: the default, %g)",
              (double)f->ao_radius, (double)IR_AO_RADIUS_DEFAULT);

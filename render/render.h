@@ -192,7 +192,8 @@ typedef struct ir_frame_desc {
   uint32_t step_batches;        /* persistent pipeline: batches of samples a ray marches between
                                    two compactions of its block's pool (0: IR_STEP_BATCHES_AUTO) */
   /* Ambient occlusion, shadows and a directional light (docs/render.md, "Ambient occlusion and
-   * shadows"): every pipeline but the paper's, which refuses them. */
+   * shadows"): the single, persistent and multi pipelines and the CPU; the paper's pipeline and
+   * the plain caster refuse them (IR_ERR_INPUT). */
   int ao_samples;               /* occlusion rays per shaded hit, cosine-weighted over the
                                    hemisphere about the normal; their unoccluded fraction scales
                                    the ambient and diffuse terms (0: none; 1..IR_AO_MAX_SAMPLES) */

@@ -658,7 +658,6 @@ static inline IR_HD ir_brick_cursor ir_cursor_at(const ir_trace_params *p, const
 /* The t where the ray leaves the current cell. */
 static inline IR_HD float ir_cursor_exit(const ir_brick_cursor *q) { return fminf(q->ex, fminf(q->ey, q->ez)); }
 
-/* Into the next cell along the axis the ray leaves through first (x, then y, then z on ties). */
 /* The exit of the next cell along an axis, from the exit of the last: one cell further, one
  * fused multiply-add (ir_cell_exit's boundary arithmetic costs five instructions more per step:
  * 2.4 % of the single kernel's frame at 4K on the H100); infinite past the grid's last cell that

@@ -293,6 +293,7 @@ typedef struct win_state {
   ir_camera camera; /* of the last frame */
   ir_frame_desc desc; /* of the last frame */
   size_t desc_step;   /* the time-series step it drew */
+  const ir_renderer *desc_renderer; /* and the renderer that drew it (a new level swaps it) */
   uint32_t ao_frames; /* frames of the still view accumulated (ambient occlusion: a running mean) */
   double still_since; /* when the view last changed */
   bool still_reported; /* the still view's 64 samples per pixel were reported */
@@ -1025,7 +1026,8 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   }
   /* Progressive ambient occlusion: while the picture stays the same, each frame traces new
    * occlusion rays and shows the mean of all so far; any change starts again. */
-  bool still = s->frames > 0 && s->desc_step == s->step && same_picture(&desc, &s->desc);
+  bool still = s->frames > 0 && s->desc_step == s->step && s->desc_renderer == s->renderer &&
+               same_picture(&desc, &s->desc);
   if (!still) {
     s->ao_frames = 0;
     s->still_since = t0;
@@ -1042,6 +1044,7 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   }
   s->desc = desc;
   s->desc_step = s->step;
+  s->desc_renderer = s->renderer;
   ir_frame_stats stats = {0};
   bool timed = cpu || stage_frame;
   if (ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err) != IR_OK) {

@@ -361,7 +361,7 @@ def render(
       voxels (None: 16); ``shadows``: a shadow ray per shaded hit toward the light; ``light``:
       (azimuth, elevation) in degrees in the camera's frame, a directional light (None: the
       headlight); ``accumulate``: the image is the mean of that many frames of the view, each
-      with new occlusion rays. Not drawn by the ``'paper'`` and ``'plain'`` pipelines.
+      with new occlusion rays. The ``'paper'`` and ``'plain'`` pipelines refuse them with an error.
 
     For repeated frames of one volume use a :class:`Renderer`, which uploads the volume once.
     """

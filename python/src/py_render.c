@@ -547,12 +547,18 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
   bool gpu = self->device == IR_DEVICE_GPU;
   Py_BEGIN_ALLOW_THREADS
   if (gpu) irpy_device_enter(self->cuda_device, &guard);
-  st = ir_render_frame(self->renderer, &f, &stats, err);
-  /* accumulate > 1: more frames of the view, each with new occlusion rays, into one mean. */
-  f.accumulate = accumulate > 1;
-  for (int k = 0; k < accumulate && accumulate > 1 && st == IR_OK; k++) {
-    f.sample_frame = (uint32_t)k;
-    st = ir_render_frame(self->renderer, &f, NULL, err);
+  if (accumulate <= 1) {
+    st = ir_render_frame(self->renderer, &f, &stats, err);
+  } else {
+    /* accumulate > 1: frames of the view, each with new occlusion rays, into one mean; the
+     * statistics (and a stage-timing pass, when asked) are the first frame's. */
+    f.accumulate = true;
+    st = IR_OK;
+    for (int k = 0; k < accumulate && st == IR_OK; k++) {
+      f.sample_frame = (uint32_t)k;
+      st = ir_render_frame(self->renderer, &f, k == 0 ? &stats : NULL, err);
+      f.stage_timing = false;
+    }
   }
   if (st == IR_OK && pixels) st = ir_render_read_image(self->renderer, pixels, err);
   if (st == IR_OK && depth_pixels) st = ir_render_read_depth(self->renderer, depth_pixels, err);

@@ -411,7 +411,7 @@ static void test_light_in_parts_equals_the_whole(void) {
     ir_vec3 base = ir_hit_base(&p, &ray, h.t, h.surf, diff);
     ir_vec3 whole = ir_light_color(&p, &ray, h.t, h.surf, diff, base);
     ir_light_setup L = ir_light_prepare(&p, &ray, h.t, h.surf, diff);
-    float light[16];
+    float light[IR_AO_MAX_SAMPLES + 1];
     for (int i = 0; i < ir_light_ray_count(&p); i++) {
       ir_ray sr;
       float t_max;
