@@ -250,8 +250,7 @@ static void level_budget(const app_open_desc *d, ir_volume_desc *desc, bool seri
   if (desc->level != IR_LEVEL_AUTO || d->device != IR_DEVICE_GPU) return;
   /* Multiscale sources are Zarr folders: other sources do not start CUDA here, ahead of the
    * renderer's start-up that overlaps the read. */
-  struct stat st;
-  if (!desc->source || stat(desc->source, &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  if (!desc->source || !ir_is_zarr_source(desc->source)) return;
   size_t free_bytes = 0, total = 0;
   if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
     cudaGetLastError(); /* no device: the renderer says so when it starts */
@@ -288,6 +287,9 @@ int app_open(const app_open_desc *d, app_opened *o) {
     ir_status st = ir_volume_load(&hd, &header, err);
     if (st != IR_OK) return fail("", st, err);
     stream = header.streamable;
+    /* --level auto is decided once, by the header: the load reads that level even if the memory
+     * free has changed since (the GPU's start runs in between). */
+    if (header.level_count > 0) desc.level = header.level;
   }
   int rc = 0;
   if (stream) {

@@ -228,6 +228,9 @@ double ir_builtin_isovalue(const char *source);
 typedef struct ir_series ir_series;
 /* Whether `source` names a time series (a header is read for NRRD and NIfTI files). */
 bool ir_series_detect(const char *source);
+/* Whether `source` names a Zarr array or group (a folder with .zarray, .zgroup or zarr.json):
+ * the sources that may hold several levels. */
+bool ir_is_zarr_source(const char *source);
 /* desc: the source and format options (--dims, --type, ...), applied to every step. With
  * desc->keep_bad_steps (the window, which skips them), a bad step after the first (missing, other
  * dims or type, short) does not refuse the series: reading it fails with the same message. */

@@ -883,7 +883,7 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
                                                    : a->sample == IR_SAMPLE_INT16 ? IR_VOXEL_INT16 : IR_VOXEL_FLOAT32)
                                  : a->sample == IR_SAMPLE_INT8 ? IR_VOXEL_INT16 : IR_VOXEL_FLOAT32;
     float ones[3] = {1, 1, 1};
-    ir_volume_header_only(out, dims, shown, ones, ir_display_name(src));
+    ir_volume_header_only(out, dims, shown, desc->spacing_given ? desc->spacing : ones, ir_display_name(src));
     describe(&img, level, desc, out);
     out->streamable = native && !ir_region_is_partial(dims, size);
     if (note[0]) snprintf(out->note, sizeof out->note, "%s", note);

@@ -85,10 +85,13 @@ static void store_value(ir_sample_type t, double v, unsigned char out[8]) {
 }
 
 static bool value_fits(ir_sample_type t, double v) {
-  static const double lo[] = {-128, 0, -32768, 0, -2147483648.0, 0, -9.3e18, 0};
-  static const double hi[] = {127, 255, 32767, 65535, 2147483647.0, 4294967295.0, 9.3e18, 1.85e19};
+  /* Inclusive bounds up to 32 bits; the 64-bit types' ends (2^63, 2^64) are exclusive, as a double
+   * converted to them must lie below (the cast of a larger one is undefined). */
+  static const double lo[] = {-128, 0, -32768, 0, -2147483648.0, 0, -0x1p63, 0};
+  static const double hi[] = {127, 255, 32767, 65535, 2147483647.0, 4294967295.0, 0x1p63, 0x1p64};
   if (t >= IR_SAMPLE_FLOAT32) return true;
-  return isfinite(v) && v == floor(v) && v >= lo[t] && v <= hi[t];
+  if (!(isfinite(v) && v == floor(v) && v >= lo[t])) return false;
+  return t == IR_SAMPLE_INT64 || t == IR_SAMPLE_UINT64 ? v < hi[t] : v <= hi[t];
 }
 
 /* null (v2: zero), a number, true/false, "NaN", "Infinity", "-Infinity", or (v3) "0x..." with
