@@ -177,8 +177,9 @@ static int run(ir_dist *d, const app_dist_options *o) {
   FILE *csv = NULL;
   int rc = 0;
   size_t pixels = (size_t)o->width * (size_t)o->height;
-  uint8_t *image = rank == 0 ? malloc(pixels * 4) : NULL;
-  if (rank == 0 && !image) {
+  /* Frames end in rank 0's GPU memory; the host holds the last one only where it is written. */
+  uint8_t *image = rank == 0 && o->png_path ? malloc(pixels * 4) : NULL;
+  if (rank == 0 && o->png_path && !image) {
     fprintf(stderr, "inkray: out of host memory for %dx%d images; try a smaller --size\n", o->width, o->height);
     rc = 1;
   }

@@ -2,7 +2,7 @@
  * 16384 (default 128), generated on all cores. The formulas are in data/volume.h; they are
  * computed here in voxel index coordinates i, j, k with x fastest. A box that is not a cube
  * keeps the cube's scale along every axis (that of its longest side), so its features are the
- * shape they have in the cube. A region (ir_volume_desc.region_*)
+ * shape they have in the cube; the sphere's radius is 0.35 of the shortest side, so that it fits. A region (ir_volume_desc.region_*)
  * computes only the voxels of its box, with the same values as in the whole volume.
  *
  * The fractal is gradient (Perlin-style) noise summed over octaves (fBm). Each thread walks

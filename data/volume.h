@@ -189,7 +189,8 @@ size_t ir_volume_voxel_count(const ir_volume *v);
 /* builtin:NAME[:N] is an N x N x N volume, builtin:NAME:XxYxZ a box (each side from 2 to 16384,
  * default 128), spacing 1, computed at voxel indices i, j, k = 0 .. N-1 (x fastest); a box keeps
  * the scale of the cube of its longest side N (docs/data.md):
- *   sphere          float32  R - sqrt((i-c)^2 + (j-c)^2 + (k-c)^2), c = (N-1)/2, R = 0.35 N:
+ *   sphere          float32  R - sqrt((i-c)^2 + (j-c)^2 + (k-c)^2), c = (N-1)/2, R = 0.35 N (a box: 0.35
+ *                            of its shortest side):
  *                            the distance in voxels to a sphere of radius R about the centre,
  *                            positive inside. Isovalue 0 is that sphere.
  *   marschner-lobb  float32  (1 - sin(pi z/2) + a (1 + cos(2 pi fM cos(pi r/2)))) / (2 (1 + a)),

@@ -132,9 +132,11 @@ typedef struct ir_dist_scene_desc {
 /* Phases of one distributed frame, milliseconds on the host clock of this rank. */
 typedef struct ir_dist_frame_stats {
   double render_ms;    /* this rank's brick: ir_render_frame, to the end of its GPU work */
-  double gather_ms;    /* colour and depth to host memory, packed into words */
-  double composite_ms; /* the MPI_Reduce, or the translucent blend (waiting for slower ranks
-                          included), unpacking on rank 0 */
+  double gather_ms;    /* host path: colour and depth to host memory, packed into words; NCCL
+                          path: the packing kernel */
+  double composite_ms; /* the reduction or the translucent blend, on the host (MPI) or the GPUs
+                          (NCCL), waiting for slower ranks included; the frame ends in rank 0's
+                          memory (its GPU's on the NCCL path), unpacked only where it is read */
   double total_ms;
 } ir_dist_frame_stats;
 

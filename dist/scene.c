@@ -144,12 +144,21 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
  * be). Collective; the choice is the same on every rank. */
 static ir_status choose_compositing(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
   int ranks = ir_dist_size(s->d);
+  /* Rank 0's environment decides for all: mpirun passes variables to other hosts only when -x
+   * names them, and ranks that chose differently would meet in different collectives. */
+  enum { WANT_AUTO, WANT_HOST, WANT_GPU, WANT_BAD };
+  int32_t choice = WANT_AUTO;
   const char *want = getenv("INKRAY_DIST_COMPOSITE");
-  bool want_host = want && strcmp(want, "host") == 0, want_gpu = want && strcmp(want, "gpu") == 0;
-  if (want && *want && !want_host && !want_gpu) {
-    snprintf(err, IR_ERR_LEN, "INKRAY_DIST_COMPOSITE='%.64s': use host or gpu", want);
+  if (ir_dist_rank(s->d) == 0 && want && *want)
+    choice = strcmp(want, "host") == 0 ? WANT_HOST : strcmp(want, "gpu") == 0 ? WANT_GPU : WANT_BAD;
+  ir_status bst = ir_dist_broadcast(s->d, &choice, sizeof choice, err);
+  if (bst != IR_OK) return bst;
+  if (choice == WANT_BAD) {
+    if (ir_dist_rank(s->d) == 0) snprintf(err, IR_ERR_LEN, "INKRAY_DIST_COMPOSITE='%.64s': use host or gpu", want);
+    else snprintf(err, IR_ERR_LEN, "INKRAY_DIST_COMPOSITE on rank 0: use host or gpu");
     return IR_ERR_INPUT;
   }
+  bool want_host = choice == WANT_HOST, want_gpu = choice == WANT_GPU;
   s->compositing = desc->device == IR_DEVICE_GPU ? "on the host (MPI)" : "on the host (MPI, CPU ranks)";
   if (ranks == 1) {
     s->compositing = "none (one rank)";

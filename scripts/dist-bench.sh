@@ -120,6 +120,7 @@ if ((matrix)); then
       frame render gather composite speed-up r-ratio first-s wall compositing
   } >"$table_file"
   declare -A one_gpu=() one_render=() one_proc=()
+  failures=0
   row() { echo "$1" >>"$table_file"; echo "  $1"; }
   # run_case KIND VOLUME SIZE SCENE RANKS: one mpirun (RANKS 0: one process without MPI), one row.
   run_case() {
@@ -136,6 +137,7 @@ if ((matrix)); then
     fi
     local wall=$((SECONDS - t0)) mean render gather comp first where
     if ((!ok)); then
+      failures=$((failures + 1))
       row "$(printf '%-7s %-26s %-10s %-6s %5s  FAILED (%s): %s' "$kind" "$vol" "$sz" "$scene" "$n" "$log" \
                  "$(grep -m1 'inkray:' "$log")")"
       return
@@ -144,7 +146,7 @@ if ((matrix)); then
       mean=$(awk '/^isovalue +pipeline/ {getline; print $4; exit}' "$log")
       render=- gather=- comp=- first=- where="one process"
     else
-      read -r mean render gather comp < <(awk '/^isovalue +ranks/ {getline; print $3, $7, $8, $9; exit}' "$log")
+      read -r mean render gather comp < <(awk '/^isovalue +ranks/ {getline; print $3, $7, $8, $9; exit}' "$log") || true
       first=$(awk '/^time to the first frame/ {print $6; exit}' "$log")
       where=$(awk '/^compositing / {sub(/^compositing /, ""); sub(/:.*/, ""); print; exit}' "$log")
     fi
@@ -172,7 +174,7 @@ if ((matrix)); then
        ctest --test-dir "$build" -R 'test_dist_gpu|test_dist_fault_gpu' --output-on-failure >"$out/tests.log" 2>&1; then
       result="passed"
     else
-      result="FAILED (see $out/tests.log)"
+      result="FAILED (see $out/tests.log)"; failures=$((failures + 1))
     fi
     { echo "GPU tests (test_dist_gpu, test_dist_fault_gpu): $result in $((SECONDS - t0)) s"
       grep -E 'Test +#' "$out/tests.log" 2>/dev/null; } | tee -a "$table_file"
@@ -195,7 +197,8 @@ if ((matrix)); then
   fi
   echo
   cat "$table_file"
-  exit 0
+  # A row that failed fails the run (its line says where the log is).
+  exit $((failures > 0))
 fi
 
 echo "dist-bench: $volume, $size, $frames frames, $device, $pipeline pipeline, ranks: ${ranks_list[*]}"

@@ -33,7 +33,7 @@ i=0
 while kill -0 $runner 2>/dev/null; do
   i=$((i + 1))
   if [ $i -gt 300 ]; then
-    echo "FAIL: still running 30 s after rank 1 was killed"; cat "$dir/out.log"; kill -9 $runner; exit 1
+    echo "FAIL: still running 30 s after rank 1 was killed"; cat "$dir/out.log"; kill $runner; exit 1 # timeout passes it on to mpirun
   fi
   sleep 0.1
 done
