@@ -972,6 +972,21 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
     j->progress = &progress;
     size_t workers = j->items;
     if (desc->io_threads > 0 && (size_t)desc->io_threads < workers) workers = (size_t)desc->io_threads;
+    /* Each worker holds a decoded chunk, its compressed bytes and, where one is missing, a chunk
+     * of fill values (and a shard's index): no more workers than the memory beside the volume
+     * holds, one at least (memory unknown: no limit). */
+    size_t per_worker = 3 * chunk_elems(a, a->sharded ? a->inner : a->chunk) * a->elem;
+    if (a->sharded) {
+      size_t count = 1;
+      for (int k = 0; k < a->ndim; k++) count *= a->chunk[k] / a->inner[k];
+      per_worker += count * 32;
+    }
+    size_t avail = ir_available_memory(desc);
+    if (avail > bytes && per_worker > 0) {
+      size_t fit = (avail - bytes) / per_worker;
+      fit = fit < 1 ? 1 : fit;
+      if (fit < workers) workers = fit;
+    }
     ir_parallel_for(workers, 1, worker, &run);
     ir_progress_end(&progress);
     if (j->failed) {
