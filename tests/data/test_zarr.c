@@ -322,9 +322,9 @@ static void test_ome_05_sharded_levels_and_auto(void) {
   ir_volume_free(&v);
 }
 
-/* Broken chunks: exit 2, one line naming the chunk key and the reason; checked before the
- * volume is allocated (with memory for the volume and no more, the chunk still speaks first;
- * with too little, the memory check does, before any chunk is read). */
+/* Broken chunks: exit 2, one line naming the chunk key and the reason (with memory for the
+ * volume and no more, the chunk still speaks; with too little, the memory check does, before any
+ * chunk is read). */
 static void test_broken_chunks_name_the_key(void) {
   static const struct {
     const char *name, *key, *reason;
@@ -340,7 +340,6 @@ static void test_broken_chunks_name_the_key(void) {
     CHECK_MSG(st == IR_ERR_INPUT, "%s: status %d", cases[i].name, (int)st);
     CHECK_STR_CONTAINS(err, cases[i].key);
     CHECK_STR_CONTAINS(err, cases[i].reason);
-    CHECK(v.voxels == NULL);
     CHECK_INFO_REFUSES(sample(cases[i].name), cases[i].key);
   }
   ir_volume v;
@@ -415,12 +414,14 @@ static void test_program_info_levels_and_same_picture(void) {
   info_run_free(&r);
   CHECK_INFO_REFUSES(fmt_path("--level 5 '%s'", sample("ome_05_zyx.zarr")), "2 levels");
 
-  ir_volume v;
-  char err[IR_ERR_LEN] = "";
-  CHECK_MSG(load_desc("v3_sharded.zarr", (ir_volume_desc){0}, &v, err) == IR_OK, "%s", err);
+  /* The raw file from the samples' formula, not from a reader: a fault the Zarr reader made on
+   * every sample would show. */
+  static uint16_t voxels[NX * NY * NZ];
+  for (size_t z = 0; z < NZ; z++)
+    for (size_t y = 0; y < NY; y++)
+      for (size_t x = 0; x < NX; x++) voxels[(z * NY + y) * NX + x] = (uint16_t)value(x, y, z, 0, 0);
   const char *raw = scratch_path("same_14x12x10_uint16.raw");
-  write_bytes(raw, v.voxels, v.bytes);
-  ir_volume_free(&v);
+  write_bytes(raw, voxels, sizeof voxels);
   const char *look = "--headless --device cpu --frames 1 --warmup 0 --size 48x40 --iso 1500 --quiet";
   const char *png_raw = kept_path("same_raw.png"), *png_zarr = kept_path("same_zarr.png");
   info_run a = run_inkray(fmt_path("%s --png '%s' '%s'", look, png_raw, raw));
