@@ -458,7 +458,9 @@ static ir_status transforms(const cJSON *list, int ndim, double *scale, double *
       if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || (is_scale && !(v->valuedouble > 0)))
         return ir_input_error(err, path, "%s: %s value %d is not a %s number", what, type->valuestring, k,
                               is_scale ? "positive" : "finite");
-      if (is_scale) scale[k] *= v->valuedouble;
+      /* Applied in order, x -> scale x + translation so far: a scale after a translation
+       * scales that translation too. */
+      if (is_scale) scale[k] *= v->valuedouble, translation[k] *= v->valuedouble;
       else translation[k] += v->valuedouble;
     }
   }
