@@ -88,23 +88,30 @@ void ir_dist_visibility_order(const ir_dist_layout *L, const double eye_voxel[3]
       if (eye_voxel[k] >= (double)(j * n / p) + 0.5) c = (int)j;
     eye_cell[k] = c;
   }
-  for (int r = 0; r < L->ranks; r++) order[r] = r;
-  /* Insertion sort: stable, and rank counts are small next to a frame's pixels. */
-  for (int i = 1; i < L->ranks; i++) {
-    int r = order[i], j = i;
-    int key_r = 0;
+  /* A counting sort by key, stable (ties by rank): O(ranks) a frame. */
+  int max_key = (L->parts[0] - 1) + (L->parts[1] - 1) + (L->parts[2] - 1);
+  int *first = calloc((size_t)max_key + 2, sizeof *first), *key = malloc((size_t)L->ranks * sizeof *key);
+  if (!first || !key) { /* no memory for the counts: the same order, in O(ranks^2) steps */
+    free(first);
+    free(key);
+    int n = 0;
+    for (int k = 0; k <= max_key; k++)
+      for (int r = 0; r < L->ranks; r++) {
+        ir_dist_brick b;
+        ir_dist_brick_of(L, r, &b);
+        if (abs(b.cell[0] - eye_cell[0]) + abs(b.cell[1] - eye_cell[1]) + abs(b.cell[2] - eye_cell[2]) == k)
+          order[n++] = r;
+      }
+    return;
+  }
+  for (int r = 0; r < L->ranks; r++) {
     ir_dist_brick b;
     ir_dist_brick_of(L, r, &b);
-    for (int k = 0; k < 3; k++) key_r += abs(b.cell[k] - eye_cell[k]);
-    while (j > 0) {
-      ir_dist_brick a;
-      ir_dist_brick_of(L, order[j - 1], &a);
-      int key_a = 0;
-      for (int k = 0; k < 3; k++) key_a += abs(a.cell[k] - eye_cell[k]);
-      if (key_a <= key_r) break;
-      order[j] = order[j - 1];
-      j--;
-    }
-    order[j] = r;
+    key[r] = abs(b.cell[0] - eye_cell[0]) + abs(b.cell[1] - eye_cell[1]) + abs(b.cell[2] - eye_cell[2]);
+    first[key[r] + 1]++;
   }
+  for (int k = 1; k <= max_key + 1; k++) first[k] += first[k - 1];
+  for (int r = 0; r < L->ranks; r++) order[first[key[r]]++] = r;
+  free(first);
+  free(key);
 }
