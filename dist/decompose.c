@@ -91,7 +91,7 @@ void ir_dist_visibility_order(const ir_dist_layout *L, const double eye_voxel[3]
   /* A counting sort by key, stable (ties by rank): O(ranks) a frame. */
   int max_key = (L->parts[0] - 1) + (L->parts[1] - 1) + (L->parts[2] - 1);
   int *first = calloc((size_t)max_key + 2, sizeof *first), *key = malloc((size_t)L->ranks * sizeof *key);
-  if (!first || !key) { /* no memory for the counts: the same order, in O(ranks^2) steps */
+  if (!first || !key) { /* no memory for the counts: the same order, one pass per key */
     free(first);
     free(key);
     int n = 0;
