@@ -1248,9 +1248,9 @@ static void level_step(win_state *s, int delta) {
 /* --level auto on a multiscale volume: the coarsest level is opened first (o->volume.level is
  * set to it); returns the level to load next, or -1. */
 static int coarsest_first(win_state *s, win_options *o) {
-  /* Benchmarks and scripts draw one level from the start: a level swapped in mid-run would
-   * change what they measure or show. */
-  if (o->volume.level != IR_LEVEL_AUTO || o->look.color_by == IR_COLOR_VOLUME || o->bench || o->script) return -1;
+  /* A benchmark draws one level from the start: a level swapped in mid-run would change what it
+   * measures. (Scripts keep the swap: they wait for it, `test_window_xvfb`.) */
+  if (o->volume.level != IR_LEVEL_AUTO || o->look.color_by == IR_COLOR_VOLUME || o->bench) return -1;
   const char *src = o->volume.source ? o->volume.source : IR_DEFAULT_VOLUME;
   if (ir_series_detect(src)) return -1;
   ir_volume_desc hd = o->volume;
