@@ -144,6 +144,11 @@ typedef struct ir_volume_desc {
   /* Header only: dims (of the whole volume), type, spacing and name are filled; no voxels are
    * read or allocated (voxels NULL, bytes 0, value range 0..0). */
   bool header_only;
+  /* With header_only: the dims, levels and spacing only, the voxel type left unknown
+   * (IR_VOXEL_FLOAT32 stands in) where it depends on the values (Zarr arrays of 32- and 64-bit
+   * integers, which a header load otherwise reads whole to learn it): for a caller that only
+   * counts levels or steps. */
+  bool layout_only;
   /* With header_only: also check that the data files exist and can hold the voxels (their sizes
    * for uncompressed data, the compressor's best ratio otherwise), as a full load does first.
    * Formats read whole to learn their header (DICOM, VTI) are read whole either way. */

@@ -877,7 +877,7 @@ ir_status ir_load_zarr(const ir_volume_desc *desc, ir_volume *out, char err[IR_E
   /* A header names the voxel type without reading voxels unless that type depends on the
    * values (32- and 64-bit integers: the narrowest type that holds them); those are read. */
   bool type_known = native || a->sample == IR_SAMPLE_INT8 || a->sample == IR_SAMPLE_FLOAT64;
-  if (status == IR_OK && desc->header_only && type_known) {
+  if (status == IR_OK && desc->header_only && (type_known || desc->layout_only)) {
     ir_voxel_type shown = native ? (ir_voxel_type)(a->sample == IR_SAMPLE_UINT8 ? IR_VOXEL_UINT8
                                                    : a->sample == IR_SAMPLE_UINT16 ? IR_VOXEL_UINT16
                                                    : a->sample == IR_SAMPLE_INT16 ? IR_VOXEL_INT16 : IR_VOXEL_FLOAT32)

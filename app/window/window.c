@@ -1256,6 +1256,7 @@ static int coarsest_first(win_state *s, win_options *o) {
   ir_volume_desc hd = o->volume;
   hd.source = src;
   hd.header_only = true;
+  hd.layout_only = true; /* the level count: no voxel read even where the type needs them */
   hd.level = 0;
   ir_volume head;
   char err[IR_ERR_LEN] = {0};

@@ -405,6 +405,20 @@ static void test_checksums_and_unknown_codecs_are_refused(void) {
 
 /* The program: info lists the levels, --level picks one; a headless CPU picture of a Zarr
  * array equals the picture of the same voxels as a raw file. */
+/* A 32-bit integer array's voxel type depends on its values, so a header load reads them (a
+ * damaged chunk speaks); layout_only gives the dims and levels without reading any. */
+static void test_layout_only_reads_no_chunk(void) {
+  const char *copy = copy_sample("v2_dtype_uint32.zarr");
+  write_bytes(fmt_path("%s/0.0.0", copy), "not a chunk", 11);
+  ir_volume head;
+  char err[IR_ERR_LEN] = "";
+  CHECK(load_desc(copy, (ir_volume_desc){.header_only = true}, &head, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "0.0.0");
+  CHECK_MSG(load_desc(copy, (ir_volume_desc){.header_only = true, .layout_only = true}, &head, err) == IR_OK, "%s", err);
+  CHECK(head.dims[0] == NX && head.dims[1] == NY && head.dims[2] == NZ && head.voxels == NULL);
+  ir_volume_free(&head);
+}
+
 static void test_program_info_levels_and_same_picture(void) {
   info_run r = run_inkray_info(fmt_path("--level 1 '%s'", sample("ome_05_zyx.zarr")));
   CHECK_MSG(r.status == 0, "exit %d: %s", r.status, r.err);
@@ -460,6 +474,7 @@ int main(void) {
   RUN(test_ome_05_sharded_levels_and_auto);
   RUN(test_broken_chunks_name_the_key);
   RUN(test_checksums_and_unknown_codecs_are_refused);
+  RUN(test_layout_only_reads_no_chunk);
   RUN(test_program_info_levels_and_same_picture);
 #elif defined(INKRAY_HAVE_CJSON)
   SKIP(test_zarr, "inkray was built without c-blosc or libzstd, which the samples use");
