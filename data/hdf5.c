@@ -199,14 +199,29 @@ static ir_status load_locked(const ir_volume_desc *desc, ir_volume *out, char er
       snprintf(err, IR_ERR_LEN, "%s: out of host memory: %zu bytes of %s samples", src, bytes, ir_sample_name(sample));
       status = IR_ERR_RUNTIME;
     }
-    /* Slabs of about 64 MiB, whole z slices: a progress step each. */
+    /* Slabs of about 64 MiB, whole z slices: a progress step each. A chunked dataset's slabs end
+     * on its chunks' z boundaries, so that each chunk is read and decompressed once (libhdf5's
+     * chunk cache, 1 MiB by default, would not keep a chunk from one slab to the next). */
     size_t elem = ir_sample_size(sample), slice = size[0] * size[1] * elem;
     size_t slab = slice ? ((size_t)64 << 20) / slice : 1;
     if (slab < 1) slab = 1;
+    size_t chunk_z = 1;
+    hid_t dcpl = H5Dget_create_plist(d);
+    if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
+      hsize_t cdims[4] = {0};
+      if (H5Pget_chunk(dcpl, rank, cdims) == rank && cdims[rank - 3] > 0) chunk_z = (size_t)cdims[rank - 3];
+    }
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (chunk_z > 1) slab = slab < chunk_z ? chunk_z : slab / chunk_z * chunk_z;
     ir_progress progress;
     ir_progress_begin(&progress, desc, name, bytes);
-    for (size_t z = 0; status == IR_OK && z < size[2]; z += slab) {
-      size_t nz = size[2] - z < slab ? size[2] - z : slab;
+    for (size_t z = 0, nz = 0; status == IR_OK && z < size[2]; z += nz) {
+      /* To the next chunk boundary (of the whole dataset) at or past z + slab. */
+      size_t end = off[2] + z + slab;
+      if (chunk_z > 1) end = end / chunk_z * chunk_z;
+      if (end <= off[2] + z) end = off[2] + z + 1;
+      nz = end - (off[2] + z);
+      nz = size[2] - z < nz ? size[2] - z : nz;
       hsize_t start[4], count[4];
       int first = rank == 4 ? 1 : 0;
       if (rank == 4) start[0] = desc->time_step, count[0] = 1;
