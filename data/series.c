@@ -546,6 +546,24 @@ static ir_status open_files(ir_series *s, const step_list *l, char err[IR_ERR_LE
 }
 
 /* A 4-D file: where each step's bytes are, checked once here (sizes) and used by reads. */
+/* Each step's name: the source's, then [PREFIXi]. */
+static ir_status name_steps(ir_series *s, const char *base, const char *prefix, char err[IR_ERR_LEN]) {
+  s->names = calloc(s->count, sizeof *s->names);
+  if (!s->names) {
+    snprintf(err, IR_ERR_LEN, "out of host memory");
+    return IR_ERR_RUNTIME;
+  }
+  for (size_t i = 0; i < s->count; i++) {
+    char name[300];
+    snprintf(name, sizeof name, "%s[%s%zu]", base, prefix, i);
+    if (!(s->names[i] = strdup(name))) {
+      snprintf(err, IR_ERR_LEN, "out of host memory");
+      return IR_ERR_RUNTIME;
+    }
+  }
+  return IR_OK;
+}
+
 static ir_status open_4d(ir_series *s, const char *path, char err[IR_ERR_LEN]) {
   s->kind = SERIES_4D;
   s->path = strdup(path);
@@ -584,21 +602,7 @@ static ir_status open_4d(ir_series *s, const char *path, char err[IR_ERR_LEN]) {
                         s->desc.spacing_given ? s->desc.spacing : h->spacing, "");
   s->header.up_axis = h->up_axis;
   if (h->up_axis != IR_AXIS_NONE && h->up_source) snprintf(s->header.up_source, sizeof s->header.up_source, "%s", h->up_source);
-  s->names = calloc(s->count, sizeof *s->names);
-  if (!s->names) {
-    snprintf(err, IR_ERR_LEN, "out of host memory");
-    return IR_ERR_RUNTIME;
-  }
-  for (size_t i = 0; i < s->count; i++) {
-    char name[300];
-    snprintf(name, sizeof name, "%s[%zu]", ir_display_name(path), i);
-    s->names[i] = strdup(name);
-    if (!s->names[i]) {
-      snprintf(err, IR_ERR_LEN, "out of host memory");
-      return IR_ERR_RUNTIME;
-    }
-  }
-  return IR_OK;
+  return name_steps(s, ir_display_name(path), "", err);
 }
 
 static ir_status open_indexed(ir_series *s, const ir_volume_desc *desc, char err[IR_ERR_LEN]) {
@@ -616,20 +620,7 @@ static ir_status open_indexed(ir_series *s, const ir_volume_desc *desc, char err
   /* Every step is read at the level the header took (auto decides once). */
   s->desc.level = s->header.level;
   s->count = s->header.steps;
-  s->names = calloc(s->count, sizeof *s->names);
-  if (!s->names) {
-    snprintf(err, IR_ERR_LEN, "out of host memory");
-    return IR_ERR_RUNTIME;
-  }
-  for (size_t i = 0; i < s->count; i++) {
-    char name[300];
-    snprintf(name, sizeof name, "%s[t=%zu]", ir_display_name(desc->source), i);
-    if (!(s->names[i] = strdup(name))) {
-      snprintf(err, IR_ERR_LEN, "out of host memory");
-      return IR_ERR_RUNTIME;
-    }
-  }
-  return IR_OK;
+  return name_steps(s, ir_display_name(desc->source), "t=", err);
 }
 
 ir_status ir_series_open(const ir_volume_desc *desc, ir_series **out, char err[IR_ERR_LEN]) {

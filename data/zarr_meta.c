@@ -279,9 +279,8 @@ static ir_status v2_compressor(const cJSON *comp, ir_zarr_codecs *c, const char 
 }
 
 /* ---- Arrays ----------------------------------------------------------------------------------- */
-static ir_status parse_v2(const cJSON *root, const char *path, ir_zarr_array *a, char err[IR_ERR_LEN]) {
-  const cJSON *fmt = member(root, "zarr_format");
-  if (!cJSON_IsNumber(fmt) || fmt->valuedouble != 2) return ir_input_error(err, path, "zarr_format is not 2");
+/* The array's shape (v2 and v3 alike): its dimension count and sizes. */
+static ir_status parse_shape(const cJSON *root, const char *path, ir_zarr_array *a, char err[IR_ERR_LEN]) {
   const cJSON *shape = member(root, "shape");
   if (!cJSON_IsArray(shape)) return ir_input_error(err, path, "shape: expected a list");
   a->ndim = cJSON_GetArraySize(shape);
@@ -289,6 +288,14 @@ static ir_status parse_v2(const cJSON *root, const char *path, ir_zarr_array *a,
     return ir_input_error(err, path, "%d dimensions: 3 to 5 are read", a->ndim);
   if (!size_list(shape, a->ndim, 1, a->shape))
     return ir_input_error(err, path, "shape: expected whole numbers of 1 or more (an empty array has nothing to draw)");
+  return IR_OK;
+}
+
+static ir_status parse_v2(const cJSON *root, const char *path, ir_zarr_array *a, char err[IR_ERR_LEN]) {
+  const cJSON *fmt = member(root, "zarr_format");
+  if (!cJSON_IsNumber(fmt) || fmt->valuedouble != 2) return ir_input_error(err, path, "zarr_format is not 2");
+  ir_status st = parse_shape(root, path, a, err);
+  if (st != IR_OK) return st;
   if (!size_list(member(root, "chunks"), a->ndim, 1, a->chunk))
     return ir_input_error(err, path, "chunks: expected %d whole numbers of 1 or more", a->ndim);
   const cJSON *dtype = member(root, "dtype");
@@ -311,7 +318,7 @@ static ir_status parse_v2(const cJSON *root, const char *path, ir_zarr_array *a,
                             cJSON_IsString(id) ? id->valuestring : "?");
     }
   }
-  ir_status st = v2_compressor(member(root, "compressor"), &a->codecs, path, err);
+  st = v2_compressor(member(root, "compressor"), &a->codecs, path, err);
   if (st != IR_OK) return st;
   const cJSON *sep = member(root, "dimension_separator");
   a->separator = '.';
@@ -330,13 +337,8 @@ static ir_status parse_v3(const cJSON *root, const char *path, ir_zarr_array *a,
   const cJSON *node = member(root, "node_type");
   if (!cJSON_IsString(node) || strcmp(node->valuestring, "array") != 0)
     return ir_input_error(err, path, "not an array (node_type %s)", cJSON_IsString(node) ? node->valuestring : "missing");
-  const cJSON *shape = member(root, "shape");
-  if (!cJSON_IsArray(shape)) return ir_input_error(err, path, "shape: expected a list");
-  a->ndim = cJSON_GetArraySize(shape);
-  if (a->ndim < 1 || a->ndim > IR_ZARR_MAX_DIMS)
-    return ir_input_error(err, path, "%d dimensions: 3 to 5 are read", a->ndim);
-  if (!size_list(shape, a->ndim, 1, a->shape))
-    return ir_input_error(err, path, "shape: expected whole numbers of 1 or more (an empty array has nothing to draw)");
+  ir_status st = parse_shape(root, path, a, err);
+  if (st != IR_OK) return st;
   const cJSON *grid = member(root, "chunk_grid");
   const cJSON *gname = member(grid, "name");
   if (!cJSON_IsString(gname) || strcmp(gname->valuestring, "regular") != 0)
@@ -361,7 +363,7 @@ static ir_status parse_v3(const cJSON *root, const char *path, ir_zarr_array *a,
       return ir_input_error(err, path, "chunk_key_encoding: separator must be . or /");
     a->separator = ksep->valuestring[0];
   }
-  ir_status st = v3_codecs(member(root, "codecs"), a, true, &a->codecs, path, err);
+  st = v3_codecs(member(root, "codecs"), a, true, &a->codecs, path, err);
   if (st != IR_OK) return st;
   if (!parse_fill(member(root, "fill_value"), a->sample, a->fill, path, err)) return IR_ERR_INPUT;
   const cJSON *names = member(root, "dimension_names");
