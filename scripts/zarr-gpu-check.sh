@@ -37,14 +37,28 @@ finish() {
 # Libraries: from .debs/ when a header is missing and the folder is there.
 missing=()
 for h in cjson/cJSON.h blosc.h zstd.h hdf5/serial/hdf5.h; do [[ -f /usr/include/$h ]] || missing+=("$h"); done
-if ((${#missing[@]})) && compgen -G "$root/.debs/*.deb" >/dev/null; then
-  dpkg -i "$root"/.debs/*.deb >"$logs/dpkg.log" 2>&1 || S "dpkg -i .debs: FAILED (dpkg.log)"
+prefix_args=()
+if ((${#missing[@]})) && { [[ -d $root/.debs/root/usr ]] || compgen -G "$root/.debs/*.deb" >/dev/null; }; then
+  # Unpacked into a prefix rather than installed: no root, no package database, and packages of
+  # another release need not match the machine's own (only their libraries are used).
+  # .debs/root is such a prefix unpacked beforehand (the machine may lack dpkg-deb).
+  debroot=$root/.debs/root
+  if [[ ! -d $debroot/usr ]]; then
+    debroot=$build/debroot
+    mkdir -p "$debroot"
+    for deb in "$root"/.debs/*.deb; do dpkg-deb -x "$deb" "$debroot" || S "dpkg-deb -x $(basename "$deb"): FAILED"; done
+  fi
+  libdir=$debroot/usr/lib/x86_64-linux-gnu
+  export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  prefix_args=(-DCMAKE_PREFIX_PATH="$debroot/usr" -DCMAKE_LIBRARY_PATH="$libdir" -DCMAKE_INCLUDE_PATH="$debroot/usr/include")
   missing=()
-  for h in cjson/cJSON.h blosc.h zstd.h hdf5/serial/hdf5.h; do [[ -f /usr/include/$h ]] || missing+=("$h"); done
+  for h in cjson/cJSON.h blosc.h zstd.h hdf5/serial/hdf5.h; do
+    [[ -f /usr/include/$h || -f $debroot/usr/include/$h ]] || missing+=("$h")
+  done
 fi
 ((${#missing[@]})) && S "missing headers (those readers or codecs are refused): ${missing[*]}"
 
-args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${INKRAY_CUDA_ARCH:-90}" -DINKRAY_WINDOW=OFF)
+args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${INKRAY_CUDA_ARCH:-90}" -DINKRAY_WINDOW=OFF "${prefix_args[@]}")
 [[ ! -f $build/CMakeCache.txt ]] && command -v ninja >/dev/null 2>&1 && args+=(-G Ninja)
 t0=$(date +%s)
 if ! { cmake "${args[@]}" && cmake --build "$build" -j "$(nproc)" --target inkray test_zarr test_info_cli; } >"$logs/build.log" 2>&1; then
