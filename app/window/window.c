@@ -265,7 +265,6 @@ typedef struct win_state {
   struct win_level_loader *level_shown; /* the loader whose volume s->opened's renderer was made
                                            from (it keeps a pointer to it): kept while drawn */
   bool levels_switchable;
-  double start_s;
   ir_extractor *extractor; /* E: made at the first mesh, on the renderer's device */
   char mesh_note[96];      /* the last mesh, for the overlay */
 
@@ -1226,7 +1225,7 @@ static void level_poll(win_state *s, bool wait) {
     free(s->level_shown);
     s->level_shown = l;
     printf("inkray: level %d of %d (%zux%zux%zu) drawn, %.2f s after the start\n", s->volume.level,
-           s->volume.level_count, s->volume.dims[0], s->volume.dims[1], s->volume.dims[2], now_seconds() - s->start_s);
+           s->volume.level_count, s->volume.dims[0], s->volume.dims[1], s->volume.dims[2], app_seconds_since_start());
     fflush(stdout);
     return;
   }
@@ -1278,7 +1277,6 @@ static int load_volume(win_state *s, win_options *o) {
   /* A time series' bad steps (missing, mismatched, short) are skipped while playing, not
    * refused at the start as a headless run does. */
   o->volume.keep_bad_steps = true;
-  s->start_s = now_seconds();
   int next_level = coarsest_first(s, o);
   l->desc = (app_open_desc){.volume = &o->volume, .device = s->device, .cpu_threads = o->threads,
                             .on_progress = on_load_progress, .progress_ctx = l};
@@ -1496,7 +1494,17 @@ static int run(win_state *s, const win_options *o, win_script *script) {
     playback_update(s);
     level_poll(s, false);
     if (!frame(s, width, height, render_width, render_height)) return 1;
-    if (script && s->frames == 1) script->start = now_seconds();
+    if (s->frames == 1) {
+      /* The time a person waits for a picture, from the process's start (as a headless run's
+       * "first frame at" line): with a multiscale volume, the coarsest level's. */
+      if (s->volume.level_count > 1)
+        printf("inkray: first frame (level %d of %d) shown %.2f s after the start\n", s->volume.level,
+               s->volume.level_count, app_seconds_since_start());
+      else
+        printf("inkray: first frame shown %.2f s after the start\n", app_seconds_since_start());
+      fflush(stdout);
+      if (script) script->start = now_seconds();
+    }
   }
   return 0;
 }
