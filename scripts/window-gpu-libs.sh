@@ -14,7 +14,7 @@
 #                Not the C library and its parts (libc, libm, libpthread, libdl, librt, the
 #                loader), libstdc++ and libgcc_s (a newer system has newer ones, which serve), nor
 #                anything of the NVIDIA driver (libcuda, libnvidia-*, libEGL_nvidia: the
-#                machine's own must be used).
+#                machine's own must be used), nor NCCL (218 MB; the GPU machines have it installed).
 #   MANIFEST     the files and the packages they came from
 #
 # Usage: scripts/window-gpu-libs.sh [INKRAY] [OUTPUT]
@@ -43,7 +43,7 @@ mkdir -p "$stage/bin" "$stage/lib"
 cp "$inkray" "$stage/bin/inkray"
 
 # Libraries the machine provides itself, or must (the driver's).
-skip='/(libc|libm|libpthread|libdl|librt|libresolv|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libnvidia-[^/]*|libEGL_nvidia|libGLX_nvidia)\.so'
+skip='/(libc|libm|libpthread|libdl|librt|libresolv|libutil|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libnvidia-[^/]*|libEGL_nvidia|libGLX_nvidia|libnccl)\.so'
 declare -A seen=()
 manifest=()
 add_closure() { # the file and everything ldd resolves for it
