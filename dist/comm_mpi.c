@@ -14,6 +14,7 @@
 
 struct ir_dist {
   int rank, size;
+  int local_rank, local_size; /* among the ranks of this host (shared memory) */
   bool initialized_here;
   /* Translucent compositing: the strips received from every rank and the blended strip; per-rank
    * counts and offsets. Grown, never shrunk. */
@@ -75,12 +76,8 @@ static void on_term(int sig) {
 }
 
 /* Collective (the host's ranks): their ranks and pids, and the handler. */
-static void watch_peers(ir_dist *d) {
-  MPI_Comm local;
-  if (d->size < 2 || MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS)
-    return;
-  int n = 0;
-  MPI_Comm_size(local, &n);
+static void watch_peers(ir_dist *d, MPI_Comm local) {
+  int n = d->local_size;
   int *ranks = malloc((size_t)n * sizeof *ranks);
   long *pids = malloc((size_t)n * sizeof *pids);
   pid_t *as_pids = malloc((size_t)n * sizeof *as_pids);
@@ -107,7 +104,6 @@ static void watch_peers(ir_dist *d) {
   free(ranks);
   free(pids);
   free(as_pids);
-  MPI_Comm_free(&local);
 }
 
 static ir_status mpi_fail(char err[IR_ERR_LEN], int rc, const char *call) {
@@ -139,7 +135,17 @@ ir_status ir_dist_init(int *argc, char ***argv, ir_dist **out, char err[IR_ERR_L
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &d->size);
-  watch_peers(d);
+  /* The host's ranks: a rank picks its GPU by its place among them (rank 5 of a job on two hosts
+   * of four GPUs is the second on its host), and they watch each other's processes. */
+  d->local_rank = 0;
+  d->local_size = 1;
+  MPI_Comm local;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &local) == MPI_SUCCESS) {
+    MPI_Comm_rank(local, &d->local_rank);
+    MPI_Comm_size(local, &d->local_size);
+    if (d->local_size > 1) watch_peers(d, local);
+    MPI_Comm_free(&local);
+  }
   *out = d;
   return IR_OK;
 }
@@ -177,15 +183,8 @@ ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR
   return rc == MPI_SUCCESS ? IR_OK : mpi_fail(err, rc, "MPI_Bcast");
 }
 
-int ir_dist_local_size(ir_dist *d) {
-  (void)d;
-  MPI_Comm local;
-  int n = 1;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) != MPI_SUCCESS) return 1;
-  MPI_Comm_size(local, &n);
-  MPI_Comm_free(&local);
-  return n;
-}
+int ir_dist_local_size(const ir_dist *d) { return d->local_size; }
+int ir_dist_local_rank(const ir_dist *d) { return d->local_rank; }
 
 ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]) {
   int rc = MPI_Reduce(in, out, n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

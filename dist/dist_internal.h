@@ -13,8 +13,10 @@ double ir_dist_now_ms(void);
 
 /* Rank 0's `bytes` at `buf` to every rank (MPI_Bcast). */
 ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR_LEN]);
-/* Ranks on this rank's host (MPI_Comm_split_type, shared memory), 1 without MPI. */
-int ir_dist_local_size(ir_dist *d);
+/* Ranks on this rank's host (MPI_Comm_split_type, shared memory; found once at init), 1 without
+ * MPI; and this rank's place among them, 0 .. local size - 1. */
+int ir_dist_local_size(const ir_dist *d);
+int ir_dist_local_rank(const ir_dist *d);
 
 /* ---- Compositing on the GPUs through NCCL (nccl.cu; nccl_none.c without NCCL) ----------------- */
 typedef struct ir_dist_gpu ir_dist_gpu;

@@ -72,8 +72,9 @@ void ir_dist_scene_destroy(ir_dist_scene *s) {
   free(s);
 }
 
-/* GPU rank r takes device r % devices: ranks on one host share its GPUs round-robin. */
-static ir_status pick_gpu(int rank, char err[IR_ERR_LEN]) {
+/* The host's k-th rank takes device k % devices: the ranks of a host share its GPUs round-robin,
+ * whatever their global numbers (hosts of a job need not hold equal numbers of ranks). */
+static ir_status pick_gpu(int local_rank, char err[IR_ERR_LEN]) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -81,9 +82,10 @@ static ir_status pick_gpu(int rank, char err[IR_ERR_LEN]) {
              e != cudaSuccess ? cudaGetErrorString(e) : "none found");
     return IR_ERR_RUNTIME;
   }
-  e = cudaSetDevice(rank % count);
+  e = cudaSetDevice(local_rank % count);
   if (e != cudaSuccess) {
-    snprintf(err, IR_ERR_LEN, "cannot use CUDA device %d of %d: %s", rank % count, count, cudaGetErrorString(e));
+    snprintf(err, IR_ERR_LEN, "cannot use CUDA device %d of %d: %s", local_rank % count, count,
+             cudaGetErrorString(e));
     return IR_ERR_RUNTIME;
   }
   return IR_OK;
@@ -121,7 +123,7 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
   }
   char sub[IR_ERR_LEN];
   ir_status st = ir_volume_load(&vd, &s->brick_volume, sub);
-  if (st == IR_OK && desc->device == IR_DEVICE_GPU) st = pick_gpu(rank, sub);
+  if (st == IR_OK && desc->device == IR_DEVICE_GPU) st = pick_gpu(ir_dist_local_rank(s->d), sub);
   if (st == IR_OK) {
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
     st = ir_renderer_create(&rd, &s->renderer, sub);
