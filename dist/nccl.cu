@@ -67,6 +67,16 @@ static ir_status nccl_fail(char err[IR_ERR_LEN], int rank, ncclResult_t e, const
     ncclResult_t e_ = (call);                                                             \
     if (e_ != ncclSuccess) return nccl_fail(err, g->rank, e_, #call);                    \
   } while (0)
+/* Inside ncclGroupStart .. ncclGroupEnd: a failure closes the group before returning, so that the
+ * communicator is not left in a group that a later call (or the abort) would stumble on. */
+#define DIST_NCCL_IN_GROUP(call)                                                          \
+  do {                                                                                    \
+    ncclResult_t e_ = (call);                                                             \
+    if (e_ != ncclSuccess) {                                                              \
+      (void)ncclGroupEnd();                                                               \
+      return nccl_fail(err, g->rank, e_, #call);                                          \
+    }                                                                                     \
+  } while (0)
 
 static unsigned grid_for(size_t n) {
   size_t blocks = (n + DIST_BLOCK - 1) / DIST_BLOCK;
@@ -242,9 +252,9 @@ static ir_status gather_to_root(ir_dist_gpu *g, const void *from, void *to, size
   DIST_NCCL(ncclGroupStart());
   if (g->rank == 0) {
     for (int j = 1; j < g->size; j++)
-      DIST_NCCL(ncclRecv((char *)to + (size_t)j * chunk * bytes, chunk, type, j, g->comm, g->stream));
+      DIST_NCCL_IN_GROUP(ncclRecv((char *)to + (size_t)j * chunk * bytes, chunk, type, j, g->comm, g->stream));
   } else {
-    DIST_NCCL(ncclSend(from, chunk, type, 0, g->comm, g->stream));
+    DIST_NCCL_IN_GROUP(ncclSend(from, chunk, type, 0, g->comm, g->stream));
   }
   DIST_NCCL(ncclGroupEnd());
   if (g->rank == 0) DIST_CUDA(cudaMemcpyAsync(to, from, chunk * bytes, cudaMemcpyDeviceToDevice, g->stream));
@@ -272,8 +282,8 @@ ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels,
     DIST_NCCL(ncclGroupStart());
     for (int j = 0; j < g->size; j++) {
       if (j == g->rank) continue;
-      DIST_NCCL(ncclSend(g->words + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
-      DIST_NCCL(ncclRecv(g->strips + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
+      DIST_NCCL_IN_GROUP(ncclSend(g->words + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
+      DIST_NCCL_IN_GROUP(ncclRecv(g->strips + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
     }
     DIST_NCCL(ncclGroupEnd());
     over_kernel<<<grid_for(chunk), DIST_BLOCK, 0, g->stream>>>(g->strips, chunk, g->order, g->size, g->part);
