@@ -51,6 +51,7 @@ cudaError_t ir_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, c
   case 0: return ir_launch(intersect_kernel<0>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
   case 1: return ir_launch(intersect_kernel<1>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
   case 2: return ir_launch(intersect_kernel<2>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
-  default: return ir_launch(intersect_kernel<3>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
+  case 3: return ir_launch(intersect_kernel<3>, grid, stream, attr, attr_count, d_frame, b, in, n, to_shade, to_traverse);
+  default: return cudaErrorInvalidValue; /* the paper's pipeline refuses lit frames before this */
   }
 }

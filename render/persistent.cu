@@ -543,7 +543,9 @@ static persist_kernel_fn kernel_for_mode(int mode) {
   case IR_TRACE_COMPOSITE | IR_TRACE_EXACT: return persistent_composite_kernel<IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
   /* Lit frames (secondary.cuh): a hit's occlusion and shadow rays are traced in the shading phase. */
   case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE, Method>;
-  default: return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT:
+    return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
+  default: return NULL; /* no kernel for that mode: the launch says so */
   }
 }
 
@@ -553,7 +555,8 @@ static persist_kernel_fn kernel_for(int mode, ir_compact_method method) {
   case IR_COMPACT_INK_COLLATE: return kernel_for_mode<IR_COMPACT_INK_COLLATE>(mode);
   case IR_COMPACT_THRUST: return kernel_for_mode<IR_COMPACT_THRUST>(mode);
   case IR_COMPACT_JUMPING_JACK: return kernel_for_mode<IR_COMPACT_JUMPING_JACK>(mode);
-  default: return kernel_for_mode<IR_COMPACT_REDZONE>(mode);
+  case IR_COMPACT_REDZONE: return kernel_for_mode<IR_COMPACT_REDZONE>(mode);
+  default: return NULL;
   }
 }
 
@@ -562,6 +565,7 @@ static persist_kernel_fn kernel_for(int mode, ir_compact_method method) {
  * so; the InK-Compact one stands for them. */
 cudaError_t ir_persistent_blocks(int mode, unsigned *blocks) {
   int device = 0, sms = 0, per_sm = 0;
+  if (!kernel_for(mode, IR_COMPACT_INK_COMPACT)) return cudaErrorInvalidValue;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess)
@@ -574,7 +578,9 @@ cudaError_t ir_persistent_blocks(int mode, unsigned *blocks) {
 
 cudaError_t ir_persistent_launch(const ir_gpu_frame &frame, const ir_persist_args &a, int mode, cudaStream_t stream) {
   const unsigned grid = a.blocks < a.tiles ? a.blocks : (a.tiles ? a.tiles : 1);
-  kernel_for(mode, a.method)<<<grid, IR_PERSIST_BLOCK, 0, stream>>>(frame, a);
+  persist_kernel_fn kernel = kernel_for(mode, a.method);
+  if (!kernel) return cudaErrorInvalidValue;
+  kernel<<<grid, IR_PERSIST_BLOCK, 0, stream>>>(frame, a);
   return cudaGetLastError();
 }
 

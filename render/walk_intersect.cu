@@ -82,9 +82,10 @@ cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers
   case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE:
     return ir_launch(walk_intersect_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE>, grid, stream, attr, attr_count, d_frame, b, in, n, counters,
                      to_traverse);
-  default:
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT:
     return ir_launch(walk_intersect_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT>, grid, stream, attr, attr_count, d_frame, b, in, n, counters,
                      to_traverse);
+  default: return cudaErrorInvalidValue;
   }
 }
 
@@ -145,6 +146,8 @@ cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, c
   case 2: return ir_launch(walk_tail_opaque_kernel<2>, grid, stream, NULL, 0, d_frame, b, in, counters);
   case 3: return ir_launch(walk_tail_kernel<3>, grid, stream, NULL, 0, d_frame, b, in, counters);
   case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: return ir_launch(walk_tail_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE>, grid, stream, NULL, 0, d_frame, b, in, counters);
-  default: return ir_launch(walk_tail_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT:
+    return ir_launch(walk_tail_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT>, grid, stream, NULL, 0, d_frame, b, in, counters);
+  default: return cudaErrorInvalidValue;
   }
 }
