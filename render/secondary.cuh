@@ -303,6 +303,16 @@ static inline IR_HD bool ir_light_ray(const ir_trace_params *p, const ir_light_s
 /* Secondary rays per hit, occlusion and shadow (ir_light_ray's i ranges over them). */
 static inline IR_HD int ir_light_ray_count(const ir_trace_params *p) { return p->ao_n + (p->shadows ? 1 : 0); }
 
+/* The lit colour from the setup, the open fraction of the occlusion rays and the shadow ray's
+ * transmittance: the one formula of every pipeline (a person switching pipelines sees the same
+ * picture, and the CPU reference checks them all). */
+static inline IR_HD ir_vec3 ir_light_shade(const ir_light_setup *L, ir_vec3 base, float ao, float shadow) {
+  float diffuse = (IR_AMBIENT + (1.0f - IR_AMBIENT) * (L->ndl * shadow)) * ao;
+  float spec = IR_SPECULAR * L->spec * shadow;
+  return ir_v3(ir_clamp01(base.x * diffuse + spec), ir_clamp01(base.y * diffuse + spec),
+               ir_clamp01(base.z * diffuse + spec));
+}
+
 /* The lit colour from the setup and the transmittances of the hit's secondary rays (light[i] for
  * ray i, 1 where it has none), added in order: whoever traced them, the same colour. */
 static inline IR_HD ir_vec3 ir_light_combine(const ir_trace_params *p, const ir_light_setup *L, ir_vec3 base,
@@ -314,10 +324,7 @@ static inline IR_HD ir_vec3 ir_light_combine(const ir_trace_params *p, const ir_
     ao = open / (float)p->ao_n;
   }
   float shadow = p->shadows && L->ndl > 0.0f ? light[p->ao_n] : 1.0f;
-  float diffuse = (IR_AMBIENT + (1.0f - IR_AMBIENT) * (L->ndl * shadow)) * ao;
-  float spec = IR_SPECULAR * L->spec * shadow;
-  return ir_v3(ir_clamp01(base.x * diffuse + spec), ir_clamp01(base.y * diffuse + spec),
-               ir_clamp01(base.z * diffuse + spec));
+  return ir_light_shade(L, base, ao, shadow);
 }
 
 /* The lit colour of a hit (at t along r, field differences diff, colour base) with the frame's
@@ -342,10 +349,7 @@ static inline IR_HD ir_vec3 ir_light_color(const ir_trace_params *p, const ir_ra
   ir_ray sr;
   float t_max;
   if (ir_light_ray(p, &L, p->ao_n, &sr, &t_max)) shadow = ir_transmittance(p, &sr, t_max);
-  float diffuse = (IR_AMBIENT + (1.0f - IR_AMBIENT) * (L.ndl * shadow)) * ao;
-  float spec = IR_SPECULAR * L.spec * shadow;
-  return ir_v3(ir_clamp01(base.x * diffuse + spec), ir_clamp01(base.y * diffuse + spec),
-               ir_clamp01(base.z * diffuse + spec));
+  return ir_light_shade(&L, base, ao, shadow);
 }
 
 /* ---- Progressive accumulation (ir_frame_desc.accumulate) ----------------------------------------
