@@ -37,6 +37,7 @@ struct ir_gpu_extract; /* gpu_extract.cu */
 struct ir_extractor {
   ir_extract_device device;
   int threads;                 /* CPU */
+  bool pinned_mesh;            /* GPU: host meshes from the pinned cache (ir_extractor_desc) */
   uint64_t cases[256];         /* ir_mc_build_cases */
   bool have_grid;
   ir_mc_grid grid;

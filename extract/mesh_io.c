@@ -5,6 +5,12 @@
  * process) never leaves a half-written file under the target name; the temporary file is removed
  * on failure. The records are packed in chunks on all cores and written in order.
  *
+ * A device mesh is written the same way from pinned staging buffers: the transfer module
+ * (transfer/transfer.h) downloads a chunk of vertices (every attribute's slice of it) or faces
+ * at a time and hands it over in order while the next chunks download, and the chunk is packed
+ * and written as a host mesh of its own would be (its face indices are the mesh's). STL needs
+ * every triangle's corners: its positions are downloaded whole first.
+ *
  * PLY: element vertex (float x y z, float nx ny nz, uchar red green blue alpha when the mesh has
  * colours, float value), element face (list uchar int vertex_indices). STL: an 80-byte header, the
  * triangle count, then per triangle its unit geometric normal, three corners and a zero attribute
@@ -21,6 +27,7 @@
 #include <unistd.h>
 
 #include "extract/extract_internal.h"
+#include "transfer/transfer.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "mesh_io.c writes the host's floats and integers as they are: it needs a little-endian host"
@@ -248,10 +255,99 @@ static bool write_body(FILE *f, const ir_mesh *m, ir_mesh_format format, char **
          write_records(f, m, format, true, m->triangle_count, bufs, lens);
 }
 
+/* ---- A device mesh, chunk by chunk ----------------------------------------------------------------- */
+typedef struct slice_writer {
+  FILE *f;
+  ir_mesh_format format;
+  bool faces, colors;
+  const float *positions; /* STL: all of them, on the host */
+  char **bufs;
+  size_t *lens;
+} slice_writer;
+
+/* A chunk of vertices or faces, downloaded: written as a mesh of that chunk alone would be. */
+static int write_slice(void *ctx, const void *const *parts, size_t first, size_t count, char err[IR_ERR_LEN]) {
+  slice_writer *w = ctx;
+  ir_mesh view;
+  memset(&view, 0, sizeof view);
+  if (w->faces) {
+    view.triangles = (uint32_t *)parts[0];
+    view.positions = (float *)w->positions;
+  } else {
+    int k = 0;
+    view.positions = (float *)parts[k++];
+    view.normals = (float *)parts[k++];
+    if (w->colors) view.colors = (uint8_t *)parts[k++];
+    if (w->format == IR_MESH_PLY) view.values = (float *)parts[k++];
+  }
+  if (write_records(w->f, &view, w->format, w->faces, count, w->bufs, w->lens)) return 0;
+  snprintf(err, IR_ERR_LEN, "%s", strerror(errno ? errno : EIO));
+  return 1;
+}
+
+/* The file's header and records from a device mesh; false with `why` (errno's text or the
+ * download's error) on failure. */
+static bool write_body_device(FILE *f, const ir_mesh *m, ir_mesh_format format, char **bufs, size_t *lens,
+                              char why[IR_ERR_LEN]) {
+  const void *any = m->vertex_count ? (const void *)m->positions : (const void *)m->triangles;
+  struct cudaPointerAttributes attr;
+  cudaError_t e = cudaPointerGetAttributes(&attr, any);
+  ir_xfer_pool *pool = NULL;
+  if (e != cudaSuccess) {
+    snprintf(why, IR_ERR_LEN, "%s", cudaGetErrorString(e));
+    return false;
+  }
+  if (ir_xfer_pool_of(attr.device, &pool, why) != IR_OK) return false;
+  slice_writer w = {.f = f, .format = format, .colors = m->colors != NULL, .bufs = bufs, .lens = lens};
+  float *positions = NULL;
+  bool ok = true;
+  if (format == IR_MESH_PLY) {
+    char header[1024];
+    int n = ply_header(header, sizeof header, m->vertex_count, m->triangle_count, m->colors != NULL);
+    ok = fwrite(header, 1, (size_t)n, f) == (size_t)n;
+  } else if (format == IR_MESH_STL) {
+    char header[84] = {0};
+    snprintf(header, 80, "inkray isosurface mesh, binary STL");
+    uint32_t count = (uint32_t)m->triangle_count;
+    memcpy(header + 80, &count, 4);
+    ok = fwrite(header, 1, 84, f) == 84;
+    positions = malloc((m->vertex_count ? m->vertex_count : 1) * 12);
+    if (!positions) {
+      snprintf(why, IR_ERR_LEN, "out of host memory for the mesh's positions");
+      return false;
+    }
+    if (ok && ir_xfer_download(pool, positions, m->positions, m->vertex_count * 12, NULL, why) != IR_OK) {
+      free(positions);
+      return false;
+    }
+    w.positions = positions;
+  } else {
+    ok = fprintf(f, "# inkray isosurface mesh: %zu vertices, %zu triangles\n", m->vertex_count, m->triangle_count) > 0;
+  }
+  if (!ok) snprintf(why, IR_ERR_LEN, "%s", strerror(errno ? errno : EIO));
+  if (ok && format != IR_MESH_STL) {
+    const void *src[4];
+    size_t bytes[4];
+    int parts = 0;
+    src[parts] = m->positions, bytes[parts++] = 12;
+    src[parts] = m->normals, bytes[parts++] = 12;
+    if (m->colors) src[parts] = m->colors, bytes[parts++] = 4;
+    if (format == IR_MESH_PLY) src[parts] = m->values, bytes[parts++] = 4;
+    ok = ir_xfer_download_items(pool, src, bytes, parts, m->vertex_count, NULL, write_slice, &w, why) == IR_OK;
+  }
+  if (ok) {
+    const void *src[1] = {m->triangles};
+    size_t bytes[1] = {12};
+    w.faces = true;
+    ok = ir_xfer_download_items(pool, src, bytes, 1, m->triangle_count, NULL, write_slice, &w, why) == IR_OK;
+  }
+  free(positions);
+  return ok;
+}
+
 ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]) {
-  if (!m || (m->on_device && (m->vertex_count || m->triangle_count))) {
-    snprintf(err, IR_ERR_LEN, "mesh file '%.300s': %s", path ? path : "", !m ? "no mesh" : "the mesh is in device "
-             "memory; extract to host arrays (IR_MESH_HOST) to write it");
+  if (!m) {
+    snprintf(err, IR_ERR_LEN, "mesh file '%.300s': no mesh", path ? path : "");
     return IR_ERR_INPUT;
   }
   ir_status status = ir_mesh_check_output(path, err);
@@ -285,8 +381,12 @@ ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]
   size_t chunks = (m->vertex_count > m->triangle_count ? m->vertex_count : m->triangle_count) / chunk_items(format) + 1;
   for (size_t k = 0; ok && k < CHUNKS_PER_WRITE && k < chunks; k++) ok = (bufs[k] = malloc(chunk_bytes)) != NULL;
   int saved = 0;
+  char why[IR_ERR_LEN] = {0};
+  bool device = m->on_device && (m->vertex_count || m->triangle_count);
   if (!ok) {
     saved = errno ? errno : ENOMEM;
+  } else if (device) {
+    ok = write_body_device(f, m, format, bufs, lens, why);
   } else {
     ok = write_body(f, m, format, bufs, lens);
     if (!ok) saved = errno ? errno : EIO;
@@ -300,8 +400,8 @@ ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]
   if (ok && rename(tmp, path) != 0) ok = false, saved = errno;
   if (!ok) {
     unlink(tmp);
-    snprintf(err, IR_ERR_LEN, "mesh file '%.300s': writing failed: %s (nothing was left under that name)", path,
-             strerror(saved));
+    snprintf(err, IR_ERR_LEN, "mesh file '%.250s': writing failed: %.150s (nothing was left under that name)", path,
+             why[0] ? why : strerror(saved));
     return IR_ERR_RUNTIME;
   }
   return IR_OK;
