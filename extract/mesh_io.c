@@ -285,19 +285,30 @@ static int write_slice(void *ctx, const void *const *parts, size_t first, size_t
   return 1;
 }
 
-/* The file's header and records from a device mesh; false with `why` (errno's text or the
- * download's error) on failure. */
-static bool write_body_device(FILE *f, const ir_mesh *m, ir_mesh_format format, char **bufs, size_t *lens,
-                              char why[IR_ERR_LEN]) {
-  const void *any = m->vertex_count ? (const void *)m->positions : (const void *)m->triangles;
-  struct cudaPointerAttributes attr;
-  cudaError_t e = cudaPointerGetAttributes(&attr, any);
-  ir_xfer_pool *pool = NULL;
-  if (e != cudaSuccess) {
-    snprintf(why, IR_ERR_LEN, "%s", cudaGetErrorString(e));
-    return false;
+/* Where the chunks of a chunked write come from: the device mesh's download through a staging pool
+ * (pool set), or the host mesh's arrays cut into chunks of `host_chunk` items (the same slices,
+ * for the tests of the writer's chunking on machines without a GPU). */
+typedef struct chunk_source {
+  ir_xfer_pool *pool;
+  size_t host_chunk;
+} chunk_source;
+
+static bool feed(const chunk_source *src, const void *const *parts, const size_t *item_bytes, int count, size_t items,
+                 slice_writer *w, char why[IR_ERR_LEN]) {
+  if (src->pool) return ir_xfer_download_items(src->pool, parts, item_bytes, count, items, NULL, write_slice, w, why) == IR_OK;
+  for (size_t first = 0; first < items; first += src->host_chunk) {
+    const void *slices[IR_XFER_MAX_PARTS];
+    for (int k = 0; k < count; k++) slices[k] = (const char *)parts[k] + first * item_bytes[k];
+    size_t n = items - first < src->host_chunk ? items - first : src->host_chunk;
+    if (write_slice(w, slices, first, n, why) != 0) return false;
   }
-  if (ir_xfer_pool_of(attr.device, &pool, why) != IR_OK) return false;
+  return true;
+}
+
+/* The file's header and records, chunk by chunk from `src`; false with `why` (errno's text or the
+ * download's error) on failure. */
+static bool write_body_chunks(FILE *f, const ir_mesh *m, ir_mesh_format format, char **bufs, size_t *lens,
+                              const chunk_source *src, char why[IR_ERR_LEN]) {
   slice_writer w = {.f = f, .format = format, .colors = m->colors != NULL, .bufs = bufs, .lens = lens};
   float *positions = NULL;
   bool ok = true;
@@ -311,41 +322,71 @@ static bool write_body_device(FILE *f, const ir_mesh *m, ir_mesh_format format, 
     uint32_t count = (uint32_t)m->triangle_count;
     memcpy(header + 80, &count, 4);
     ok = fwrite(header, 1, 84, f) == 84;
-    positions = malloc((m->vertex_count ? m->vertex_count : 1) * 12);
-    if (!positions) {
-      snprintf(why, IR_ERR_LEN, "out of host memory for the mesh's positions");
-      return false;
+    w.positions = m->positions;
+    if (src->pool) {
+      positions = malloc((m->vertex_count ? m->vertex_count : 1) * 12);
+      if (!positions) {
+        snprintf(why, IR_ERR_LEN, "out of host memory for the mesh's positions");
+        return false;
+      }
+      if (ok && ir_xfer_download(src->pool, positions, m->positions, m->vertex_count * 12, NULL, why) != IR_OK) {
+        free(positions);
+        return false;
+      }
+      w.positions = positions;
     }
-    if (ok && ir_xfer_download(pool, positions, m->positions, m->vertex_count * 12, NULL, why) != IR_OK) {
-      free(positions);
-      return false;
-    }
-    w.positions = positions;
   } else {
     ok = fprintf(f, "# inkray isosurface mesh: %zu vertices, %zu triangles\n", m->vertex_count, m->triangle_count) > 0;
   }
   if (!ok) snprintf(why, IR_ERR_LEN, "%s", strerror(errno ? errno : EIO));
   if (ok && format != IR_MESH_STL) {
-    const void *src[4];
+    const void *parts[4];
     size_t bytes[4];
-    int parts = 0;
-    src[parts] = m->positions, bytes[parts++] = 12;
-    src[parts] = m->normals, bytes[parts++] = 12;
-    if (m->colors) src[parts] = m->colors, bytes[parts++] = 4;
-    if (format == IR_MESH_PLY) src[parts] = m->values, bytes[parts++] = 4;
-    ok = ir_xfer_download_items(pool, src, bytes, parts, m->vertex_count, NULL, write_slice, &w, why) == IR_OK;
+    int count = 0;
+    parts[count] = m->positions, bytes[count++] = 12;
+    parts[count] = m->normals, bytes[count++] = 12;
+    if (m->colors) parts[count] = m->colors, bytes[count++] = 4;
+    if (format == IR_MESH_PLY) parts[count] = m->values, bytes[count++] = 4;
+    ok = feed(src, parts, bytes, count, m->vertex_count, &w, why);
   }
   if (ok) {
-    const void *src[1] = {m->triangles};
+    const void *parts[1] = {m->triangles};
     size_t bytes[1] = {12};
     w.faces = true;
-    ok = ir_xfer_download_items(pool, src, bytes, 1, m->triangle_count, NULL, write_slice, &w, why) == IR_OK;
+    ok = feed(src, parts, bytes, 1, m->triangle_count, &w, why);
   }
   free(positions);
   return ok;
 }
 
+/* The staging pool of the device that holds the mesh. */
+static bool device_source(const ir_mesh *m, chunk_source *src, char why[IR_ERR_LEN]) {
+  const void *any = m->vertex_count ? (const void *)m->positions : (const void *)m->triangles;
+  struct cudaPointerAttributes attr;
+  cudaError_t e = cudaPointerGetAttributes(&attr, any);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(why, IR_ERR_LEN, "%s", cudaGetErrorString(e));
+    return false;
+  }
+  return ir_xfer_pool_of(attr.device, &src->pool, why) == IR_OK;
+}
+
+static ir_status write_mesh(const ir_mesh *m, const char *path, size_t host_chunk, char err[IR_ERR_LEN]);
+
 ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]) {
+  return write_mesh(m, path, 0, err);
+}
+
+ir_status ir_mesh_write_chunked(const ir_mesh *m, const char *path, size_t items_per_chunk, char err[IR_ERR_LEN]) {
+  if (m && m->on_device) {
+    snprintf(err, IR_ERR_LEN, "ir_mesh_write_chunked writes host meshes");
+    return IR_ERR_INPUT;
+  }
+  return write_mesh(m, path, items_per_chunk ? items_per_chunk : 1, err);
+}
+
+static ir_status write_mesh(const ir_mesh *m, const char *path, size_t host_chunk, char err[IR_ERR_LEN]) {
   if (!m) {
     snprintf(err, IR_ERR_LEN, "mesh file '%.300s': no mesh", path ? path : "");
     return IR_ERR_INPUT;
@@ -385,8 +426,9 @@ ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]
   bool device = m->on_device && (m->vertex_count || m->triangle_count);
   if (!ok) {
     saved = errno ? errno : ENOMEM;
-  } else if (device) {
-    ok = write_body_device(f, m, format, bufs, lens, why);
+  } else if (device || host_chunk) {
+    chunk_source src = {.host_chunk = host_chunk};
+    ok = (!device || device_source(m, &src, why)) && write_body_chunks(f, m, format, bufs, lens, &src, why);
   } else {
     ok = write_body(f, m, format, bufs, lens);
     if (!ok) saved = errno ? errno : EIO;
