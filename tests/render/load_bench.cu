@@ -12,7 +12,8 @@
  *                                    a sink that does nothing, that copies each piece into a
  *                                    pinned staging buffer of the transfer module, that also
  *                                    queues its DMA into linear memory, and into a 3D array (the
- *                                    renderer's upload); each into fresh memory (its pages first
+ *                                    renderer's upload), and into linear memory then from there
+ *                                    into the 3D array; each into fresh memory (its pages first
  *                                    touched by the read) and into the memory of the load before
  *                                    (ir_volume_desc.recycle); GB/s to the last copy's end,
  *                                    median of 3
@@ -128,9 +129,9 @@ static int bench_read(ir_volume_desc *desc, int threads) {
 }
 
 /* ---- Where a streamed load's time goes ---------------------------------------------------------- */
-typedef enum sink_mode { SINK_NONE, SINK_STAGE, SINK_LINEAR, SINK_ARRAY, SINK_COUNT } sink_mode;
+typedef enum sink_mode { SINK_NONE, SINK_STAGE, SINK_LINEAR, SINK_ARRAY, SINK_ARRAY_VIA_LINEAR, SINK_COUNT } sink_mode;
 static const char *const sink_names[SINK_COUNT] = {"read_only", "read_stage", "read_stage_dma_linear",
-                                                    "read_stage_dma_array"};
+                                                    "read_stage_dma_array", "read_stage_dma_linear_then_array"};
 
 typedef struct stream_sink {
   sink_mode mode;
@@ -152,17 +153,20 @@ static ir_status stream_piece(void *ctx, const ir_volume_piece *piece, const voi
   cudaError_t e = cudaSuccess;
   if (s->mode == SINK_LINEAR) {
     e = cudaMemcpyAsync(s->linear + piece->offset, b->host, piece->bytes, cudaMemcpyHostToDevice, b->stream);
-  } else if (s->mode == SINK_ARRAY) {
+  } else if (s->mode == SINK_ARRAY || s->mode == SINK_ARRAY_VIA_LINEAR) {
+    /* Via linear: the DMA into linear device memory, then a device copy into the array. */
+    bool via = s->mode == SINK_ARRAY_VIA_LINEAR;
+    if (via) e = cudaMemcpyAsync(s->linear + piece->offset, b->host, piece->bytes, cudaMemcpyHostToDevice, b->stream);
     size_t nx = s->dims[0], ny = s->dims[1], y = piece->row % ny, z = piece->row / ny;
     bool slices = y == 0 && piece->rows % ny == 0;
     cudaMemcpy3DParms p;
     memset(&p, 0, sizeof p);
-    p.srcPtr = make_cudaPitchedPtr(b->host, nx, nx, slices ? ny : piece->rows);
+    p.srcPtr = make_cudaPitchedPtr(via ? (void *)(s->linear + piece->offset) : b->host, nx, nx, slices ? ny : piece->rows);
     p.dstArray = s->array;
     p.dstPos = make_cudaPos(0, y, z);
     p.extent = make_cudaExtent(nx, slices ? ny : piece->rows, slices ? piece->rows / ny : 1);
-    p.kind = cudaMemcpyHostToDevice;
-    e = cudaMemcpy3DAsync(&p, b->stream);
+    p.kind = via ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+    if (e == cudaSuccess) e = cudaMemcpy3DAsync(&p, b->stream);
   }
   if (e == cudaSuccess && s->mode != SINK_STAGE) e = cudaEventRecord(b->done, b->stream);
   ir_xfer_release(s->pool, b);
