@@ -16,7 +16,7 @@
  *                                    into the 3D array; each into fresh memory (its pages first
  *                                    touched by the read) and into the memory of the load before
  *                                    (ir_volume_desc.recycle); GB/s to the last copy's end,
- *                                    median of 3
+ *                                    median of --runs N (1..9, default 3)
  *
  * Both print one line per figure, "name value unit". */
 #include <cuda_runtime_api.h>
@@ -174,7 +174,7 @@ static ir_status stream_piece(void *ctx, const ir_volume_piece *piece, const voi
   return e == cudaSuccess ? IR_OK : IR_ERR_RUNTIME;
 }
 
-static int bench_stream(ir_volume_desc *desc) {
+static int bench_stream(ir_volume_desc *desc, int runs) {
   char err[IR_ERR_LEN];
   stream_sink sink;
   memset(&sink, 0, sizeof sink);
@@ -200,9 +200,9 @@ static int bench_stream(ir_volume_desc *desc) {
   desc->sink = &vs;
   for (int m = 0; m < SINK_COUNT; m++)
     for (int recycled = 0; recycled < 2; recycled++) {
-      double gbs[3];
+      double gbs[9];
       sink.mode = (sink_mode)m;
-      for (int r = 0; r < 3; r++) {
+      for (int r = 0; r < runs; r++) {
         desc->recycle = recycled ? &v : NULL;
         if (!recycled) ir_volume_free(&v);
         ir_volume next;
@@ -218,7 +218,7 @@ static int bench_stream(ir_volume_desc *desc) {
         ir_volume_free(&v);
         v = next;
       }
-      printf("%s_%s %.2f GB/s\n", sink_names[m], recycled ? "recycled" : "fresh", median(gbs, 3));
+      printf("%s_%s %.2f GB/s\n", sink_names[m], recycled ? "recycled" : "fresh", median(gbs, runs));
     }
   desc->sink = NULL;
   desc->recycle = NULL;
@@ -229,6 +229,7 @@ static int bench_stream(ir_volume_desc *desc) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* each figure out as it is measured */
   if (argc >= 2 && strcmp(argv[1], "--pcie") == 0) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -243,9 +244,10 @@ int main(int argc, char **argv) {
     ir_volume_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.source = argv[2];
-    int threads = 0;
+    int threads = 0, runs = 3;
     for (int i = 3; i + 1 < argc; i += 2) {
       if (strcmp(argv[i], "--threads") == 0) threads = atoi(argv[i + 1]);
+      else if (strcmp(argv[i], "--runs") == 0 && atoi(argv[i + 1]) >= 1 && atoi(argv[i + 1]) <= 9) runs = atoi(argv[i + 1]);
       else if (strcmp(argv[i], "--type") == 0 && ir_voxel_type_parse(argv[i + 1], &desc.type)) desc.type_given = true;
       else if (strcmp(argv[i], "--dims") == 0 &&
                sscanf(argv[i + 1], "%zux%zux%zu", &desc.dims[0], &desc.dims[1], &desc.dims[2]) == 3) {
@@ -254,8 +256,8 @@ int main(int argc, char **argv) {
         return 2;
       }
     }
-    return stream ? bench_stream(&desc) : bench_read(&desc, threads);
+    return stream ? bench_stream(&desc, runs) : bench_read(&desc, threads);
   }
-  fprintf(stderr, "usage: load_bench --pcie [MIB] | --read|--stream FILE [--threads N] [--dims XxYxZ --type T]\n");
+  fprintf(stderr, "usage: load_bench --pcie [MIB] | --read|--stream FILE [--threads N] [--runs N] [--dims XxYxZ --type T]\n");
   return 2;
 }
