@@ -35,6 +35,9 @@
  * the DMA of the next ones. */
 #define ITEM_DEPTH 4
 #define MAX_DEVICES 64
+/* Free pinned blocks the cache keeps at most: pinned memory is memory the system cannot page or
+ * hand to others, so blocks of sizes no longer asked for go once the cache passes this. */
+#define HOST_CACHE_MAX ((size_t)4 << 30)
 
 typedef struct pool_buffer {
   ir_xfer_buffer pub;
@@ -509,11 +512,24 @@ void *ir_xfer_host_alloc(size_t bytes) {
 void ir_xfer_host_free(void *ptr) {
   if (!ptr) return;
   pthread_mutex_lock(&host_lock);
-  for (size_t k = 0; k < host_count; k++)
-    if (host_blocks[k].ptr == ptr) {
-      host_blocks[k].in_use = false;
-      break;
+  size_t cached = 0;
+  for (size_t k = 0; k < host_count; k++) {
+    if (host_blocks[k].ptr == ptr) host_blocks[k].in_use = false;
+    if (!host_blocks[k].in_use) cached += host_blocks[k].bytes;
+  }
+  /* Over the limit: the other free blocks go, oldest first; the one given back now stays (the
+   * next call of the same size wants it). */
+  size_t kept = 0;
+  for (size_t k = 0; k < host_count; k++) {
+    host_block b = host_blocks[k];
+    if (cached > HOST_CACHE_MAX && !b.in_use && b.ptr != ptr) {
+      cudaFreeHost(b.ptr);
+      cached -= b.bytes;
+    } else {
+      host_blocks[kept++] = b;
     }
+  }
+  host_count = kept;
   pthread_mutex_unlock(&host_lock);
 }
 

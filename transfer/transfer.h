@@ -90,7 +90,8 @@ ir_status ir_xfer_download_items(ir_xfer_pool *pool, const void *const *src, con
  * class is free there; NULL when none can be had (the cache is emptied and the allocation tried
  * again first). The memory is usable with every device. */
 void *ir_xfer_host_alloc(size_t bytes);
-/* Gives a block from ir_xfer_host_alloc back to the cache. NULL is fine. */
+/* Gives a block from ir_xfer_host_alloc back to the cache, which keeps at most 4 GiB of free
+ * blocks (older ones of other sizes are freed first). NULL is fine. */
 void ir_xfer_host_free(void *ptr);
 /* Frees the cache's unused blocks; returns the bytes freed. */
 size_t ir_xfer_host_trim(void);
