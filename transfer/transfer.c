@@ -190,7 +190,9 @@ static cudaError_t buffer_create(ir_xfer_pool *p, ir_xfer_buffer *b) {
   return e;
 }
 
-ir_status ir_xfer_acquire(ir_xfer_pool *p, ir_xfer_buffer **out, char err[IR_ERR_LEN]) {
+/* A free buffer; when every one is taken and the pool is full, waits for one (`wait`) or gives
+ * IR_OK with *out NULL. */
+static ir_status acquire(ir_xfer_pool *p, bool wait, ir_xfer_buffer **out, char err[IR_ERR_LEN]) {
   pool_buffer *b = NULL;
   cudaError_t e = cudaSuccess;
   *out = NULL;
@@ -209,6 +211,7 @@ ir_status ir_xfer_acquire(ir_xfer_pool *p, ir_xfer_buffer **out, char err[IR_ERR
       b = c;
       break;
     }
+    if (!wait) break;
     pthread_cond_wait(&p->freed, &p->lock);
   }
   if (b) {
@@ -216,6 +219,10 @@ ir_status ir_xfer_acquire(ir_xfer_pool *p, ir_xfer_buffer **out, char err[IR_ERR
     p->next++;
   }
   pthread_mutex_unlock(&p->lock);
+  if (!b && !wait) {
+    (void)cudaGetLastError(); /* a buffer that could not be made now is one fewer, not a failure */
+    return IR_OK;
+  }
   if (!b) return cuda_failed(e, "allocating a pinned staging buffer", err);
   /* Its previous copy must have left the buffer before it is written again. */
   if (b->used && (e = cudaEventSynchronize(b->pub.done)) != cudaSuccess) {
@@ -224,6 +231,10 @@ ir_status ir_xfer_acquire(ir_xfer_pool *p, ir_xfer_buffer **out, char err[IR_ERR
   }
   *out = &b->pub;
   return IR_OK;
+}
+
+ir_status ir_xfer_acquire(ir_xfer_pool *p, ir_xfer_buffer **out, char err[IR_ERR_LEN]) {
+  return acquire(p, true, out, err);
 }
 
 void ir_xfer_release(ir_xfer_pool *p, ir_xfer_buffer *buffer) {
@@ -420,8 +431,14 @@ ir_status ir_xfer_download_items(ir_xfer_pool *p, const void *const *src, const 
   e = cudaEventCreateWithFlags(&start, cudaEventDisableTiming);
   if (e == cudaSuccess) e = cudaEventRecord(start, stream);
   if (e != cudaSuccess) st = cuda_failed(e, "ordering a download after earlier work", err);
+  /* The first buffer waits for one to be free; the others are taken only when free, so that
+   * downloads running at once never hold part of their rings each and wait for the rest. */
   for (int k = 0; k < depth && st == IR_OK; k++) {
-    if ((st = ir_xfer_acquire(p, &ring[k], err)) != IR_OK) break;
+    if ((st = acquire(p, k == 0, &ring[k], err)) != IR_OK) break;
+    if (!ring[k]) {
+      depth = k;
+      break;
+    }
     if ((e = queue_items(&plan, (size_t)k, ring[k], start)) != cudaSuccess) st = cuda_failed(e, "queueing a download", err);
   }
   for (size_t c = 0; c < chunks && st == IR_OK; c++) {
