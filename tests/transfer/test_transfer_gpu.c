@@ -1,8 +1,10 @@
 /* The transfer module's copies (label gpu; exit 77 without a CUDA device): uploads and downloads
  * through pools of tiny and default buffers, at sizes and offsets that end mid-buffer, equal byte
  * for byte to what was sent; a download ordered after earlier work on its stream; item downloads
- * handed to the consumer in order and complete, and stopped by a consumer that fails; pinned host
+ * handed to the consumer in order and complete, and stopped by a consumer that fails; threads
+ * sharing a pool of fewer buffers than their downloads would hold; pinned host
  * memory, direct and from the cache, whose blocks come back for the next allocation. */
+#include <pthread.h>
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
@@ -163,6 +165,61 @@ static void test_items_arrive_in_order_and_complete(void) {
   ir_xfer_pool_destroy(small);
 }
 
+/* Several threads copying through one small pool at once (whole copies and item downloads, more
+ * rings than the pool has buffers) all finish with the right bytes. */
+typedef struct concurrent_arg {
+  ir_xfer_pool *pool;
+  int index;
+  bool ok;
+} concurrent_arg;
+
+static void *concurrent_worker(void *arg) {
+  concurrent_arg *a = arg;
+  char err[IR_ERR_LEN];
+  size_t items = 20000 + 999 * (size_t)a->index;
+  const size_t item_bytes[2] = {12, 4};
+  items_seen s = {.parts = 2, .in_order = true, .equal = true, .fail_at = SIZE_MAX};
+  const void *src[2] = {NULL, NULL};
+  a->ok = cudaSetDevice(0) == cudaSuccess;
+  for (int k = 0; k < 2 && a->ok; k++) {
+    s.item_bytes[k] = item_bytes[k];
+    s.expect[k] = pattern(items * item_bytes[k], (unsigned)(a->index * 7 + k));
+    void *dev = NULL;
+    a->ok = cudaMalloc(&dev, items * item_bytes[k]) == cudaSuccess &&
+            ir_xfer_upload(a->pool, dev, s.expect[k], items * item_bytes[k], NULL, err) == IR_OK;
+    src[k] = dev;
+  }
+  for (int round = 0; round < 3 && a->ok; round++) {
+    s.next = 0, s.chunks = 0;
+    a->ok = ir_xfer_download_items(a->pool, src, item_bytes, 2, items, NULL, consume, &s, err) == IR_OK &&
+            s.in_order && s.equal && s.next == items;
+  }
+  for (int k = 0; k < 2; k++) {
+    cudaFree((void *)src[k]);
+    free((void *)s.expect[k]);
+  }
+  return NULL;
+}
+
+static void test_threads_share_a_small_pool(void) {
+  char err[IR_ERR_LEN];
+  ir_xfer_pool *pool = NULL;
+  ir_xfer_desc d = {.buffer_bytes = 8192, .max_buffers = 5, .threads = 3};
+  CHECK(ir_xfer_pool_create(&d, &pool, err) == IR_OK);
+  enum { THREADS = 8 };
+  pthread_t tid[THREADS];
+  concurrent_arg args[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    args[t] = (concurrent_arg){.pool = pool, .index = t};
+    CHECK(pthread_create(&tid[t], NULL, concurrent_worker, &args[t]) == 0);
+  }
+  for (int t = 0; t < THREADS; t++) {
+    pthread_join(tid[t], NULL);
+    CHECK_MSG(args[t].ok, "thread %d: its copies went wrong", t);
+  }
+  ir_xfer_pool_destroy(pool);
+}
+
 static void test_pinned_cache_reuses_blocks(void) {
   char err[IR_ERR_LEN];
   ir_xfer_host_trim();
@@ -216,6 +273,7 @@ int main(int argc, char **argv) {
   RUN(test_round_trips_are_byte_equal);
   RUN(test_download_waits_for_earlier_work);
   RUN(test_items_arrive_in_order_and_complete);
+  RUN(test_threads_share_a_small_pool);
   RUN(test_pinned_cache_reuses_blocks);
   return check_summary();
 }
