@@ -131,6 +131,7 @@ typedef struct pack_job {
   ir_mesh_format format;
   bool faces;         /* packing faces (else vertices) */
   size_t first_chunk; /* of this round */
+  size_t task_items;  /* records a task packs (chunk_items at most: the size of a buffer) */
   size_t items;       /* vertices or triangles in total */
   char **buf;         /* per chunk of the round */
   size_t *len;        /* bytes packed per chunk */
@@ -205,7 +206,7 @@ static size_t record_max(ir_mesh_format f, bool faces, bool colors) {
 
 static void pack_chunk(void *ctx, size_t k) {
   pack_job *job = ctx;
-  size_t first = (job->first_chunk + k) * chunk_items(job->format), end = first + chunk_items(job->format);
+  size_t first = (job->first_chunk + k) * job->task_items, end = first + job->task_items;
   if (end > job->items) end = job->items;
   char *p = job->buf[k];
   if (job->format == IR_MESH_PLY) {
@@ -220,11 +221,12 @@ static void pack_chunk(void *ctx, size_t k) {
   }
 }
 
-/* Packs `items` records (vertices, or faces) and writes them in order. */
-static bool write_records(FILE *f, const ir_mesh *m, ir_mesh_format format, bool faces, size_t items, char **bufs,
-                          size_t *lens) {
-  size_t chunks = (items + chunk_items(format) - 1) / chunk_items(format);
-  pack_job job = {.m = m, .format = format, .faces = faces, .items = items, .buf = bufs, .len = lens};
+/* Packs `items` records (vertices, or faces) in tasks of `task_items` and writes them in order. */
+static bool write_records(FILE *f, const ir_mesh *m, ir_mesh_format format, bool faces, size_t items, size_t task_items,
+                          char **bufs, size_t *lens) {
+  size_t chunks = (items + task_items - 1) / task_items;
+  pack_job job = {.m = m, .format = format, .faces = faces, .items = items, .task_items = task_items, .buf = bufs,
+                  .len = lens};
   for (size_t first = 0; first < chunks; first += CHUNKS_PER_WRITE) {
     size_t round = chunks - first < CHUNKS_PER_WRITE ? chunks - first : CHUNKS_PER_WRITE;
     job.first_chunk = first;
@@ -240,19 +242,19 @@ static bool write_body(FILE *f, const ir_mesh *m, ir_mesh_format format, char **
     char header[1024];
     int n = ply_header(header, sizeof header, m->vertex_count, m->triangle_count, m->colors != NULL);
     return fwrite(header, 1, (size_t)n, f) == (size_t)n &&
-           write_records(f, m, format, false, m->vertex_count, bufs, lens) &&
-           write_records(f, m, format, true, m->triangle_count, bufs, lens);
+           write_records(f, m, format, false, m->vertex_count, chunk_items(format), bufs, lens) &&
+           write_records(f, m, format, true, m->triangle_count, chunk_items(format), bufs, lens);
   }
   if (format == IR_MESH_STL) {
     char header[84] = {0};
     snprintf(header, 80, "inkray isosurface mesh, binary STL");
     uint32_t count = (uint32_t)m->triangle_count;
     memcpy(header + 80, &count, 4);
-    return fwrite(header, 1, 84, f) == 84 && write_records(f, m, format, true, m->triangle_count, bufs, lens);
+    return fwrite(header, 1, 84, f) == 84 && write_records(f, m, format, true, m->triangle_count, chunk_items(format), bufs, lens);
   }
   return fprintf(f, "# inkray isosurface mesh: %zu vertices, %zu triangles\n", m->vertex_count, m->triangle_count) > 0 &&
-         write_records(f, m, format, false, m->vertex_count, bufs, lens) &&
-         write_records(f, m, format, true, m->triangle_count, bufs, lens);
+         write_records(f, m, format, false, m->vertex_count, chunk_items(format), bufs, lens) &&
+         write_records(f, m, format, true, m->triangle_count, chunk_items(format), bufs, lens);
 }
 
 /* ---- A device mesh, chunk by chunk ----------------------------------------------------------------- */
@@ -263,6 +265,7 @@ typedef struct slice_writer {
   const float *positions; /* STL: all of them, on the host */
   char **bufs;
   size_t *lens;
+  size_t buf_count; /* packing buffers allocated (chunk_items records each) */
 } slice_writer;
 
 /* A chunk of vertices or faces, downloaded: written as a mesh of that chunk alone would be. */
@@ -280,7 +283,16 @@ static int write_slice(void *ctx, const void *const *parts, size_t first, size_t
     if (w->colors) view.colors = (uint8_t *)parts[k++];
     if (w->format == IR_MESH_PLY) view.values = (float *)parts[k++];
   }
-  if (write_records(w->f, &view, w->format, w->faces, count, w->bufs, w->lens)) return 0;
+  /* A downloaded chunk is smaller than the host path's rounds: cut into a task per core, so that its
+   * packing is short beside its write. */
+  size_t threads = (size_t)ir_mc_thread_count(0), task = (count + threads - 1) / threads;
+  size_t fits = (count + w->buf_count - 1) / w->buf_count; /* no more tasks than buffers */
+  task = task < 4096 ? 4096 : task;
+  task = task < fits ? fits : task;
+  /* Each buffer holds chunk_items records; the buffers were counted for the largest array in
+   * tasks of that size, so this many tasks always have one each. */
+  task = task > chunk_items(w->format) ? chunk_items(w->format) : task;
+  if (write_records(w->f, &view, w->format, w->faces, count, task, w->bufs, w->lens)) return 0;
   snprintf(err, IR_ERR_LEN, "%s", strerror(errno ? errno : EIO));
   return 1;
 }
@@ -308,8 +320,9 @@ static bool feed(const chunk_source *src, const void *const *parts, const size_t
 /* The file's header and records, chunk by chunk from `src`; false with `why` (errno's text or the
  * download's error) on failure. */
 static bool write_body_chunks(FILE *f, const ir_mesh *m, ir_mesh_format format, char **bufs, size_t *lens,
-                              const chunk_source *src, char why[IR_ERR_LEN]) {
-  slice_writer w = {.f = f, .format = format, .colors = m->colors != NULL, .bufs = bufs, .lens = lens};
+                              size_t buf_count, const chunk_source *src, char why[IR_ERR_LEN]) {
+  slice_writer w = {.f = f, .format = format, .colors = m->colors != NULL, .bufs = bufs, .lens = lens,
+                    .buf_count = buf_count};
   float *positions = NULL;
   bool ok = true;
   if (format == IR_MESH_PLY) {
@@ -420,6 +433,7 @@ static ir_status write_mesh(const ir_mesh *m, const char *path, size_t host_chun
                                                   ? record_max(format, false, true)
                                                   : record_max(format, true, true));
   size_t chunks = (m->vertex_count > m->triangle_count ? m->vertex_count : m->triangle_count) / chunk_items(format) + 1;
+  if (chunks > CHUNKS_PER_WRITE) chunks = CHUNKS_PER_WRITE;
   for (size_t k = 0; ok && k < CHUNKS_PER_WRITE && k < chunks; k++) ok = (bufs[k] = malloc(chunk_bytes)) != NULL;
   int saved = 0;
   char why[IR_ERR_LEN] = {0};
@@ -428,7 +442,7 @@ static ir_status write_mesh(const ir_mesh *m, const char *path, size_t host_chun
     saved = errno ? errno : ENOMEM;
   } else if (device || host_chunk) {
     chunk_source src = {.host_chunk = host_chunk};
-    ok = (!device || device_source(m, &src, why)) && write_body_chunks(f, m, format, bufs, lens, &src, why);
+    ok = (!device || device_source(m, &src, why)) && write_body_chunks(f, m, format, bufs, lens, chunks, &src, why);
   } else {
     ok = write_body(f, m, format, bufs, lens);
     if (!ok) saved = errno ? errno : EIO;

@@ -246,6 +246,33 @@ static void test_chunked_writes_equal_the_plain_ones(void) {
     }
     ir_mesh_free(&m);
   }
+  /* A mesh of more records than a packing task holds: chunks cut into a task per core, never more
+   * tasks than the writer has buffers. */
+  float *v = make_shape(shape_sphere, 240);
+  ir_extract_grid g = grid_f32(v, 240, 240, 240);
+  ir_mesh big;
+  CHECK(ir_marching_cubes(&g, 0.0f, IR_EXTRACT_CPU, &big, err) == IR_OK);
+  CHECK(big.triangle_count > 2 * 65536);
+  const size_t big_chunks[] = {65537, 100000, 300000, (size_t)1 << 40};
+  for (int k = 0; k < 2; k++) {
+    snprintf(plain, sizeof plain, "%s/big.%s", work, ext[k]);
+    snprintf(chunked, sizeof chunked, "%s/bigchunked.%s", work, ext[k]);
+    CHECK_MSG(ir_mesh_write(&big, plain, err) == IR_OK, "%s", err);
+    size_t np = 0;
+    unsigned char *p = read_all(plain, &np);
+    for (size_t c = 0; c < sizeof big_chunks / sizeof big_chunks[0]; c++) {
+      CHECK_MSG(ir_mesh_write_chunked(&big, chunked, big_chunks[c], err) == IR_OK, "%s", err);
+      size_t nc = 0;
+      unsigned char *q = read_all(chunked, &nc);
+      CHECK_MSG(p && q && np == nc && memcmp(p, q, np) == 0, "%s, %zu vertices, chunks of %zu: the files differ",
+                ext[k], big.vertex_count, big_chunks[c]);
+      free(q);
+    }
+    free(p);
+    unlink(plain), unlink(chunked);
+  }
+  ir_mesh_free(&big);
+  free(v);
   ir_mesh empty;
   memset(&empty, 0, sizeof empty);
   snprintf(chunked, sizeof chunked, "%s/empty.ply", work);
