@@ -475,12 +475,12 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
 }
 
 /* ---- The call ---------------------------------------------------------------------------------------- */
-/* The mesh into host arrays: malloc'ed ones through the device's staging buffers (several threads
- * copy out of them while the next chunks download), or blocks of the pinned cache, written by the
- * DMA directly (transfer.h). */
+/* The mesh into host arrays: plain ones (huge pages for big arrays: fewer faults on the first touch)
+ * through the device's staging buffers (several threads copy out of them while the next chunks
+ * download), or blocks of the pinned cache, written by the DMA directly (transfer.h). */
 static ir_status download(struct ir_gpu_extract *x, ir_mesh *mesh, bool colors, bool pinned, char err[IR_ERR_LEN]) {
   size_t v = mesh->vertex_count, t = mesh->triangle_count;
-  void *(*alloc)(size_t) = pinned ? ir_xfer_host_alloc : malloc;
+  void *(*alloc)(size_t) = pinned ? ir_xfer_host_alloc : ir_xfer_host_pages;
   mesh->pinned = pinned;
   mesh->positions = (float *)alloc((v ? v : 1) * 3 * sizeof(float));
   mesh->normals = (float *)alloc((v ? v : 1) * 3 * sizeof(float));

@@ -17,6 +17,7 @@
  * Buffers are never freed while the pool lives: a buffer's `done` event, synchronized when the
  * buffer is taken again, guards its reuse.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "transfer/transfer.h"
 
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "transfer/transfer_internal.h"
@@ -463,6 +465,19 @@ ir_status ir_xfer_download_items(ir_xfer_pool *p, const void *const *src, const 
   if (start) cudaEventDestroy(start);
   if (current >= 0 && current != p->device) cudaSetDevice(current);
   return st;
+}
+
+/* ---- Pageable host memory ----------------------------------------------------------------------------- */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *ir_xfer_host_pages(size_t bytes) {
+  if (bytes < 32 * HUGE_PAGE) return malloc(bytes ? bytes : 1);
+  void *p = NULL;
+  if (posix_memalign(&p, HUGE_PAGE, bytes) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(p, bytes, MADV_HUGEPAGE); /* a hint: without it the pages are small, nothing else changes */
+#endif
+  return p;
 }
 
 /* ---- Pinned host blocks, cached --------------------------------------------------------------------- */

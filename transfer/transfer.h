@@ -85,6 +85,12 @@ ir_status ir_xfer_download_items(ir_xfer_pool *pool, const void *const *src, con
                                  size_t items, cudaStream_t stream, ir_xfer_consumer consume, void *ctx,
                                  char err[IR_ERR_LEN]);
 
+/* ---- Pageable host memory for big destinations ---------------------------------------------------- */
+/* `bytes` of plain host memory (free() frees it) whose first touch costs little: from 64 MiB on,
+ * 2 MiB-aligned with transparent huge pages asked for (madvise), so that a download into it takes
+ * 512 times fewer page faults. NULL when out of memory. */
+void *ir_xfer_host_pages(size_t bytes);
+
 /* ---- Pinned host memory, cached ----------------------------------------------------------------- */
 /* `bytes` of pinned (page-locked, portable) host memory, from the cache when a block of its size
  * class is free there; NULL when none can be had (the cache is emptied and the allocation tried

@@ -16,7 +16,8 @@
  * bytes up and the mesh's bytes down, median of 5 each: pageable cudaMemcpy, the transfer
  * module's staged copies (transfer/transfer.h), cudaHostRegister of the host buffer around the
  * copy, and a block of the module's pinned cache; downloads into memory reused from the run
- * before and into freshly allocated memory (whose pages are first touched by the copy).
+ * before and into freshly allocated memory (whose pages are first touched by the copy), plain
+ * malloc and huge pages (ir_xfer_host_pages, what ir_extract's host meshes get).
  *
  * End to end (the largest size, unless --no-e2e): the volume written once as a raw file in the
  * e2e folder (default $TMPDIR or /tmp), then the median of 3 runs of (a) reading that file and
@@ -339,8 +340,8 @@ static bool copy_once(xfer_way way, bool up, void *host, void *dev, size_t bytes
 }
 
 /* GB/s of copies of `bytes` one way, median of 5 after a warm-up; `fresh`: into (or from) host
- * memory allocated for each run. */
-static double copy_rate(xfer_way way, bool up, bool fresh, void *dev, size_t bytes, ir_xfer_pool *pool) {
+ * memory allocated for each run (`huge`: as ir_extract allocates host meshes, ir_xfer_host_pages). */
+static double copy_rate(xfer_way way, bool up, bool fresh, bool huge, void *dev, size_t bytes, ir_xfer_pool *pool) {
   double ms[5];
   void *warm = way == WAY_PINNED_CACHE ? ir_xfer_host_alloc(bytes) : malloc(bytes);
   if (!warm) return 0;
@@ -348,7 +349,7 @@ static double copy_rate(xfer_way way, bool up, bool fresh, void *dev, size_t byt
   bool ok = copy_once(way, up, warm, dev, bytes, pool);
   for (int r = 0; r < 5 && ok; r++) {
     void *host = warm;
-    if (fresh) host = malloc(bytes);
+    if (fresh) host = huge ? ir_xfer_host_pages(bytes) : malloc(bytes);
     if (!host) return 0;
     if (fresh && up) memset(host, 1, bytes); /* an upload's source has been written */
     double t0 = now_ms();
@@ -373,13 +374,17 @@ static int bench_transfers(size_t up_bytes, size_t down_bytes) {
   cudaMemset(dev, 3, bytes);
   printf("\ntransfers, GB/s (median of 5): up %.1f MB (the volume), down %.1f MB (the mesh)\n", up_bytes / 1e6,
          down_bytes / 1e6);
-  printf("  %-34s %10s %14s %14s\n", "way", "up", "down (reused)", "down (fresh)");
+  printf("  %-34s %10s %14s %14s %14s\n", "way", "up", "down (reused)", "down (fresh)", "(fresh, huge)");
   for (int w = 0; w < WAY_COUNT; w++) {
-    double up = copy_rate((xfer_way)w, true, false, dev, up_bytes, pool);
-    double down = copy_rate((xfer_way)w, false, false, dev, down_bytes, pool);
-    double fresh = w == WAY_PINNED_CACHE ? 0 : copy_rate((xfer_way)w, false, true, dev, down_bytes, pool);
-    if (w == WAY_PINNED_CACHE) printf("  %-34s %10.2f %14.2f %14s\n", way_names[w], up, down, "-");
-    else printf("  %-34s %10.2f %14.2f %14.2f\n", way_names[w], up, down, fresh);
+    double up = copy_rate((xfer_way)w, true, false, false, dev, up_bytes, pool);
+    double down = copy_rate((xfer_way)w, false, false, false, dev, down_bytes, pool);
+    if (w == WAY_PINNED_CACHE) {
+      printf("  %-34s %10.2f %14.2f %14s %14s\n", way_names[w], up, down, "-", "-");
+      continue;
+    }
+    double fresh = copy_rate((xfer_way)w, false, true, false, dev, down_bytes, pool);
+    double huge = copy_rate((xfer_way)w, false, true, true, dev, down_bytes, pool);
+    printf("  %-34s %10.2f %14.2f %14.2f %14.2f\n", way_names[w], up, down, fresh, huge);
   }
   cudaFree(dev);
   return 0;

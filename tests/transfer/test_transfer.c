@@ -1,7 +1,11 @@
 /* The transfer module's plans (label cpu): how an item download cuts a staging buffer into every
- * part's aligned slice, the size classes of the pinned cache, and how many threads a whole copy
- * uses. The copies themselves are test_transfer_gpu's. */
+ * part's aligned slice, the size classes of the pinned cache, how many threads a whole copy uses,
+ * and big pageable destinations aligned for huge pages. The copies themselves are
+ * test_transfer_gpu's. */
+#include <stdint.h>
+
 #include "tests/check.h"
+#include "transfer/transfer.h"
 #include "transfer/transfer_internal.h"
 
 /* Every part's slice of n items lies inside the buffer, aligned, and no two overlap. */
@@ -68,10 +72,26 @@ static void test_copy_threads(void) {
   CHECK_EQ_INT(ir_xfer_copy_threads(1000, 1), 1);
 }
 
+/* Big destinations come 2 MiB-aligned (huge pages can back them), small ones as malloc gives them;
+ * both are written whole and freed with free(). */
+static void test_big_host_pages_are_huge_page_aligned(void) {
+  const size_t sizes[] = {1, 4096, (size_t)63 << 20, (size_t)64 << 20, ((size_t)96 << 20) + 3};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    unsigned char *p = ir_xfer_host_pages(sizes[k]);
+    CHECK_MSG(p != NULL, "%zu bytes", sizes[k]);
+    if (!p) continue;
+    if (sizes[k] >= ((size_t)64 << 20)) CHECK_MSG((uintptr_t)p % ((size_t)2 << 20) == 0, "%zu bytes at %p", sizes[k], (void *)p);
+    memset(p, 0x5A, sizes[k]);
+    CHECK(p[0] == 0x5A && p[sizes[k] - 1] == 0x5A);
+    free(p);
+  }
+}
+
 int main(void) {
   RUN(test_item_chunks_fit_the_buffer_aligned);
   RUN(test_items_that_do_not_fit_give_zero);
   RUN(test_size_classes_waste_at_most_an_eighth);
   RUN(test_copy_threads);
+  RUN(test_big_host_pages_are_huge_page_aligned);
   return check_summary();
 }
