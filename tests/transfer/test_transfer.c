@@ -80,7 +80,8 @@ static void test_big_host_pages_are_huge_page_aligned(void) {
     unsigned char *p = ir_xfer_host_pages(sizes[k]);
     CHECK_MSG(p != NULL, "%zu bytes", sizes[k]);
     if (!p) continue;
-    if (sizes[k] >= ((size_t)64 << 20)) CHECK_MSG((uintptr_t)p % ((size_t)2 << 20) == 0, "%zu bytes at %p", sizes[k], (void *)p);
+    if (sizes[k] >= ((size_t)64 << 20))
+      CHECK_MSG((uintptr_t)p % ((size_t)2 << 20) == 0, "%zu bytes at %p", sizes[k], (void *)p);
     memset(p, 0x5A, sizes[k]);
     CHECK(p[0] == 0x5A && p[sizes[k] - 1] == 0x5A);
     free(p);
