@@ -133,7 +133,8 @@ ir_status ir_xfer_pool_create(const ir_xfer_desc *desc, ir_xfer_pool **out, char
 void ir_xfer_pool_destroy(ir_xfer_pool *p) {
   if (!p) return;
   int current = -1;
-  bool switched = cudaGetDevice(&current) == cudaSuccess && current != p->device && cudaSetDevice(p->device) == cudaSuccess;
+  bool switched = cudaGetDevice(&current) == cudaSuccess && current != p->device &&
+                  cudaSetDevice(p->device) == cudaSuccess;
   for (int k = 0; k < p->count; k++) {
     ir_xfer_buffer *b = &p->buffers[k].pub;
     if (b->stream) cudaStreamSynchronize(b->stream);
@@ -342,7 +343,8 @@ static ir_status whole_copy(ir_xfer_pool *p, void *device, void *host, size_t by
                : cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, stream);
     /* The caller may write the source or read the destination once this returns. */
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-    if (e != cudaSuccess) st = cuda_failed(e, upload ? "uploading pinned memory" : "downloading into pinned memory", err);
+    if (e != cudaSuccess)
+      st = cuda_failed(e, upload ? "uploading pinned memory" : "downloading into pinned memory", err);
   } else {
     copy_job job;
     memset(&job, 0, sizeof job);
@@ -393,7 +395,8 @@ typedef struct item_plan {
 } item_plan;
 
 static cudaError_t queue_items(const item_plan *plan, size_t chunk, ir_xfer_buffer *b, cudaEvent_t start) {
-  size_t first = chunk * plan->per_chunk, count = plan->items - first < plan->per_chunk ? plan->items - first : plan->per_chunk;
+  size_t first = chunk * plan->per_chunk;
+  size_t count = plan->items - first < plan->per_chunk ? plan->items - first : plan->per_chunk;
   cudaError_t e = cudaStreamWaitEvent(b->stream, start, 0);
   for (int k = 0; k < plan->parts && e == cudaSuccess; k++)
     e = cudaMemcpyAsync((char *)b->host + plan->offsets[k], plan->src[k] + first * plan->item_bytes[k],
@@ -441,7 +444,8 @@ ir_status ir_xfer_download_items(ir_xfer_pool *p, const void *const *src, const 
       depth = k;
       break;
     }
-    if ((e = queue_items(&plan, (size_t)k, ring[k], start)) != cudaSuccess) st = cuda_failed(e, "queueing a download", err);
+    if ((e = queue_items(&plan, (size_t)k, ring[k], start)) != cudaSuccess)
+      st = cuda_failed(e, "queueing a download", err);
   }
   for (size_t c = 0; c < chunks && st == IR_OK; c++) {
     ir_xfer_buffer *b = ring[c % (size_t)depth];
