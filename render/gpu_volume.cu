@@ -7,9 +7,8 @@
  * sink copies it into a pinned staging buffer of the device's transfer pool (transfer/transfer.h;
  * pageable memory would be copied again by the driver, one piece at a time, synchronously) and
  * queues an asynchronous copy from there into the array, on the buffer's own stream: reading, the
- * copies into staging and the
- * PCIe transfers overlap, and the volume is on the GPU a few milliseconds after its last piece
- * was read. Volumes that did not come in pieces (compressed data, builtin volumes) go through the
+ * copies into staging and the PCIe transfers overlap, and the volume is on the GPU a few
+ * milliseconds after its last piece was read. Volumes that did not come in pieces (compressed data, builtin volumes) go through the
  * same staging buffers from host memory, on several threads.
  *
  * Ranges. Cell ranges (8^3 voxels with the shared border, IR_WALK_CELLS) are computed one
