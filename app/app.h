@@ -123,7 +123,7 @@ int app_mesh_desc(const app_look *look, const ir_volume *v, int iso_count, const
 ir_status app_mesh_set_volume(ir_extractor *ex, const ir_volume *v, const ir_volume *color_volume, char err[IR_ERR_LEN]);
 typedef struct app_mesh_saved {
   size_t vertices, triangles;
-  double extract_ms, write_ms; /* host clock: extraction to host arrays, file writing */
+  double extract_ms, write_ms; /* host clock: extraction (GPU: to device buffers), file writing (and the download) */
 } app_mesh_saved;
 /* Extracts d to host arrays and writes them to `path` (ir_mesh_write: temporary name, rename). */
 ir_status app_mesh_save(ir_extractor *ex, const ir_extract_desc *d, const char *path, app_mesh_saved *out,

@@ -57,10 +57,11 @@ ir_status app_mesh_save(ir_extractor *ex, const ir_extract_desc *d, const char *
   memset(out, 0, sizeof *out);
   ir_mesh m;
   ir_extract_stats stats;
-  ir_extract_desc host = *d;
-  host.output = IR_MESH_HOST;
+  /* A GPU mesh stays on the device: the writer downloads it chunk by chunk while it writes. */
+  ir_extract_desc desc = *d;
+  desc.output = ir_extractor_device(ex) == IR_EXTRACT_GPU ? IR_MESH_DEVICE : IR_MESH_HOST;
   double t0 = now_ms();
-  ir_status status = ir_extract(ex, &host, &m, &stats, err);
+  ir_status status = ir_extract(ex, &desc, &m, &stats, err);
   if (status != IR_OK) return status;
   double t1 = now_ms();
   status = ir_mesh_write(&m, path, err);

@@ -62,6 +62,7 @@ typedef struct ir_mesh {
   uint8_t *colors;     /* vertex_count x 4 RGBA8, or NULL when no colours were asked for */
   uint32_t *triangles; /* triangle_count x 3 vertex indices */
   bool on_device;      /* the arrays are device pointers (IR_MESH_DEVICE) */
+  bool pinned;         /* host arrays from the pinned cache (ir_extractor_desc.pinned_mesh) */
   int surface_count;
   /* Surface s owns vertices [surface_vertex_start[s], surface_vertex_start[s + 1]) and the
    * triangles [surface_triangle_start[s], surface_triangle_start[s + 1]). */
@@ -69,8 +70,9 @@ typedef struct ir_mesh {
   size_t surface_triangle_start[IR_EXTRACT_MAX_SURFACES + 1];
 } ir_mesh;
 
-/* Host meshes: frees the arrays (allocated by ir_extract). Device meshes: the arrays belong to
- * the extractor; this only clears the struct. NULL and an empty struct are fine. */
+/* Host meshes: frees the arrays (allocated by ir_extract; pinned ones go back to the cache they
+ * came from). Device meshes: the arrays belong to the extractor; this only clears the struct.
+ * NULL and an empty struct are fine. */
 void ir_mesh_free(ir_mesh *m);
 
 /* ---- What to extract ----------------------------------------------------------------------------- */
@@ -140,6 +142,11 @@ typedef struct ir_extractor ir_extractor;
 typedef struct ir_extractor_desc {
   ir_extract_device device; /* GPU by default */
   int cpu_threads;          /* CPU: 0 = all cores */
+  /* GPU: host meshes in pinned (page-locked) memory from a cache the process keeps, which the
+   * download writes directly at the link's speed; ir_mesh_free gives the arrays back to it. For
+   * callers that extract again and again (the cache then allocates nothing); the default, plain
+   * malloc'ed arrays filled through pinned staging buffers, suits one-off extractions. */
+  bool pinned_mesh;
 } ir_extractor_desc;
 
 ir_status ir_extractor_create(const ir_extractor_desc *desc, ir_extractor **out, char err[IR_ERR_LEN]);
@@ -194,9 +201,11 @@ ir_status ir_mesh_check_output(const char *path, char err[IR_ERR_LEN]);
 /* Bytes the file of a mesh with these counts takes (PLY and STL; 0 for OBJ, whose size depends on
  * the numbers' text). */
 size_t ir_mesh_file_bytes(ir_mesh_format format, size_t vertex_count, size_t triangle_count, bool colors);
-/* Writes a host mesh. The file is written under a temporary name in the same folder and renamed
+/* Writes a mesh. The file is written under a temporary name in the same folder and renamed
  * into place once complete, so nothing half-written is ever left under `path`. An empty mesh
- * writes a valid empty file. */
+ * writes a valid empty file. A device mesh (IR_MESH_DEVICE, complete) is downloaded a chunk at a
+ * time through pinned staging buffers while the chunks before are written: the same bytes as its
+ * host copy would write, without a host copy of the mesh (STL: of its positions only). */
 ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]);
 
 #ifdef __cplusplus

@@ -37,6 +37,7 @@ struct ir_gpu_extract; /* gpu_extract.cu */
 struct ir_extractor {
   ir_extract_device device;
   int threads;                 /* CPU */
+  bool pinned_mesh;            /* GPU: host meshes from the pinned cache (ir_extractor_desc) */
   uint64_t cases[256];         /* ir_mc_build_cases */
   bool have_grid;
   ir_mc_grid grid;
@@ -63,6 +64,10 @@ bool ir_mc_ranges_host(const ir_mc_grid *g, const void *voxels, ir_mc_range *ran
 void ir_mc_parallel(size_t n, int threads, void (*fn)(void *ctx, size_t item), void *ctx);
 int ir_mc_thread_count(int requested);
 double ir_mc_now_ms(void);
+/* ir_mesh_write of a host mesh through the writer of device meshes, its arrays cut into chunks of
+ * `items_per_chunk` vertices or faces as the download would hand them over (mesh_io.c): the same
+ * bytes as ir_mesh_write, for the tests of that writer without a GPU. */
+ir_status ir_mesh_write_chunked(const ir_mesh *m, const char *path, size_t items_per_chunk, char err[IR_ERR_LEN]);
 
 /* ---- Devices --------------------------------------------------------------------------------- */
 ir_status ir_cpu_extract(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, ir_extract_stats *stats,

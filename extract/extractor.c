@@ -9,6 +9,7 @@
 
 #include "data/volume.h"
 #include "extract/extract_internal.h"
+#include "transfer/transfer.h"
 
 ir_status ir_extractor_create(const ir_extractor_desc *desc, ir_extractor **out, char err[IR_ERR_LEN]) {
   ir_extractor_desc zero = {0};
@@ -35,6 +36,7 @@ ir_status ir_extractor_create(const ir_extractor_desc *desc, ir_extractor **out,
   }
   ex->device = desc->device;
   ex->threads = ir_mc_thread_count(desc->cpu_threads);
+  ex->pinned_mesh = desc->pinned_mesh && desc->device == IR_EXTRACT_GPU;
   if (!ir_mc_build_cases(ex->cases)) {
     snprintf(err, IR_ERR_LEN, "internal error: the marching-cubes case table could not be built");
     free(ex);
@@ -259,7 +261,13 @@ static ir_status build_job(const ir_extractor *ex, const ir_extract_desc *d, ir_
 
 void ir_mesh_free(ir_mesh *m) {
   if (!m) return;
-  if (!m->on_device) {
+  if (m->pinned) {
+    ir_xfer_host_free(m->positions);
+    ir_xfer_host_free(m->normals);
+    ir_xfer_host_free(m->values);
+    ir_xfer_host_free(m->colors);
+    ir_xfer_host_free(m->triangles);
+  } else if (!m->on_device) {
     free(m->positions);
     free(m->normals);
     free(m->values);

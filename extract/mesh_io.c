@@ -5,6 +5,12 @@
  * process) never leaves a half-written file under the target name; the temporary file is removed
  * on failure. The records are packed in chunks on all cores and written in order.
  *
+ * A device mesh is written the same way from pinned staging buffers: the transfer module
+ * (transfer/transfer.h) downloads a chunk of vertices (every attribute's slice of it) or faces
+ * at a time and hands it over in order while the next chunks download, and the chunk is packed
+ * and written as a host mesh of its own would be (its face indices are the mesh's). STL needs
+ * every triangle's corners: its positions are downloaded whole first.
+ *
  * PLY: element vertex (float x y z, float nx ny nz, uchar red green blue alpha when the mesh has
  * colours, float value), element face (list uchar int vertex_indices). STL: an 80-byte header, the
  * triangle count, then per triangle its unit geometric normal, three corners and a zero attribute
@@ -21,6 +27,7 @@
 #include <unistd.h>
 
 #include "extract/extract_internal.h"
+#include "transfer/transfer.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "mesh_io.c writes the host's floats and integers as they are: it needs a little-endian host"
@@ -124,6 +131,7 @@ typedef struct pack_job {
   ir_mesh_format format;
   bool faces;         /* packing faces (else vertices) */
   size_t first_chunk; /* of this round */
+  size_t task_items;  /* records a task packs (chunk_items at most: the size of a buffer) */
   size_t items;       /* vertices or triangles in total */
   char **buf;         /* per chunk of the round */
   size_t *len;        /* bytes packed per chunk */
@@ -198,7 +206,7 @@ static size_t record_max(ir_mesh_format f, bool faces, bool colors) {
 
 static void pack_chunk(void *ctx, size_t k) {
   pack_job *job = ctx;
-  size_t first = (job->first_chunk + k) * chunk_items(job->format), end = first + chunk_items(job->format);
+  size_t first = (job->first_chunk + k) * job->task_items, end = first + job->task_items;
   if (end > job->items) end = job->items;
   char *p = job->buf[k];
   if (job->format == IR_MESH_PLY) {
@@ -213,11 +221,12 @@ static void pack_chunk(void *ctx, size_t k) {
   }
 }
 
-/* Packs `items` records (vertices, or faces) and writes them in order. */
-static bool write_records(FILE *f, const ir_mesh *m, ir_mesh_format format, bool faces, size_t items, char **bufs,
-                          size_t *lens) {
-  size_t chunks = (items + chunk_items(format) - 1) / chunk_items(format);
-  pack_job job = {.m = m, .format = format, .faces = faces, .items = items, .buf = bufs, .len = lens};
+/* Packs `items` records (vertices, or faces) in tasks of `task_items` and writes them in order. */
+static bool write_records(FILE *f, const ir_mesh *m, ir_mesh_format format, bool faces, size_t items, size_t task_items,
+                          char **bufs, size_t *lens) {
+  size_t chunks = (items + task_items - 1) / task_items;
+  pack_job job = {.m = m, .format = format, .faces = faces, .items = items, .task_items = task_items, .buf = bufs,
+                  .len = lens};
   for (size_t first = 0; first < chunks; first += CHUNKS_PER_WRITE) {
     size_t round = chunks - first < CHUNKS_PER_WRITE ? chunks - first : CHUNKS_PER_WRITE;
     job.first_chunk = first;
@@ -233,25 +242,166 @@ static bool write_body(FILE *f, const ir_mesh *m, ir_mesh_format format, char **
     char header[1024];
     int n = ply_header(header, sizeof header, m->vertex_count, m->triangle_count, m->colors != NULL);
     return fwrite(header, 1, (size_t)n, f) == (size_t)n &&
-           write_records(f, m, format, false, m->vertex_count, bufs, lens) &&
-           write_records(f, m, format, true, m->triangle_count, bufs, lens);
+           write_records(f, m, format, false, m->vertex_count, chunk_items(format), bufs, lens) &&
+           write_records(f, m, format, true, m->triangle_count, chunk_items(format), bufs, lens);
   }
   if (format == IR_MESH_STL) {
     char header[84] = {0};
     snprintf(header, 80, "inkray isosurface mesh, binary STL");
     uint32_t count = (uint32_t)m->triangle_count;
     memcpy(header + 80, &count, 4);
-    return fwrite(header, 1, 84, f) == 84 && write_records(f, m, format, true, m->triangle_count, bufs, lens);
+    return fwrite(header, 1, 84, f) == 84 && write_records(f, m, format, true, m->triangle_count, chunk_items(format), bufs, lens);
   }
   return fprintf(f, "# inkray isosurface mesh: %zu vertices, %zu triangles\n", m->vertex_count, m->triangle_count) > 0 &&
-         write_records(f, m, format, false, m->vertex_count, bufs, lens) &&
-         write_records(f, m, format, true, m->triangle_count, bufs, lens);
+         write_records(f, m, format, false, m->vertex_count, chunk_items(format), bufs, lens) &&
+         write_records(f, m, format, true, m->triangle_count, chunk_items(format), bufs, lens);
 }
 
+/* ---- A device mesh, chunk by chunk ----------------------------------------------------------------- */
+typedef struct slice_writer {
+  FILE *f;
+  ir_mesh_format format;
+  bool faces, colors;
+  const float *positions; /* STL: all of them, on the host */
+  char **bufs;
+  size_t *lens;
+  size_t buf_count; /* packing buffers allocated (chunk_items records each) */
+} slice_writer;
+
+/* A chunk of vertices or faces, downloaded: written as a mesh of that chunk alone would be. */
+static int write_slice(void *ctx, const void *const *parts, size_t first, size_t count, char err[IR_ERR_LEN]) {
+  slice_writer *w = ctx;
+  ir_mesh view;
+  memset(&view, 0, sizeof view);
+  if (w->faces) {
+    view.triangles = (uint32_t *)parts[0];
+    view.positions = (float *)w->positions;
+  } else {
+    int k = 0;
+    view.positions = (float *)parts[k++];
+    view.normals = (float *)parts[k++];
+    if (w->colors) view.colors = (uint8_t *)parts[k++];
+    if (w->format == IR_MESH_PLY) view.values = (float *)parts[k++];
+  }
+  /* A downloaded chunk is smaller than the host path's rounds: cut into a task per core, so that its
+   * packing is short beside its write. */
+  size_t threads = (size_t)ir_mc_thread_count(0), task = (count + threads - 1) / threads;
+  size_t fits = (count + w->buf_count - 1) / w->buf_count; /* no more tasks than buffers */
+  task = task < 4096 ? 4096 : task;
+  task = task < fits ? fits : task;
+  /* Each buffer holds chunk_items records; the buffers were counted for the largest array in
+   * tasks of that size, so this many tasks always have one each. */
+  task = task > chunk_items(w->format) ? chunk_items(w->format) : task;
+  if (write_records(w->f, &view, w->format, w->faces, count, task, w->bufs, w->lens)) return 0;
+  snprintf(err, IR_ERR_LEN, "%s", strerror(errno ? errno : EIO));
+  return 1;
+}
+
+/* Where the chunks of a chunked write come from: the device mesh's download through a staging pool
+ * (pool set), or the host mesh's arrays cut into chunks of `host_chunk` items (the same slices,
+ * for the tests of the writer's chunking on machines without a GPU). */
+typedef struct chunk_source {
+  ir_xfer_pool *pool;
+  size_t host_chunk;
+} chunk_source;
+
+static bool feed(const chunk_source *src, const void *const *parts, const size_t *item_bytes, int count, size_t items,
+                 slice_writer *w, char why[IR_ERR_LEN]) {
+  if (src->pool) return ir_xfer_download_items(src->pool, parts, item_bytes, count, items, NULL, write_slice, w, why) == IR_OK;
+  for (size_t first = 0; first < items; first += src->host_chunk) {
+    const void *slices[IR_XFER_MAX_PARTS];
+    for (int k = 0; k < count; k++) slices[k] = (const char *)parts[k] + first * item_bytes[k];
+    size_t n = items - first < src->host_chunk ? items - first : src->host_chunk;
+    if (write_slice(w, slices, first, n, why) != 0) return false;
+  }
+  return true;
+}
+
+/* The file's header and records, chunk by chunk from `src`; false with `why` (errno's text or the
+ * download's error) on failure. */
+static bool write_body_chunks(FILE *f, const ir_mesh *m, ir_mesh_format format, char **bufs, size_t *lens,
+                              size_t buf_count, const chunk_source *src, char why[IR_ERR_LEN]) {
+  slice_writer w = {.f = f, .format = format, .colors = m->colors != NULL, .bufs = bufs, .lens = lens,
+                    .buf_count = buf_count};
+  float *positions = NULL;
+  bool ok = true;
+  if (format == IR_MESH_PLY) {
+    char header[1024];
+    int n = ply_header(header, sizeof header, m->vertex_count, m->triangle_count, m->colors != NULL);
+    ok = fwrite(header, 1, (size_t)n, f) == (size_t)n;
+  } else if (format == IR_MESH_STL) {
+    char header[84] = {0};
+    snprintf(header, 80, "inkray isosurface mesh, binary STL");
+    uint32_t count = (uint32_t)m->triangle_count;
+    memcpy(header + 80, &count, 4);
+    ok = fwrite(header, 1, 84, f) == 84;
+    w.positions = m->positions;
+    if (src->pool) {
+      positions = malloc((m->vertex_count ? m->vertex_count : 1) * 12);
+      if (!positions) {
+        snprintf(why, IR_ERR_LEN, "out of host memory for the mesh's positions");
+        return false;
+      }
+      if (ok && ir_xfer_download(src->pool, positions, m->positions, m->vertex_count * 12, NULL, why) != IR_OK) {
+        free(positions);
+        return false;
+      }
+      w.positions = positions;
+    }
+  } else {
+    ok = fprintf(f, "# inkray isosurface mesh: %zu vertices, %zu triangles\n", m->vertex_count, m->triangle_count) > 0;
+  }
+  if (!ok) snprintf(why, IR_ERR_LEN, "%s", strerror(errno ? errno : EIO));
+  if (ok && format != IR_MESH_STL) {
+    const void *parts[4];
+    size_t bytes[4];
+    int count = 0;
+    parts[count] = m->positions, bytes[count++] = 12;
+    parts[count] = m->normals, bytes[count++] = 12;
+    if (m->colors) parts[count] = m->colors, bytes[count++] = 4;
+    if (format == IR_MESH_PLY) parts[count] = m->values, bytes[count++] = 4;
+    ok = feed(src, parts, bytes, count, m->vertex_count, &w, why);
+  }
+  if (ok) {
+    const void *parts[1] = {m->triangles};
+    size_t bytes[1] = {12};
+    w.faces = true;
+    ok = feed(src, parts, bytes, 1, m->triangle_count, &w, why);
+  }
+  free(positions);
+  return ok;
+}
+
+/* The staging pool of the device that holds the mesh. */
+static bool device_source(const ir_mesh *m, chunk_source *src, char why[IR_ERR_LEN]) {
+  const void *any = m->vertex_count ? (const void *)m->positions : (const void *)m->triangles;
+  struct cudaPointerAttributes attr;
+  cudaError_t e = cudaPointerGetAttributes(&attr, any);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(why, IR_ERR_LEN, "%s", cudaGetErrorString(e));
+    return false;
+  }
+  return ir_xfer_pool_of(attr.device, &src->pool, why) == IR_OK;
+}
+
+static ir_status write_mesh(const ir_mesh *m, const char *path, size_t host_chunk, char err[IR_ERR_LEN]);
+
 ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]) {
-  if (!m || (m->on_device && (m->vertex_count || m->triangle_count))) {
-    snprintf(err, IR_ERR_LEN, "mesh file '%.300s': %s", path ? path : "", !m ? "no mesh" : "the mesh is in device "
-             "memory; extract to host arrays (IR_MESH_HOST) to write it");
+  return write_mesh(m, path, 0, err);
+}
+
+ir_status ir_mesh_write_chunked(const ir_mesh *m, const char *path, size_t items_per_chunk, char err[IR_ERR_LEN]) {
+  if (m && m->on_device) {
+    snprintf(err, IR_ERR_LEN, "ir_mesh_write_chunked writes host meshes");
+    return IR_ERR_INPUT;
+  }
+  return write_mesh(m, path, items_per_chunk ? items_per_chunk : 1, err);
+}
+
+static ir_status write_mesh(const ir_mesh *m, const char *path, size_t host_chunk, char err[IR_ERR_LEN]) {
+  if (!m) {
+    snprintf(err, IR_ERR_LEN, "mesh file '%.300s': no mesh", path ? path : "");
     return IR_ERR_INPUT;
   }
   ir_status status = ir_mesh_check_output(path, err);
@@ -283,10 +433,16 @@ ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]
                                                   ? record_max(format, false, true)
                                                   : record_max(format, true, true));
   size_t chunks = (m->vertex_count > m->triangle_count ? m->vertex_count : m->triangle_count) / chunk_items(format) + 1;
+  if (chunks > CHUNKS_PER_WRITE) chunks = CHUNKS_PER_WRITE;
   for (size_t k = 0; ok && k < CHUNKS_PER_WRITE && k < chunks; k++) ok = (bufs[k] = malloc(chunk_bytes)) != NULL;
   int saved = 0;
+  char why[IR_ERR_LEN] = {0};
+  bool device = m->on_device && (m->vertex_count || m->triangle_count);
   if (!ok) {
     saved = errno ? errno : ENOMEM;
+  } else if (device || host_chunk) {
+    chunk_source src = {.host_chunk = host_chunk};
+    ok = (!device || device_source(m, &src, why)) && write_body_chunks(f, m, format, bufs, lens, chunks, &src, why);
   } else {
     ok = write_body(f, m, format, bufs, lens);
     if (!ok) saved = errno ? errno : EIO;
@@ -300,8 +456,8 @@ ir_status ir_mesh_write(const ir_mesh *m, const char *path, char err[IR_ERR_LEN]
   if (ok && rename(tmp, path) != 0) ok = false, saved = errno;
   if (!ok) {
     unlink(tmp);
-    snprintf(err, IR_ERR_LEN, "mesh file '%.300s': writing failed: %s (nothing was left under that name)", path,
-             strerror(saved));
+    snprintf(err, IR_ERR_LEN, "mesh file '%.250s': writing failed: %.150s (nothing was left under that name)", path,
+             why[0] ? why : strerror(saved));
     return IR_ERR_RUNTIME;
   }
   return IR_OK;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "render/gpu_internal.cuh"
+#include "transfer/transfer.h"
 
 ir_status ir_cuda_fail(char err[IR_ERR_LEN], cudaError_t e, const char *call, const char *file, int line) {
   const char *base = strrchr(file, '/');
@@ -443,20 +444,20 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   return accumulate_frame(r, f, true, err);
 }
 
+/* Frames come back through the device's pinned staging buffers (transfer/transfer.h): a pageable
+ * copy of a 1024^2 frame would cost more than drawing it. */
+static ir_status read_back(struct ir_gpu_state *g, void *host, const void *device, size_t bytes, char err[IR_ERR_LEN]) {
+  ir_xfer_pool *pool = NULL;
+  ir_status st = ir_xfer_pool_of(g->device, &pool, err);
+  return st == IR_OK ? ir_xfer_download(pool, host, device, bytes, g->stream, err) : st;
+}
+
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]) {
-  struct ir_gpu_state *g = r->gpu;
-  IR_CUDA(cudaMemcpyAsync(rgba, g->d_image, (size_t)r->width * (size_t)r->height * 4, cudaMemcpyDeviceToHost,
-                          g->stream));
-  IR_CUDA(cudaStreamSynchronize(g->stream));
-  return IR_OK;
+  return read_back(r->gpu, rgba, r->gpu->d_image, (size_t)r->width * (size_t)r->height * 4, err);
 }
 
 ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]) {
-  struct ir_gpu_state *g = r->gpu;
-  IR_CUDA(cudaMemcpyAsync(depth, g->d_depth, (size_t)r->width * (size_t)r->height * sizeof(float),
-                          cudaMemcpyDeviceToHost, g->stream));
-  IR_CUDA(cudaStreamSynchronize(g->stream));
-  return IR_OK;
+  return read_back(r->gpu, depth, r->gpu->d_depth, (size_t)r->width * (size_t)r->height * sizeof(float), err);
 }
 
 const void *ir_gpu_device_image(const ir_renderer *r) { return r->gpu ? r->gpu->d_image : NULL; }

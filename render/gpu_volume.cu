@@ -4,11 +4,11 @@
  *
  * Upload. The data module reads uncompressed volumes in pieces of whole rows on several threads
  * (data/read_pieces.c) and hands each piece to the slot's sink as soon as it is in memory. The
- * sink copies it into one of a pool of pinned staging buffers (pageable memory would be copied
- * again by the driver, one piece at a time, synchronously) and queues an asynchronous copy from
- * there into the array, on the buffer's own stream: reading, the copies into staging and the
- * PCIe transfers overlap, and the volume is on the GPU a few milliseconds after its last piece
- * was read. Volumes that did not come in pieces (compressed data, builtin volumes) go through the
+ * sink copies it into a pinned staging buffer of the device's transfer pool (transfer/transfer.h;
+ * pageable memory would be copied again by the driver, one piece at a time, synchronously) and
+ * queues an asynchronous copy from there into the array, on the buffer's own stream: reading, the
+ * copies into staging and the PCIe transfers overlap, and the volume is on the GPU a few
+ * milliseconds after its last piece was read. Volumes that did not come in pieces (compressed data, builtin volumes) go through the
  * same staging buffers from host memory, on several threads.
  *
  * Ranges. Cell ranges (8^3 voxels with the shared border, IR_WALK_CELLS) are computed one
@@ -35,23 +35,11 @@
 #include <unistd.h>
 
 #include "render/gpu_internal.cuh"
+#include "transfer/transfer.h"
 
-/* One piece of the data module (IR_PIECE_BYTES) per buffer: pieces are never larger, since a
- * row (at most 2^20 float voxels) is 4 MiB at most. */
-#define STAGING_BYTES ((size_t)4 << 20)
-/* Enough for every reading thread (16 at most) to have one buffer being filled while another
- * one's copy runs. */
-#define STAGING_MAX 32
 #define UPLOAD_MAX_THREADS 16
 #define RANGE_BLOCK 128
 #define STATS_BLOCK 256
-
-typedef struct staging {
-  void *host; /* pinned, STAGING_BYTES */
-  cudaStream_t stream;
-  cudaEvent_t done; /* after the buffer's last copy */
-  bool busy, used;
-} staging;
 
 typedef struct volume_slot {
   struct ir_gpu_volumes *owner;
@@ -76,11 +64,9 @@ struct ir_gpu_volumes {
   uint32_t cells[3];
   int count, in_use;
   volume_slot slots[IR_MAX_SLOTS];
-  pthread_mutex_t lock; /* the staging pool */
-  pthread_cond_t freed;
-  staging buffers[STAGING_MAX];
-  int buffer_count;
-  unsigned next;
+  /* The device's staging pool: one piece of the data module (IR_PIECE_BYTES, 4 MiB at most, since
+   * a row of at most 2^20 float voxels is) per buffer. */
+  ir_xfer_pool *pool;
 };
 
 /* The error of a CUDA call on a thread that reports through `err` (not IR_CUDA's early return). */
@@ -183,25 +169,22 @@ ir_status ir_gpu_volumes_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   v->layout = r->layout;
   memcpy(v->cells, r->cells, sizeof v->cells);
   v->in_use = -1;
-  pthread_mutex_init(&v->lock, NULL);
-  pthread_cond_init(&v->freed, NULL);
   v->count = 1;
+  ir_status st = ir_xfer_pool_of(v->device, &v->pool, err);
+  if (st != IR_OK) return st;
   return slot_create(v, 0, r->volume->name, err);
 }
 
 void ir_gpu_volumes_destroy(struct ir_gpu_state *g) {
   ir_gpu_volumes *v = g->volumes;
   if (!v) return;
-  for (int k = 0; k < IR_MAX_SLOTS; k++) slot_destroy(&v->slots[k]);
-  for (int k = 0; k < v->buffer_count; k++) {
-    staging *b = &v->buffers[k];
-    if (b->stream) cudaStreamSynchronize(b->stream);
-    if (b->host) cudaFreeHost(b->host);
-    if (b->done) cudaEventDestroy(b->done);
-    if (b->stream) cudaStreamDestroy(b->stream);
+  /* Copies still in flight into the arrays (a fill that stopped on an error) end first. */
+  if (v->pool) {
+    char err[IR_ERR_LEN];
+    for (int k = 0; k < IR_MAX_SLOTS; k++)
+      if (v->slots[k].stream) (void)ir_xfer_wait_all(v->pool, v->slots[k].stream, err);
   }
-  pthread_mutex_destroy(&v->lock);
-  pthread_cond_destroy(&v->freed);
+  for (int k = 0; k < IR_MAX_SLOTS; k++) slot_destroy(&v->slots[k]);
   free(v);
   g->volumes = NULL;
   g->tex = g->tex_point = 0;
@@ -222,58 +205,6 @@ ir_status ir_gpu_set_slots(ir_renderer *r, int count, char err[IR_ERR_LEN]) {
 }
 
 /* ---- Staging ------------------------------------------------------------------------------------ */
-static staging *staging_acquire(ir_gpu_volumes *v, char err[IR_ERR_LEN]) {
-  staging *b = NULL;
-  cudaError_t e = cudaSuccess;
-  pthread_mutex_lock(&v->lock);
-  while (!b) {
-    for (int k = 0; k < v->buffer_count && !b; k++) {
-      staging *c = &v->buffers[(v->next + (unsigned)k) % (unsigned)v->buffer_count];
-      if (!c->busy) b = c;
-    }
-    if (b) break;
-    if (v->buffer_count < STAGING_MAX) {
-      /* Grown on demand: as many as the threads reading at once keep busy. */
-      staging *c = &v->buffers[v->buffer_count];
-      e = cudaMallocHost(&c->host, STAGING_BYTES);
-      if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
-      if (e == cudaSuccess) e = cudaEventCreateWithFlags(&c->done, cudaEventDisableTiming);
-      if (e != cudaSuccess) break;
-      v->buffer_count++;
-      b = c;
-      break;
-    }
-    pthread_cond_wait(&v->freed, &v->lock);
-  }
-  if (b) {
-    b->busy = true;
-    v->next++;
-  }
-  pthread_mutex_unlock(&v->lock);
-  if (!b) {
-    cuda_failed(e, "allocating a pinned staging buffer for the upload", err);
-    return NULL;
-  }
-  /* Its previous copy must have left the buffer before it is written again. */
-  if (b->used && (e = cudaEventSynchronize(b->done)) != cudaSuccess) {
-    cuda_failed(e, "waiting for an earlier copy of the upload", err);
-    pthread_mutex_lock(&v->lock);
-    b->busy = false;
-    pthread_cond_signal(&v->freed);
-    pthread_mutex_unlock(&v->lock);
-    return NULL;
-  }
-  return b;
-}
-
-static void staging_release(ir_gpu_volumes *v, staging *b) {
-  pthread_mutex_lock(&v->lock);
-  b->busy = false;
-  b->used = true;
-  pthread_cond_signal(&v->freed);
-  pthread_mutex_unlock(&v->lock);
-}
-
 /* The staging copy; float volumes lose their infinities on the way (the texture holds NaN there,
  * as the CPU renderer's clean copy does). */
 static void fill_staging(void *dst, const void *src, size_t bytes, ir_voxel_type type) {
@@ -291,22 +222,24 @@ static void fill_staging(void *dst, const void *src, size_t bytes, ir_voxel_type
 static ir_status copy_rows(volume_slot *s, size_t row, size_t rows, const unsigned char *src, char err[IR_ERR_LEN]) {
   ir_gpu_volumes *v = s->owner;
   size_t nx = v->dims[0], ny = v->dims[1], row_bytes = nx * v->elem, slice_bytes = row_bytes * ny;
+  const size_t staging_bytes = ir_xfer_buffer_bytes(v->pool);
   cudaError_t e = cudaSetDevice(v->device);
   if (e != cudaSuccess) return cuda_failed(e, "selecting the renderer's GPU for the upload", err);
   while (rows > 0) {
     size_t z = row / ny, y = row % ny, height, depth;
-    if (y == 0 && rows >= ny && slice_bytes <= STAGING_BYTES) {
+    if (y == 0 && rows >= ny && slice_bytes <= staging_bytes) {
       height = ny;
-      depth = rows / ny < STAGING_BYTES / slice_bytes ? rows / ny : STAGING_BYTES / slice_bytes;
+      depth = rows / ny < staging_bytes / slice_bytes ? rows / ny : staging_bytes / slice_bytes;
     } else {
-      size_t fit = STAGING_BYTES / row_bytes ? STAGING_BYTES / row_bytes : 1;
+      size_t fit = staging_bytes / row_bytes ? staging_bytes / row_bytes : 1;
       height = ny - y < rows ? ny - y : rows;
       height = height < fit ? height : fit;
       depth = 1;
     }
     size_t n = height * depth, bytes = n * row_bytes;
-    staging *b = staging_acquire(v, err);
-    if (!b) return IR_ERR_RUNTIME;
+    ir_xfer_buffer *b = NULL;
+    ir_status st = ir_xfer_acquire(v->pool, &b, err);
+    if (st != IR_OK) return st;
     fill_staging(b->host, src, bytes, v->type);
     cudaMemcpy3DParms p;
     memset(&p, 0, sizeof p);
@@ -317,7 +250,7 @@ static ir_status copy_rows(volume_slot *s, size_t row, size_t rows, const unsign
     p.kind = cudaMemcpyHostToDevice;
     e = cudaMemcpy3DAsync(&p, b->stream);
     if (e == cudaSuccess) e = cudaEventRecord(b->done, b->stream);
-    staging_release(v, b);
+    ir_xfer_release(v->pool, b);
     if (e != cudaSuccess) return cuda_failed(e, "copying a piece of the volume to the GPU", err);
     src += bytes;
     row += n;
@@ -379,7 +312,7 @@ static ir_status upload_host(volume_slot *s, const ir_volume *volume, char err[I
   const ir_gpu_volumes *v = s->owner;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   /* Threads for volumes of at least a few staging buffers; one for small ones. */
-  size_t by_size = volume->bytes / (4 * STAGING_BYTES) + 1;
+  size_t by_size = volume->bytes / (4 * ir_xfer_buffer_bytes(v->pool)) + 1;
   size_t threads = (size_t)(cores < 1 ? 1 : cores);
   threads = threads < UPLOAD_MAX_THREADS ? threads : UPLOAD_MAX_THREADS;
   threads = threads < by_size ? threads : by_size;
@@ -507,13 +440,10 @@ ir_status ir_gpu_slot_end(ir_renderer *r, int slot, const ir_volume *volume, boo
     ir_status st = upload_host(s, volume, err);
     if (st != IR_OK) return st;
   }
-  /* Every copy queued so far (some of them for other slots: harmless) before the ranges. */
-  pthread_mutex_lock(&v->lock);
-  cudaError_t e = cudaSuccess;
-  for (int k = 0; k < v->buffer_count && e == cudaSuccess; k++)
-    if (v->buffers[k].used) e = cudaStreamWaitEvent(s->stream, v->buffers[k].done, 0);
-  pthread_mutex_unlock(&v->lock);
-  IR_CUDA(e);
+  /* Every copy queued so far (some of them for other slots or other users of the pool: harmless)
+   * before the ranges. */
+  ir_status st = ir_xfer_wait_all(v->pool, s->stream, err);
+  if (st != IR_OK) return st;
   IR_CUDA(cudaEventRecord(s->ev_copied, s->stream));
   IR_CUDA(launch_ranges(s));
   IR_CUDA(cudaEventRecord(s->ev_ready, s->stream));

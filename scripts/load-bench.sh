@@ -10,7 +10,9 @@
 #   3. The disk: the 8 GiB file read by dd with O_DIRECT (the disk's own rate) when the page cache
 #      can be dropped (root on this machine; nothing else is tried), and through the page cache.
 #   4. The data module's read of the file from the page cache on several threads and on one
-#      (load_bench --read).
+#      (load_bench --read), and where a streamed load's time goes (load_bench --stream: the read
+#      alone, with the copies into pinned staging, with the DMA into linear memory or a 3D array;
+#      into fresh and into recycled memory).
 #   5. inkray --headless on each volume, from the page cache: the read (streamed to the GPU while
 #      it runs), the volume ready with its statistics, the first frame, host memory; then the
 #      8 GiB one again from disk when the cache can be dropped.
@@ -116,6 +118,8 @@ S "page cache (dd, one thread): $(tail -1 "$logs/dd-cached.txt" | sed 's/.*, //'
 # ---- 4. The data module's read ---------------------------------------------------------------------
 "$bench" --read "$vol8" >"$logs/read.txt" 2>&1
 S "read (data module, page cache): $(grep -E '^read_(parallel|one)' "$logs/read.txt" | tr '\n' ' ')"
+"$bench" --stream "$vol8" --runs 1 >"$logs/stream.txt" 2>&1
+S "streamed load stages (8 GiB, GB/s): $(sed 's/ GB\/s//' "$logs/stream.txt" | tr '\n' ' ')"
 
 # ---- 5. Volumes to the first frame -------------------------------------------------------------------
 open_run() { # name file [env...]

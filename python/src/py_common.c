@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transfer/transfer.h"
+
 PyObject *irpy_error(PyObject *type, const char *format, ...) {
   char message[IR_ERR_LEN + 256];
   va_list args;
@@ -142,16 +144,21 @@ int irpy_copy_to_host(const irpy_array *a, size_t bytes, cudaStream_t stream, vo
   }
   irpy_device_guard guard;
   cudaError_t e;
+  ir_status st = IR_OK;
+  char err[IR_ERR_LEN] = {0};
   Py_BEGIN_ALLOW_THREADS
   e = irpy_device_enter(a->device_id, &guard);
-  if (e == cudaSuccess) e = cudaMemcpyAsync(*host, a->data, bytes, cudaMemcpyDeviceToHost, stream);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  /* Through the device's pinned staging buffers (transfer/transfer.h), after `stream`'s work. */
+  ir_xfer_pool *pool = NULL;
+  if (e == cudaSuccess) st = ir_xfer_pool_of(a->device_id, &pool, err);
+  if (e == cudaSuccess && st == IR_OK) st = ir_xfer_download(pool, *host, a->data, bytes, stream, err);
   irpy_device_restore(&guard);
   Py_END_ALLOW_THREADS
-  if (e != cudaSuccess) {
+  if (e != cudaSuccess || st != IR_OK) {
     free(*host);
     *host = NULL;
-    irpy_raise_cuda(e, "copying a device array to the host");
+    if (e != cudaSuccess) irpy_raise_cuda(e, "copying a device array to the host");
+    else irpy_raise(st, err);
     return -1;
   }
   return 0;

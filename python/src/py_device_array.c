@@ -10,6 +10,8 @@
 
 #include <dlpack/dlpack.h>
 
+#include "transfer/transfer.h"
+
 typedef struct device_array {
   PyObject_HEAD
   void *data;
@@ -157,7 +159,8 @@ static PyObject *device_array_dlpack_device(PyObject *obj, PyObject *unused) {
   return Py_BuildValue("(ii)", (int)kDLCUDA, ((device_array *)obj)->device_id);
 }
 
-/* A host copy as an inkray HostBuffer (the Python package turns it into a NumPy array). */
+/* A host copy as an inkray HostBuffer (the Python package turns it into a NumPy array), through the
+ * device's pinned staging buffers (transfer/transfer.h): a pageable copy runs at ~1 GB/s. */
 static PyObject *device_array_copy_to_host(PyObject *obj, PyObject *unused) {
   device_array *self = (device_array *)obj;
   void *host = NULL;
@@ -167,14 +170,18 @@ static PyObject *device_array_copy_to_host(PyObject *obj, PyObject *unused) {
   for (int k = 0; k < self->ndim; k++) bytes *= (size_t)self->shape[k];
   irpy_device_guard guard;
   cudaError_t e;
+  ir_status st = IR_OK;
+  char err[IR_ERR_LEN] = {0};
   Py_BEGIN_ALLOW_THREADS
   e = irpy_device_enter(self->device_id, &guard);
-  if (e == cudaSuccess) e = cudaMemcpy(host, self->data, bytes, cudaMemcpyDeviceToHost);
+  ir_xfer_pool *pool = NULL;
+  if (e == cudaSuccess) st = ir_xfer_pool_of(self->device_id, &pool, err);
+  if (e == cudaSuccess && st == IR_OK) st = ir_xfer_download(pool, host, self->data, bytes, NULL, err);
   irpy_device_restore(&guard);
   Py_END_ALLOW_THREADS
-  if (e != cudaSuccess) {
+  if (e != cudaSuccess || st != IR_OK) {
     Py_DECREF(buffer);
-    return irpy_raise_cuda(e, "copying a device array to the host");
+    return e != cudaSuccess ? irpy_raise_cuda(e, "copying a device array to the host") : irpy_raise(st, err);
   }
   return buffer;
 }

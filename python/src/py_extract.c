@@ -5,8 +5,8 @@
  * between calls, so that the Python package reuses one per device and repeated calls allocate
  * nothing. The grid is an array read without a copy: a device array is used in place by the
  * GPU extractor, a host array is uploaded (GPU) or referenced (CPU) - held until the next grid.
- * Host meshes come back as HostBuffers over the module's own arrays (freed with ir_mesh_free
- * when the last of them goes); device meshes as DeviceArrays over the extractor's buffers, valid
+ * Host meshes come back as HostBuffers over the module's own arrays (GPU: pinned blocks of the
+ * transfer module's cache, given back with ir_mesh_free when the last of them goes); device meshes as DeviceArrays over the extractor's buffers, valid
  * until its next call, which the package copies into arrays of the caller's library.
  * values='local' asks the extraction for scikit-image's per-vertex values (the largest value
  * range of the cells around the vertex's edge, IR_EXTRACT_VALUES_LOCAL_RANGE), computed as each
@@ -101,7 +101,9 @@ static PyObject *extractor_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     Py_DECREF(self);
     return PyErr_NoMemory();
   }
-  ir_extractor_desc desc = {.device = self->device, .cpu_threads = threads};
+  /* NumPy meshes in pinned memory from the process's cache: the download writes them at the link's
+   * speed, and the arrays give their blocks back to the cache when the last of them goes. */
+  ir_extractor_desc desc = {.device = self->device, .cpu_threads = threads, .pinned_mesh = gpu};
   char err[IR_ERR_LEN] = {0};
   ir_status st;
   irpy_device_guard guard;

@@ -12,10 +12,18 @@
  * to write the mesh's bytes once at the GPU's measured rates (a device-to-device copy and a memset
  * of 1 GiB, medians of 10) and the ratio of the best extraction to it.
  *
+ * Transfers (the largest size, unless --no-transfers): host <-> device copies of the volume's
+ * bytes up and the mesh's bytes down, median of 5 each: pageable cudaMemcpy, the transfer
+ * module's staged copies (transfer/transfer.h), cudaHostRegister of the host buffer around the
+ * copy, and a block of the module's pinned cache; downloads into memory reused from the run
+ * before and into freshly allocated memory (whose pages are first touched by the copy), plain
+ * malloc and huge pages (ir_xfer_host_pages, what ir_extract's host meshes get).
+ *
  * End to end (the largest size, unless --no-e2e): the volume written once as a raw file in the
  * e2e folder (default $TMPDIR or /tmp), then the median of 3 runs of (a) reading that file and
- * writing as many bytes as the PLY takes, and (b) what `inkray extract FILE -o mesh.ply` does:
- * load, upload, extract with InK-Compact to host arrays, write the PLY; and (b) / (a). Neither
+ * writing as many bytes as the PLY takes, (b) what `inkray extract FILE -o mesh.ply` does: load,
+ * upload, extract with InK-Compact to device buffers, write the PLY while it downloads chunk by
+ * chunk, and (c) the same with the mesh downloaded to host arrays first; and (b) / (a). Neither
  * side syncs the disk (the page cache takes the writes, the file reads come from it). With
  * --inkray PATH it also times the program itself (`PATH extract FILE --iso V -o mesh.ply
  * --quiet`), whose figure adds the process start and the CUDA context's creation.
@@ -37,6 +45,7 @@
 #include "extract/extract_internal.h"
 #include "tests/extract/classic_mc.h"
 #include "tests/extract/extract_test_util.h"
+#include "transfer/transfer.h"
 
 #define BENCH_WARMUP 2
 #define BENCH_MAX_SIZES 4
@@ -48,7 +57,7 @@ typedef struct bench_opts {
   bool use_method[IR_COMPACT_METHOD_COUNT];
   const char *csv_path;
   const char *e2e_dir;
-  bool e2e;
+  bool e2e, transfers;
   const char *inkray; /* the program, for the end-to-end run as a process; NULL: not timed */
 } bench_opts;
 
@@ -70,7 +79,8 @@ static double median(double *v, int n) {
 
 static int usage(const char *why) {
   fprintf(stderr, "extract_bench: %s\nusage: extract_bench [--sizes 256,512] [--runs N] [--iso V] "
-                  "[--method NAME[,NAME...]|all] [--csv FILE] [--e2e-dir DIR | --no-e2e] [--inkray PATH]\n", why);
+                  "[--method NAME[,NAME...]|all] [--csv FILE] [--e2e-dir DIR | --no-e2e] [--no-transfers] "
+                  "[--inkray PATH]\n", why);
   return 2;
 }
 
@@ -79,13 +89,17 @@ static int parse(int argc, char **argv, bench_opts *o) {
   o->sizes[0] = 256, o->sizes[1] = 512, o->size_count = 2;
   o->runs = 20;
   o->iso = 127.5f;
-  o->e2e = true;
+  o->e2e = o->transfers = true;
   for (int m = 0; m < IR_COMPACT_METHOD_COUNT; m++) o->use_method[m] = true;
   o->e2e_dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--no-e2e")) {
       o->e2e = false;
+      continue;
+    }
+    if (!strcmp(a, "--no-transfers")) {
+      o->transfers = false;
       continue;
     }
     if (!v) return usage("an option needs a value");
@@ -303,6 +317,79 @@ static int bench_size(const bench_opts *o, int n, FILE *csv, double copy_rate, d
   return rc;
 }
 
+/* ---- Transfers ------------------------------------------------------------------------------------- */
+typedef enum xfer_way { WAY_PAGEABLE, WAY_STAGED, WAY_REGISTER, WAY_PINNED_CACHE, WAY_COUNT } xfer_way;
+static const char *const way_names[WAY_COUNT] = {"pageable cudaMemcpy", "staged (transfer module)",
+                                                  "cudaHostRegister around the copy", "pinned cache block"};
+
+/* One copy of `bytes` between `host` and `dev` the given way; false on a failure (printed). */
+static bool copy_once(xfer_way way, bool up, void *host, void *dev, size_t bytes, ir_xfer_pool *pool) {
+  char err[IR_ERR_LEN] = {0};
+  cudaError_t e = cudaSuccess;
+  if (way == WAY_STAGED) {
+    ir_status st = up ? ir_xfer_upload(pool, dev, host, bytes, NULL, err) : ir_xfer_download(pool, host, dev, bytes, NULL, err);
+    if (st == IR_OK) e = cudaDeviceSynchronize();
+    else fprintf(stderr, "extract_bench: transfers: %s\n", err);
+    return st == IR_OK && e == cudaSuccess;
+  }
+  if (way == WAY_REGISTER) e = cudaHostRegister(host, bytes, cudaHostRegisterDefault);
+  if (e == cudaSuccess) e = up ? cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice) : cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+  if (way == WAY_REGISTER && e == cudaSuccess) e = cudaHostUnregister(host);
+  if (e != cudaSuccess) fprintf(stderr, "extract_bench: transfers: %s: %s\n", way_names[way], cudaGetErrorString(e));
+  return e == cudaSuccess;
+}
+
+/* GB/s of copies of `bytes` one way, median of 5 after a warm-up; `fresh`: into (or from) host
+ * memory allocated for each run (`huge`: as ir_extract allocates host meshes, ir_xfer_host_pages). */
+static double copy_rate(xfer_way way, bool up, bool fresh, bool huge, void *dev, size_t bytes, ir_xfer_pool *pool) {
+  double ms[5];
+  void *warm = way == WAY_PINNED_CACHE ? ir_xfer_host_alloc(bytes) : malloc(bytes);
+  if (!warm) return 0;
+  memset(warm, 1, bytes);
+  bool ok = copy_once(way, up, warm, dev, bytes, pool);
+  for (int r = 0; r < 5 && ok; r++) {
+    void *host = warm;
+    if (fresh) host = huge ? ir_xfer_host_pages(bytes) : malloc(bytes);
+    if (!host) return 0;
+    if (fresh && up) memset(host, 1, bytes); /* an upload's source has been written */
+    double t0 = now_ms();
+    ok = copy_once(way, up, host, dev, bytes, pool);
+    ms[r] = now_ms() - t0;
+    if (fresh) free(host);
+  }
+  if (way == WAY_PINNED_CACHE) ir_xfer_host_free(warm);
+  else free(warm);
+  return ok ? (double)bytes / median(ms, 5) / 1e6 : 0;
+}
+
+static int bench_transfers(size_t up_bytes, size_t down_bytes) {
+  char err[IR_ERR_LEN];
+  ir_xfer_pool *pool = NULL;
+  void *dev = NULL;
+  size_t bytes = up_bytes > down_bytes ? up_bytes : down_bytes;
+  if (ir_xfer_pool_of(0, &pool, err) != IR_OK || cudaMalloc(&dev, bytes) != cudaSuccess) {
+    fprintf(stderr, "extract_bench: transfers: %s\n", err);
+    return 1;
+  }
+  cudaMemset(dev, 3, bytes);
+  printf("\ntransfers, GB/s (median of 5): up %.1f MB (the volume), down %.1f MB (the mesh)\n", up_bytes / 1e6,
+         down_bytes / 1e6);
+  printf("  %-34s %10s %14s %14s %14s\n", "way", "up", "down (reused)", "down (fresh)", "(fresh, huge)");
+  for (int w = 0; w < WAY_COUNT; w++) {
+    double up = copy_rate((xfer_way)w, true, false, false, dev, up_bytes, pool);
+    double down = copy_rate((xfer_way)w, false, false, false, dev, down_bytes, pool);
+    if (w == WAY_PINNED_CACHE) {
+      printf("  %-34s %10.2f %14.2f %14s %14s\n", way_names[w], up, down, "-", "-");
+      continue;
+    }
+    double fresh = copy_rate((xfer_way)w, false, true, false, dev, down_bytes, pool);
+    double huge = copy_rate((xfer_way)w, false, true, true, dev, down_bytes, pool);
+    printf("  %-34s %10.2f %14.2f %14.2f %14.2f\n", way_names[w], up, down, fresh, huge);
+  }
+  cudaFree(dev);
+  return 0;
+}
+
 /* ---- End to end -------------------------------------------------------------------------------------- */
 static bool write_file(const char *path, const void *data, size_t bytes) {
   FILE *f = fopen(path, "wb");
@@ -324,7 +411,7 @@ static int end_to_end(const bench_opts *o, int n) {
     return 1;
   }
   ir_volume_free(&v);
-  double a[3], b[3], load[3], extract[3], write[3], process[3] = {0, 0, 0};
+  double a[3], b[3], c[3], load[3], extract[3], write[3], process[3] = {0, 0, 0};
   size_t file_bytes = 0;
   int rc = 0;
   for (int r = 0; r < 3 && rc == 0; r++) {
@@ -335,7 +422,7 @@ static int end_to_end(const bench_opts *o, int n) {
     ir_extractor_desc xd = {.device = IR_EXTRACT_GPU};
     ir_mesh m;
     memset(&m, 0, sizeof m);
-    ir_extract_desc d = {.surface_count = 1, .isovalues = {o->iso}};
+    ir_extract_desc d = {.surface_count = 1, .isovalues = {o->iso}, .output = IR_MESH_DEVICE};
     if (ir_volume_load(&rd, &v, err) != IR_OK) rc = 1;
     double t1 = now_ms();
     if (rc == 0 && (ir_extractor_create(&xd, &ex, err) != IR_OK || ir_extractor_set_volume(ex, &v, err) != IR_OK ||
@@ -347,9 +434,16 @@ static int end_to_end(const bench_opts *o, int n) {
     if (rc) fprintf(stderr, "extract_bench: end to end: %s\n", err);
     file_bytes = ir_mesh_file_bytes(IR_MESH_PLY, m.vertex_count, m.triangle_count, false);
     ir_mesh_free(&m);
+    b[r] = t3 - t0, load[r] = t1 - t0, extract[r] = t2 - t1, write[r] = t3 - t2;
+    /* (c) the same mesh to host arrays (staged download) and written from there. */
+    d.output = IR_MESH_HOST;
+    double c0 = now_ms();
+    if (rc == 0 && (ir_extract(ex, &d, &m, NULL, err) != IR_OK || ir_mesh_write(&m, ply, err) != IR_OK)) rc = 1;
+    c[r] = (t2 - t0) + (now_ms() - c0); /* (b)'s load, upload and extraction, then this extraction again, to host */
+    if (rc) fprintf(stderr, "extract_bench: end to end: %s\n", err);
+    ir_mesh_free(&m);
     ir_extractor_destroy(ex);
     ir_volume_free(&v);
-    b[r] = t3 - t0, load[r] = t1 - t0, extract[r] = t2 - t1, write[r] = t3 - t2;
     if (rc) break;
     /* (a) reading the volume file and writing the same number of bytes. */
     double s0 = now_ms();
@@ -385,8 +479,10 @@ static int end_to_end(const bench_opts *o, int n) {
   printf("\nend to end, %s as a raw file -> binary PLY of %.1f MB (median of 3, page cache, no disk sync):\n", source,
          (double)file_bytes / 1e6);
   printf("  read the volume + write the file's bytes: %9.1f ms\n", ma);
-  printf("  inkray extract (load %.1f, upload + extract to host %.1f, write %.1f): %9.1f ms = %.2fx (target <= 1.5x)\n",
-         median(load, 3), median(extract, 3), median(write, 3), mb, mb / ma);
+  printf("  inkray extract (load %.1f, upload + extract to device %.1f, download while writing %.1f): %9.1f ms = %.2fx "
+         "(target <= 1.3x)\n", median(load, 3), median(extract, 3), median(write, 3), mb, mb / ma);
+  printf("  the same with the mesh downloaded to host arrays first, then written: %9.1f ms = %.2fx\n", median(c, 3),
+         median(c, 3) / ma);
   if (o->inkray) {
     double mp = median(process, 3);
     printf("  %s extract as a process (start and CUDA context included): %9.1f ms = %.2fx\n", o->inkray, mp, mp / ma);
@@ -417,6 +513,12 @@ int main(int argc, char **argv) {
   }
   if (csv) fprintf(csv, "size,case,median_ms,min_ms,count_ms,generate_ms,vertices,triangles,mesh_bytes\n");
   for (int k = 0; k < o.size_count && rc == 0; k++) rc = bench_size(&o, o.sizes[k], csv, copy_rate, write_rate);
+  if (rc == 0 && o.transfers) {
+    /* The largest size's volume up, and the mesh of 512^3 at iso 127.5 down (9,296,638 vertices of
+     * 28 bytes and 18,594,504 triangles of 12: docs/extract.md), scaled by the size. */
+    double n = o.sizes[o.size_count - 1], scale = n * n * n / (512.0 * 512.0 * 512.0);
+    rc = bench_transfers((size_t)(n * n * n), (size_t)(scale * (9296638.0 * 28 + 18594504.0 * 12)));
+  }
   if (rc == 0 && o.e2e) rc = end_to_end(&o, o.sizes[o.size_count - 1]);
   if (csv) fclose(csv);
   return rc;

@@ -1,6 +1,9 @@
 /* inkray extract through the built program (label cpu): bad input exits 2 with one line before any
  * work, a good run writes the same bytes as the library, an empty surface writes a valid empty file,
- * the look options reach the mesh. Runs on the CPU (--device cpu). */
+ * the look options reach the mesh. Runs on the CPU (--device cpu); where there is a GPU, its runs
+ * (the mesh written while it downloads) write the CPU's bytes too. */
+#include <cuda_runtime_api.h>
+
 #include "tests/check.h"
 #include "tests/extract/extract_test_util.h"
 #include "tests/headless/run_inkray.h"
@@ -209,6 +212,58 @@ static void test_headless_run_writes_its_surfaces_as_a_mesh(void) {
   CHECK(strstr(r.output, "frame time") == NULL);
 }
 
+/* On a machine with a GPU: `inkray extract` on the GPU keeps the mesh on the device and writes it
+ * while it downloads; the file equals the CPU library's byte for byte (one and two surfaces, with
+ * colours, over many download chunks), and so do a headless run's --mesh on both devices. */
+static void test_gpu_runs_write_the_library_mesh(void) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    (void)cudaGetLastError();
+    printf("    no CUDA device: the GPU runs are left out\n");
+    return;
+  }
+  run_result r;
+  run_inkray(work, (const char *const[]){"extract", "builtin:fractal:160", "--iso", "127.5", "--device", "gpu", "-o",
+                                         "gpu.ply", NULL},
+             &r);
+  CHECK_MSG(r.status == 0, "%s", r.output);
+  CHECK_STR_CONTAINS(r.output, "download and write");
+  ir_volume v;
+  char err[IR_ERR_LEN];
+  ir_volume_desc vd = {.source = "builtin:fractal:160"};
+  CHECK(ir_volume_load(&vd, &v, err) == IR_OK);
+  ir_extract_desc d = {.surface_count = 1, .isovalues = {127.5f}};
+  check_library_mesh(&v, &d, "gpu.ply");
+  run_inkray(work, (const char *const[]){"extract", "builtin:fractal:160", "--surface", "60:red", "--surface", "127.5:blue",
+                                         "--device", "gpu", "-o", "gpu2.ply", NULL},
+             &r);
+  CHECK_MSG(r.status == 0, "%s", r.output);
+  run_inkray(work, (const char *const[]){"extract", "builtin:fractal:160", "--surface", "60:red", "--surface", "127.5:blue",
+                                         "--device", "cpu", "-o", "cpu2.ply", NULL},
+             &r);
+  CHECK_MSG(r.status == 0, "%s", r.output);
+  char a[300], b[300];
+  snprintf(a, sizeof a, "%s/gpu2.ply", work);
+  snprintf(b, sizeof b, "%s/cpu2.ply", work);
+  CHECK_MSG(same_file_bytes(a, b), "two coloured surfaces: the GPU run's file differs from the CPU run's");
+  unlink(a), unlink(b);
+  const char *devs[2] = {"gpu", "cpu"};
+  for (int k = 0; k < 2; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "drawn_%s.ply", devs[k]);
+    run_inkray(work, (const char *const[]){"--headless", "--device", devs[k], "--frames", "1", "--warmup", "0", "--orbit",
+                                           "1", "--size", "32x32", "--no-stages", "--surface", "100:green", "--mesh", name,
+                                           "builtin:fractal:96", NULL},
+               &r);
+    CHECK_MSG(r.status == 0, "%s", r.output);
+  }
+  snprintf(a, sizeof a, "%s/drawn_gpu.ply", work);
+  snprintf(b, sizeof b, "%s/drawn_cpu.ply", work);
+  CHECK_MSG(same_file_bytes(a, b), "headless --mesh: the GPU run's file differs from the CPU run's");
+  unlink(a), unlink(b);
+  ir_volume_free(&v);
+}
+
 int main(void) {
   snprintf(work, sizeof work, "%s/inkray-extract-cli-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   if (!mkdtemp(work)) {
@@ -221,6 +276,7 @@ int main(void) {
   RUN(test_empty_surface_writes_a_valid_empty_file);
   RUN(test_look_options_reach_the_mesh);
   RUN(test_headless_run_writes_its_surfaces_as_a_mesh);
+  RUN(test_gpu_runs_write_the_library_mesh);
   rmdir(work);
   return check_summary();
 }

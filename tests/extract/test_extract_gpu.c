@@ -4,7 +4,8 @@
  * faces, real CT data, non-finite voxels, clipping, several surfaces with colours, grids not a
  * multiple of the brick size, device grids and device output. Also: repeated calls allocate
  * nothing, an empty surface, and a GPU too full for the mesh refused with a message, after which the
- * extractor works again. On a mismatch it prints the first differing vertex or triangle and the
+ * extractor works again. Meshes in pinned host memory, and mesh files written from device meshes
+ * through the staging buffers, equal the plain ones byte for byte. On a mismatch it prints the first differing vertex or triangle and the
  * counts of each stage.
  *
  * test_extract_gpu --small runs a reduced set (small volumes) for compute-sanitizer. */
@@ -13,7 +14,10 @@
 #include "tests/check.h"
 #include "tests/extract/extract_test_util.h"
 
+#include <unistd.h>
+
 #include "data/volume.h"
+#include "transfer/transfer.h"
 
 static bool small_mode;
 
@@ -212,6 +216,80 @@ static void test_device_grid_and_output(void) {
   free(v);
 }
 
+/* A whole file (its size in *bytes); NULL when it cannot be opened. */
+static unsigned char *read_all(const char *path, size_t *bytes) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
+  *bytes = p && n >= 0 && fread(p, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
+  fclose(f);
+  return p;
+}
+
+/* A device mesh written chunk by chunk through the staging buffers gives the same file, byte for
+ * byte, as its host copy (PLY, STL, OBJ, with and without colours, meshes of many chunks); a
+ * pinned host mesh equals the plain one and its blocks go back to the cache. */
+static void test_pinned_mesh_and_files_from_the_device(void) {
+  char err[IR_ERR_LEN];
+  ir_volume v;
+  ir_volume_desc vd = {.source = small_mode ? "builtin:fractal:48" : "builtin:fractal:200"};
+  CHECK(ir_volume_load(&vd, &v, err) == IR_OK);
+  ir_extractor *plain = NULL, *pinned = NULL;
+  ir_extractor_desc pd = {.device = IR_EXTRACT_GPU}, qd = {.device = IR_EXTRACT_GPU, .pinned_mesh = true};
+  CHECK_MSG(ir_extractor_create(&pd, &plain, err) == IR_OK, "%s", err);
+  CHECK_MSG(ir_extractor_create(&qd, &pinned, err) == IR_OK, "%s", err);
+  CHECK_MSG(ir_extractor_set_volume(plain, &v, err) == IR_OK, "%s", err);
+  CHECK_MSG(ir_extractor_set_volume(pinned, &v, err) == IR_OK, "%s", err);
+  const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+  for (int colored = 0; colored < 2; colored++) {
+    ir_extract_desc d = one_surface(127.5f);
+    if (colored) {
+      d.surface_count = 2, d.isovalues[1] = 60.0f;
+      d.colors = IR_EXTRACT_COLORS_SURFACE;
+      d.surface_rgba[0][0] = 1.0f, d.surface_rgba[0][3] = 1.0f, d.surface_rgba[1][2] = 0.5f, d.surface_rgba[1][3] = 1.0f;
+    }
+    ir_mesh host, pin, dev;
+    CHECK_MSG(ir_extract(plain, &d, &host, NULL, err) == IR_OK, "%s", err);
+    for (int run = 0; run < 2; run++) {
+      size_t cached_before = 0, cached_after = 0, used = 0;
+      ir_xfer_host_usage(NULL, &cached_before);
+      CHECK_MSG(ir_extract(pinned, &d, &pin, NULL, err) == IR_OK, "%s", err);
+      CHECK(pin.pinned);
+      CHECK(mesh_equal(&host, &pin, "pinned host mesh against the plain one"));
+      ir_mesh_free(&pin);
+      ir_xfer_host_usage(&used, &cached_after);
+      CHECK_EQ_INT(used, 0);
+      if (run > 0) CHECK_MSG(cached_after == cached_before, "the second call grew the cache (%zu -> %zu bytes)",
+                             cached_before, cached_after);
+    }
+    d.output = IR_MESH_DEVICE;
+    CHECK_MSG(ir_extract(plain, &d, &dev, NULL, err) == IR_OK, "%s", err);
+    printf("    %zu vertices, %zu triangles%s\n", dev.vertex_count, dev.triangle_count, colored ? ", coloured" : "");
+    const char *ext[3] = {"ply", "stl", "obj"};
+    for (int k = 0; k < (small_mode ? 3 : 2); k++) {
+      char a[600], b[600];
+      snprintf(a, sizeof a, "%s/test_extract_gpu_host.%s", dir, ext[k]);
+      snprintf(b, sizeof b, "%s/test_extract_gpu_device.%s", dir, ext[k]);
+      CHECK_MSG(ir_mesh_write(&host, a, err) == IR_OK, "%s", err);
+      CHECK_MSG(ir_mesh_write(&dev, b, err) == IR_OK, "%s", err);
+      size_t na = 0, nb = 0;
+      unsigned char *fa = read_all(a, &na), *fb = read_all(b, &nb);
+      CHECK_MSG(fa && fb && na == nb && na > 0 && memcmp(fa, fb, na) == 0,
+                "%s: the device mesh's file (%zu bytes) differs from the host mesh's (%zu bytes)", ext[k], nb, na);
+      free(fa), free(fb);
+      unlink(a), unlink(b);
+    }
+    ir_mesh_free(&dev);
+    ir_mesh_free(&host);
+  }
+  ir_extractor_destroy(plain);
+  ir_extractor_destroy(pinned);
+  ir_volume_free(&v);
+}
+
 /* With the GPU nearly full, the extraction is refused with what it needs; once memory is back the
  * same extractor works. */
 static void test_full_gpu_is_refused_with_a_message(void) {
@@ -264,6 +342,7 @@ int main(int argc, char **argv) {
   RUN(test_exact_path);
   RUN(test_values_and_colours);
   RUN(test_device_grid_and_output);
+  RUN(test_pinned_mesh_and_files_from_the_device);
   if (!small_mode) RUN(test_full_gpu_is_refused_with_a_message);
   return check_summary();
 }
