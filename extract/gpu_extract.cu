@@ -103,7 +103,7 @@ void ir_gpu_extract_destroy(ir_extractor *ex) {
                      x->d_ranges, x->d_brick_ids, x->d_brick_flags, x->d_active, x->d_brick_remove, x->d_slot_of,
                      x->d_counts, x->d_brick_scan, x->d_cub_temp, x->d_edge_table, x->d_cell_nibbles,
                      x->d_cell_prefix, x->d_points, x->d_cells, x->d_point_flags, x->d_cell_flags, x->d_identity,
-                     x->d_point_remove, x->d_cell_remove, x->d_point_scan, x->d_cell_scan, x->d_positions,
+                     x->d_point_remove, x->d_cell_remove, x->d_positions,
                      x->d_normals, x->d_values, x->d_colors, x->d_triangles};
   for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; k++) cudaFree(buffers[k]);
   if (x->h_counters) cudaFreeHost(x->h_counters);
@@ -216,12 +216,9 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
     IR_GX_GROW(x->d_edge_table, active * IR_MC_EDGE_WORDS * sizeof(uint2), "the edge tables");
     IR_GX_GROW(x->d_cell_nibbles, active * IR_MC_CELL_GROUPS * sizeof(uint4), "the cell tables");
     IR_GX_GROW(x->d_cell_prefix, active * IR_MC_CELL_GROUPS * sizeof(uint32_t), "the cell tables");
-    /* Candidate lists: every point and cell of every active brick at most. */
-    IR_GX_GROW(x->d_points, candidates * sizeof(uint32_t), "the candidate points");
-    IR_GX_GROW(x->d_cells, candidates * sizeof(uint32_t), "the candidate cells");
-    IR_GX_GROW(x->d_point_scan, ir_ink_scan_bytes((unsigned)active), "the look-back state");
-    IR_GX_GROW(x->d_cell_scan, ir_ink_scan_bytes((unsigned)active), "the look-back state");
-    /* The out-of-kernel methods' buffers are made again at their first use at this size. */
+    /* The candidate methods' buffers are made again at their first use at this size. */
+    IR_GX_GROW(x->d_points, 0, "released");
+    IR_GX_GROW(x->d_cells, 0, "released");
     IR_GX_GROW(x->d_point_flags, 0, "released");
     IR_GX_GROW(x->d_cell_flags, 0, "released");
     IR_GX_GROW(x->d_identity, 0, "released");
@@ -230,6 +227,11 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
     x->slot_cap = active;
   }
   size_t slots = x->slot_cap * IR_MC_BRICK_POINTS;
+  if (mode != IR_GX_INK_COMPACT && !x->d_cells) { /* the last one made: both exist */
+    /* Candidate lists: every point and cell of every active brick at most. */
+    IR_GX_GROW(x->d_points, slots * sizeof(uint32_t), "the candidate points");
+    IR_GX_GROW(x->d_cells, slots * sizeof(uint32_t), "the candidate cells");
+  }
   if (mode == IR_GX_FLAGS && !x->d_identity) { /* the last one made: all three exist */
     IR_GX_GROW(x->d_point_flags, slots, "the candidate flags");
     IR_GX_GROW(x->d_cell_flags, slots, "the candidate flags");
@@ -301,7 +303,7 @@ static ir_status reserve_mesh(struct ir_gpu_extract *x, size_t vertices, size_t 
 
 /* ---- One surface ---------------------------------------------------------------------------------- */
 static ir_gx_out stage_out(int mode, uint32_t *list, uint32_t *count, uint8_t *flags, uint32_t *remove, void *scan,
-                           unsigned tiles) {
+                           unsigned tiles) { /* scan: the look-back state of an InK-Compact emit, or NULL */
   ir_gx_out o;
   memset(&o, 0, sizeof o);
   o.mode = mode;
@@ -309,7 +311,7 @@ static ir_gx_out stage_out(int mode, uint32_t *list, uint32_t *count, uint8_t *f
   o.count = count;
   o.flags = flags;
   o.remove = remove;
-  if (mode == IR_GX_INK_COMPACT) o.scan = ir_ink_scan_bind(scan, tiles);
+  if (mode == IR_GX_INK_COMPACT && scan) o.scan = ir_ink_scan_bind(scan, tiles);
   return o;
 }
 
@@ -399,14 +401,12 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
                     x->d_active, x->d_slot_of};
   IR_GX_CUDA(ir_gx_launch_slots(x->d_active, (uint32_t)active, x->d_slot_of, x->stream));
   IR_GX_CUDA(cudaMemsetAsync(vcount, 0, 2 * n * sizeof *vcount, x->stream));
+  /* InK-Compact hands no candidates on (its generation works per brick); its classification only
+   * counts the cells with triangles into c->cells. */
   ir_gx_out points = stage_out(mode, x->d_points, mode == IR_GX_REMOVE ? &c->k_points : &c->points, x->d_point_flags,
-                               x->d_point_remove, x->d_point_scan, (unsigned)active);
+                               x->d_point_remove, NULL, 0);
   ir_gx_out cells = stage_out(mode, x->d_cells, mode == IR_GX_REMOVE ? &c->k_cells : &c->cells, x->d_cell_flags,
-                              x->d_cell_remove, x->d_cell_scan, (unsigned)active);
-  if (mode == IR_GX_INK_COMPACT) {
-    IR_GX_CUDA(ir_ink_scan_reset(&points.scan, (unsigned)active, x->stream));
-    IR_GX_CUDA(ir_ink_scan_reset(&cells.scan, (unsigned)active, x->stream));
-  }
+                              x->d_cell_remove, NULL, 0);
   if (mode == IR_GX_REMOVE) {
     set_lengths_kernel<<<1, 1, 0, x->stream>>>(c, (uint32_t)n, (uint32_t)candidates);
     IR_GX_CUDA(cudaGetLastError());
@@ -455,8 +455,12 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   m.colormap = x->d_colormap, m.colormap_size = job->colormap_size;
   m.color_range[0] = job->color_range[0], m.color_range[1] = job->color_range[1];
   m.color_voxels = x->d_color, m.color_type = x->color_type;
-  IR_GX_CUDA(ir_gx_launch_vertices(g, iso, x->d_voxels, t, x->d_points, h.points, m, x->stream));
-  IR_GX_CUDA(ir_gx_launch_triangles(g, iso, x->d_voxels, x->d_cases, t, x->d_cells, h.cells, m, x->stream));
+  if (mode == IR_GX_INK_COMPACT) {
+    IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, (uint32_t)active, m, x->stream));
+  } else {
+    IR_GX_CUDA(ir_gx_launch_vertices(g, iso, x->d_voxels, t, x->d_points, h.points, m, x->stream));
+    IR_GX_CUDA(ir_gx_launch_triangles(g, iso, x->d_voxels, x->d_cases, t, x->d_cells, h.cells, m, x->stream));
+  }
   IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
   IR_GX_CUDA(cudaEventSynchronize(x->ev[3]));
   mesh->vertex_count = vn;

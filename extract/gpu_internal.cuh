@@ -138,7 +138,6 @@ struct ir_gpu_extract {
   uint8_t *d_point_flags, *d_cell_flags;
   uint32_t *d_identity;                /* 0, 1, 2, ...: input of the flagged candidate streams */
   uint32_t *d_point_remove, *d_cell_remove;
-  void *d_point_scan, *d_cell_scan;    /* InK-Compact look-back states of classification */
 
   /* The mesh (grows with the counts, never shrinks). */
   size_t vertex_cap, triangle_cap;
@@ -195,6 +194,11 @@ typedef struct ir_gx_mesh_out {
   bool axes_zyx, flip_winding; /* ir_extract_desc's */
 } ir_gx_mesh_out;
 
+/* InK-Compact: one block per active brick writes its vertices and triangles. */
+cudaError_t ir_gx_launch_bricks_generate(const ir_mc_grid &g, float iso, const void *voxels, const uint64_t *cases,
+                                         const ir_gx_tables &t, uint32_t active, const ir_gx_mesh_out &m,
+                                         cudaStream_t stream);
+/* The other methods: one thread per candidate point, one per candidate cell. */
 cudaError_t ir_gx_launch_vertices(const ir_mc_grid &g, float iso, const void *voxels, const ir_gx_tables &t,
                                   const uint32_t *points, uint32_t count, const ir_gx_mesh_out &m,
                                   cudaStream_t stream);
