@@ -89,30 +89,37 @@ static __device__ __forceinline__ int row_index(int y, int z) { return (y + 1) +
 static __device__ __forceinline__ int drawn_index(int y, int z) { return (y + 1) + DRAWN_SIDE * (z + 1); }
 
 /* Warp w takes rows w, w + 16, ...: lane x + 1 reads point x of the row. All of a thread's loads
- * are issued before the first ballot, so a block waits for memory once. */
-#define ROWS_PER_WARP ((ROWS + IR_GX_CLASSIFY_THREADS / 32 - 1) / (IR_GX_CLASSIFY_THREADS / 32))
-template <int TYPE>
+ * are issued before the first ballot, so a block waits for memory once. The fast path reads no
+ * point -1 (only the exact path's cells below the brick use them): 17 rows a side instead of 18,
+ * and rows that start on the brick's first point, one 32-byte sector fewer each. */
+#define ROW_WARPS (IR_GX_CLASSIFY_THREADS / 32)
+template <int TYPE, bool EXACT>
 static __device__ __forceinline__ void load_rows(const ir_mc_grid &g, const void *__restrict__ voxels,
                                                  const uint32_t o[3], float iso, uint32_t *s_inside,
                                                  uint32_t *s_valid) {
+  constexpr int side = EXACT ? IR_GX_HALO : IR_GX_HALO - 1, first = EXACT ? -1 : 0, rows = side * side;
+  constexpr int per_warp = (rows + ROW_WARPS - 1) / ROW_WARPS;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const int x = (int)o[0] + (int)lane - 1;
-  const bool x_in = lane < IR_GX_HALO && x >= 0 && x < (int)g.dims[0];
-  float v[ROWS_PER_WARP];
-  bool in[ROWS_PER_WARP];
+  const bool x_in = lane < IR_GX_HALO && (EXACT || lane > 0) && x >= 0 && x < (int)g.dims[0];
+  float v[per_warp];
+  bool in[per_warp];
 #pragma unroll
-  for (int k = 0; k < ROWS_PER_WARP; k++) {
-    const int r = (int)warp + (IR_GX_CLASSIFY_THREADS / 32) * k;
-    const int y = (int)o[1] + r % IR_GX_HALO - 1, z = (int)o[2] + r / IR_GX_HALO - 1;
-    in[k] = r < ROWS && x_in && y >= 0 && z >= 0 && y < (int)g.dims[1] && z < (int)g.dims[2];
+  for (int k = 0; k < per_warp; k++) {
+    const int r = (int)warp + ROW_WARPS * k;
+    const int y = (int)o[1] + first + r % side, z = (int)o[2] + first + r / side;
+    in[k] = r < rows && x_in && y >= 0 && z >= 0 && y < (int)g.dims[1] && z < (int)g.dims[2];
     v[k] = in[k] ? ir_gx_load<TYPE>(voxels, ir_mc_index(&g, (uint32_t)x, (uint32_t)y, (uint32_t)z)) : 0.0f;
   }
 #pragma unroll
-  for (int k = 0; k < ROWS_PER_WARP; k++) {
-    const int r = (int)warp + (IR_GX_CLASSIFY_THREADS / 32) * k;
+  for (int k = 0; k < per_warp; k++) {
+    const int r = (int)warp + ROW_WARPS * k;
     const unsigned inside = __ballot_sync(0xffffffffu, in[k] && ir_mc_inside(v[k], iso));
     const unsigned valid = __ballot_sync(0xffffffffu, in[k] && ir_mc_finite(v[k]));
-    if (lane == 0 && r < ROWS) s_inside[r] = inside, s_valid[r] = valid;
+    if (lane == 0 && r < rows) {
+      const int at = row_index(first + r % side, first + r / side);
+      s_inside[at] = inside, s_valid[at] = valid;
+    }
   }
 }
 
@@ -259,7 +266,7 @@ static __global__ void __launch_bounds__(IR_GX_CLASSIFY_THREADS)
   uint32_t o[3];
   ir_gx_brick_origin(g, brick, o);
   if (threadIdx.x < 256) s_triangles[threadIdx.x] = (uint8_t)ir_mc_case_triangles(__ldg(cases + threadIdx.x));
-  load_rows<TYPE>(g, voxels, o, iso, s_inside, s_valid);
+  load_rows<TYPE, EXACT>(g, voxels, o, iso, s_inside, s_valid);
   __syncthreads();
   if (EXACT) {
     mark_drawn(r, o, s_valid, s_drawn);

@@ -126,31 +126,54 @@ static __device__ __forceinline__ int cell_case(const F &f, const uint32_t p[3],
   return c;
 }
 
-/* Number (within the surface) of the vertex on the edge leaving grid point p along `axis`, from
- * the edge table of the brick that owns p: own_edges (the block's copy, or NULL: the tables in
- * memory) for the brick being written, else the owner's. */
-static __device__ __forceinline__ uint32_t vertex_number(const ir_mc_grid &g, const ir_gx_tables &t, uint32_t own_brick,
-                                                         uint32_t own_slot, const uint2 *own_edges, const uint32_t p[3],
-                                                         int axis) {
-  uint32_t brick = ir_mc_brick_index(&g, p[0] / IR_MC_BRICK, p[1] / IR_MC_BRICK, p[2] / IR_MC_BRICK);
-  uint32_t e = ir_mc_local_edge(axis, ir_mc_local_point(p[0] % IR_MC_BRICK, p[1] % IR_MC_BRICK, p[2] % IR_MC_BRICK));
-  uint2 word;
-  if (brick == own_brick && own_edges) word = own_edges[e / 32];
-  else word = t.edges[(size_t)(brick == own_brick ? own_slot : t.slot_of[brick]) * IR_MC_EDGE_WORDS + e / 32];
-  return (uint32_t)t.vbase[brick] + ir_mc_edge_rank(word.x, word.y, e % 32);
-}
+/* Vertex numbers for the triangles of a brick's cells: the vertex on the edge leaving grid point p
+ * along `axis` is numbered from the edge table of the brick that owns p, the cell's own brick or a
+ * neighbour across its upper faces. */
+
+/* Looked up per edge in the tables in memory (one thread per candidate cell). */
+struct table_numbers {
+  const ir_mc_grid &g;
+  const ir_gx_tables &t;
+  uint32_t brick, slot, vbase; /* the cell's own brick */
+  __device__ __forceinline__ uint32_t operator()(const uint32_t p[3], int axis) const {
+    const uint32_t owner = ir_mc_brick_index(&g, p[0] / IR_MC_BRICK, p[1] / IR_MC_BRICK, p[2] / IR_MC_BRICK);
+    const uint32_t e = ir_mc_local_edge(axis, ir_mc_local_point(p[0] % IR_MC_BRICK, p[1] % IR_MC_BRICK, p[2] % IR_MC_BRICK));
+    const bool own = owner == brick;
+    const uint2 word = t.edges[(size_t)(own ? slot : t.slot_of[owner]) * IR_MC_EDGE_WORDS + e / 32];
+    return (own ? vbase : (uint32_t)t.vbase[owner]) + ir_mc_edge_rank(word.x, word.y, e % 32);
+  }
+};
+
+/* The block's brick and its seven upper neighbours (index dx | dy << 1 | dz << 2), found once per
+ * block: their edge tables (the brick's own copied to shared memory) and first vertices. */
+typedef struct brick_hood {
+  const uint2 *edges[8];
+  uint32_t vbase[8];
+} brick_hood;
+
+struct hood_numbers {
+  const brick_hood &h;
+  uint32_t o[3];
+  __device__ __forceinline__ uint32_t operator()(const uint32_t p[3], int axis) const {
+    const uint32_t x = p[0] - o[0], y = p[1] - o[1], z = p[2] - o[2]; /* 0 .. 16 */
+    const uint32_t nb = x / IR_MC_BRICK | (y / IR_MC_BRICK) << 1 | (z / IR_MC_BRICK) << 2;
+    const uint32_t e = ir_mc_local_edge(axis, ir_mc_local_point(x % IR_MC_BRICK, y % IR_MC_BRICK, z % IR_MC_BRICK));
+    const uint2 word = h.edges[nb][e / 32];
+    return h.vbase[nb] + ir_mc_edge_rank(word.x, word.y, e % 32);
+  }
+};
 
 /* Triangle `tri` (case-table order) of the cell whose lowest corner is p, as triangle `id`. */
-static __device__ __forceinline__ void write_triangle(const ir_mc_grid &g, const ir_gx_tables &t, const ir_gx_mesh_out &m,
-                                                      uint32_t brick, uint32_t slot, const uint2 *own_edges,
-                                                      const uint32_t p[3], uint64_t entry, int tri, uint32_t id) {
+template <class N>
+static __device__ __forceinline__ void write_triangle(const ir_gx_mesh_out &m, const N &number, const uint32_t p[3],
+                                                      uint64_t entry, int tri, uint32_t id) {
   uint32_t *out = m.triangles + 3 * (size_t)id;
   for (int k = 0; k < 3; k++) {
     uint32_t off[3], q[3];
     int axis = ir_mc_edge(ir_mc_case_edge(entry, 3 * tri + k), off);
     for (int j = 0; j < 3; j++) q[j] = p[j] + off[j];
     /* flip_winding: each triangle's corners in reverse order (c, b, a). */
-    out[m.flip_winding ? 2 - k : k] = m.vertex_offset + vertex_number(g, t, brick, slot, own_edges, q, axis);
+    out[m.flip_winding ? 2 - k : k] = m.vertex_offset + number(q, axis);
   }
 }
 
@@ -215,16 +238,37 @@ static __device__ __forceinline__ void list_triangles(uint32_t nibbles, uint32_t
   }
 }
 
+/* Five blocks of 34.7 KB of shared memory fit an SM; the register cap (48) lets all five run. */
 template <int TYPE>
-static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS)
+static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, 5)
     brick_kernel(ir_mc_grid g, float iso, const void *__restrict__ voxels, const uint64_t *__restrict__ cases,
                  ir_gx_tables t, ir_gx_mesh_out m) {
   __shared__ float s_v[BRICK_VOXELS];
   __shared__ uint2 s_edges[IR_MC_EDGE_WORDS];
   __shared__ uint32_t s_list[BRICK_LIST];
+  __shared__ brick_hood s_hood;
   const uint32_t slot = blockIdx.x, brick = t.active[slot];
   uint32_t o[3];
   ir_gx_brick_origin(g, brick, o);
+  /* Everything the block reads from memory is asked for before the first barrier. */
+  if (threadIdx.x < 8) {
+    const uint32_t nb = threadIdx.x, d[3] = {nb & 1u, nb >> 1 & 1u, nb >> 2 & 1u};
+    const uint32_t bx = o[0] / IR_MC_BRICK + d[0], by = o[1] / IR_MC_BRICK + d[1], bz = o[2] / IR_MC_BRICK + d[2];
+    if (bx < g.bricks[0] && by < g.bricks[1] && bz < g.bricks[2]) { /* inactive ones are never used */
+      const uint32_t b = ir_mc_brick_index(&g, bx, by, bz);
+      s_hood.edges[nb] = nb ? t.edges + (size_t)t.slot_of[b] * IR_MC_EDGE_WORDS : s_edges;
+      s_hood.vbase[nb] = (uint32_t)t.vbase[b];
+    }
+  }
+  uint32_t nibbles[2], rank[2]; /* two nibble words of the cell table (8 cells each) and their prefixes */
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const uint32_t word = threadIdx.x + IR_GX_GENERATE_THREADS * h, group = word / 4;
+    const uint4 nib = t.cell_nibbles[(size_t)slot * IR_MC_CELL_GROUPS + group];
+    const uint32_t words[4] = {nib.x, nib.y, nib.z, nib.w};
+    nibbles[h] = words[word % 4];
+    rank[h] = t.cell_prefix[(size_t)slot * IR_MC_CELL_GROUPS + group] + ir_mc_nibbles_below(words, 8 * (word % 4));
+  }
   load_brick<TYPE>(g, voxels, o, s_v);
   for (unsigned w = threadIdx.x; w < IR_MC_EDGE_WORDS; w += blockDim.x)
     s_edges[w] = t.edges[(size_t)slot * IR_MC_EDGE_WORDS + w];
@@ -232,7 +276,7 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS)
   const brick_field f = {s_v, {(int)o[0], (int)o[1], (int)o[2]}};
 
   /* Vertices: list entries are local edges, in edge order. */
-  const uint32_t vertices = (uint32_t)t.vcount[brick], vfirst = m.vertex_offset + (uint32_t)t.vbase[brick];
+  const uint32_t vertices = (uint32_t)t.vcount[brick], vfirst = m.vertex_offset + s_hood.vbase[0];
   for (uint32_t c0 = 0; c0 < vertices; c0 += BRICK_LIST) {
     for (unsigned w = threadIdx.x; w < IR_MC_EDGE_WORDS; w += blockDim.x)
       list_edges(s_edges[w].x, s_edges[w].y, 32u * w, c0, s_list);
@@ -247,18 +291,9 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS)
     __syncthreads();
   }
 
-  /* Triangles: each thread lists two nibble words (8 cells each) at their prefixes. */
+  /* Triangles: each thread lists its two nibble words at their prefixes. */
   const uint32_t triangles = (uint32_t)t.tcount[brick], tfirst = m.triangle_offset + (uint32_t)t.tbase[brick];
-  if (triangles == 0) return;
-  uint32_t nibbles[2], rank[2];
-#pragma unroll
-  for (int h = 0; h < 2; h++) {
-    const uint32_t word = threadIdx.x + IR_GX_GENERATE_THREADS * h, group = word / 4;
-    const uint4 nib = t.cell_nibbles[(size_t)slot * IR_MC_CELL_GROUPS + group];
-    const uint32_t words[4] = {nib.x, nib.y, nib.z, nib.w};
-    nibbles[h] = words[word % 4];
-    rank[h] = t.cell_prefix[(size_t)slot * IR_MC_CELL_GROUPS + group] + ir_mc_nibbles_below(words, 8 * (word % 4));
-  }
+  const hood_numbers number = {s_hood, {o[0], o[1], o[2]}};
   for (uint32_t c0 = 0; c0 < triangles; c0 += BRICK_LIST) {
 #pragma unroll
     for (int h = 0; h < 2; h++)
@@ -269,8 +304,7 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS)
       const uint32_t entry = s_list[i];
       uint32_t p[3];
       local_to_grid(o, entry % IR_MC_BRICK_POINTS, p);
-      write_triangle(g, t, m, brick, slot, s_edges, p, __ldg(cases + (entry >> 15)), (int)(entry >> 12 & 7u),
-                     tfirst + c0 + i);
+      write_triangle(m, number, p, __ldg(cases + (entry >> 15)), (int)(entry >> 12 & 7u), tfirst + c0 + i);
     }
     __syncthreads();
   }
@@ -313,7 +347,8 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS)
   uint4 nib = t.cell_nibbles[group];
   const uint32_t words[4] = {nib.x, nib.y, nib.z, nib.w};
   uint32_t first = m.triangle_offset + (uint32_t)t.tbase[brick] + t.cell_prefix[group] + ir_mc_nibbles_below(words, l % 32);
-  for (int k = 0; k < ir_mc_case_triangles(entry); k++) write_triangle(g, t, m, brick, slot, NULL, p, entry, k, first + k);
+  const table_numbers number = {g, t, brick, slot, (uint32_t)t.vbase[brick]};
+  for (int k = 0; k < ir_mc_case_triangles(entry); k++) write_triangle(m, number, p, entry, k, first + k);
 }
 
 #define GX_DISPATCH(kernel, grid, ...)                                                                   \
