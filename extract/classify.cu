@@ -40,9 +40,11 @@ static __device__ __forceinline__ void emit_one(const ir_gx_out &o, bool in_rang
   }
 }
 
+/* Inactive bricks also get their vertex and triangle counts zeroed here (classification writes
+ * the active ones'), for the scan in brick order. */
 static __global__ void __launch_bounds__(IR_GX_BRICK_THREADS)
     bricks_kernel(ir_mc_grid g, ir_mc_rules r, float iso, const ir_mc_range *__restrict__ ranges, uint32_t bricks,
-                  ir_gx_out out) {
+                  ir_gx_out out, unsigned long long *__restrict__ vcount, unsigned long long *__restrict__ tcount) {
   uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
   bool in_range = b < bricks, keep = false;
   if (in_range) {
@@ -53,24 +55,14 @@ static __global__ void __launch_bounds__(IR_GX_BRICK_THREADS)
       keep = ir_mc_clip_keeps_brick(&r, bx, by, bz);
     }
   }
+  if (in_range && !keep) vcount[b] = 0, tcount[b] = 0;
   emit_one(out, in_range, keep, b);
 }
 
 cudaError_t ir_gx_launch_bricks(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const ir_mc_range *ranges,
-                                size_t bricks, const ir_gx_out &out, cudaStream_t stream) {
+                                size_t bricks, const ir_gx_out &out, const ir_gx_tables &t, cudaStream_t stream) {
   unsigned grid = (unsigned)((bricks + IR_GX_BRICK_THREADS - 1) / IR_GX_BRICK_THREADS);
-  bricks_kernel<<<grid, IR_GX_BRICK_THREADS, 0, stream>>>(g, r, iso, ranges, (uint32_t)bricks, out);
-  return cudaGetLastError();
-}
-
-static __global__ void slots_kernel(const uint32_t *__restrict__ active_list, uint32_t active,
-                                    uint32_t *__restrict__ slot_of) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < active) slot_of[active_list[i]] = i;
-}
-
-cudaError_t ir_gx_launch_slots(const uint32_t *active_list, uint32_t active, uint32_t *slot_of, cudaStream_t stream) {
-  slots_kernel<<<(active + 255) / 256, 256, 0, stream>>>(active_list, active, slot_of);
+  bricks_kernel<<<grid, IR_GX_BRICK_THREADS, 0, stream>>>(g, r, iso, ranges, (uint32_t)bricks, out, t.vcount, t.tcount);
   return cudaGetLastError();
 }
 
@@ -293,6 +285,7 @@ static __global__ void __launch_bounds__(IR_GX_CLASSIFY_THREADS)
   if (w < IR_MC_EDGE_WORDS) t.edges[(size_t)slot * IR_MC_EDGE_WORDS + w] = make_uint2(mask, prefix & 0xffffu);
   if (w < IR_MC_CELL_GROUPS) t.cell_prefix[(size_t)slot * IR_MC_CELL_GROUPS + w] = prefix >> 16;
   if (w == 0) {
+    t.slot_of[brick] = slot; /* the brick -> slot map, read by generation */
     t.vcount[brick] = totals & 0xffffu;
     t.tcount[brick] = totals >> 16;
   }

@@ -377,7 +377,9 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   }
   ir_status st = mode == IR_GX_FLAGS || mode == IR_GX_REMOVE ? reserve_compaction(x, n, err) : IR_OK;
   if (st != IR_OK) return st;
-  IR_GX_CUDA(ir_gx_launch_bricks(g, job->rules, iso, x->d_ranges, n, bricks, x->stream));
+  ir_gx_tables t = {x->d_edge_table, x->d_cell_nibbles, x->d_cell_prefix, vcount, tcount, vbase, tbase,
+                    x->d_active, x->d_slot_of}; /* the per-slot tables are (re)bound once they have grown */
+  IR_GX_CUDA(ir_gx_launch_bricks(g, job->rules, iso, x->d_ranges, n, bricks, t, x->stream));
   st = compact_after(x, job->method, mode, x->d_brick_ids, x->d_brick_flags, x->d_active, &c->active,
                                &c->n_bricks, n, x->d_brick_remove, &c->k_bricks, err);
   if (st != IR_OK) return st;
@@ -397,10 +399,7 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
 
   /* Classification and the candidates' compaction. */
   size_t candidates = active * IR_MC_BRICK_POINTS;
-  ir_gx_tables t = {x->d_edge_table, x->d_cell_nibbles, x->d_cell_prefix, vcount, tcount, vbase, tbase,
-                    x->d_active, x->d_slot_of};
-  IR_GX_CUDA(ir_gx_launch_slots(x->d_active, (uint32_t)active, x->d_slot_of, x->stream));
-  IR_GX_CUDA(cudaMemsetAsync(vcount, 0, 2 * n * sizeof *vcount, x->stream));
+  t.edges = x->d_edge_table, t.cell_nibbles = x->d_cell_nibbles, t.cell_prefix = x->d_cell_prefix;
   /* InK-Compact hands no candidates on (its generation works per brick); its classification only
    * counts the cells with triangles into c->cells. */
   ir_gx_out points = stage_out(mode, x->d_points, mode == IR_GX_REMOVE ? &c->k_points : &c->points, x->d_point_flags,

@@ -165,15 +165,13 @@ static __device__ __forceinline__ void ir_gx_brick_origin(const ir_mc_grid &g, u
 /* Brick value ranges and the non-finite flag of the grid (brick_ranges.cu). */
 cudaError_t ir_gx_launch_ranges(const ir_mc_grid &g, const void *voxels, ir_mc_range *ranges, int *nonfinite,
                                 size_t bricks, cudaStream_t stream);
-/* The brick test (classify.cu). */
+/* The brick test (classify.cu); zeroes the counts of the inactive bricks in t. */
 cudaError_t ir_gx_launch_bricks(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const ir_mc_range *ranges,
-                                size_t bricks, const ir_gx_out &out, cudaStream_t stream);
+                                size_t bricks, const ir_gx_out &out, const ir_gx_tables &t, cudaStream_t stream);
 /* Classification of `active` bricks (classify.cu). */
 cudaError_t ir_gx_launch_classify(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const void *voxels,
                                   const uint64_t *cases, const ir_gx_tables &t, uint32_t active,
                                   const ir_gx_out &points, const ir_gx_out &cells, cudaStream_t stream);
-/* The brick -> slot map (classify.cu). */
-cudaError_t ir_gx_launch_slots(const uint32_t *active_list, uint32_t active, uint32_t *slot_of, cudaStream_t stream);
 
 /* What the generation kernels write (generate.cu). */
 typedef struct ir_gx_mesh_out {
