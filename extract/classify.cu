@@ -4,24 +4,25 @@
  * Brick test: one thread per brick (value range, clip box and plane); the active bricks leave by
  * the chosen compaction method in its natural form (gpu_internal.cuh, ir_gx_out).
  *
- * Classification: one block per active brick, the idea of InK-Compact applied to extraction:
- * the block loads the brick's voxels once into shared memory, classifies its 12288 edges and
- * 4096 cells there, and compacts what the generation kernels need before it leaves:
+ * Classification: one block per active brick reads the brick's voxels once, as bit rows (below),
+ * classifies its 12288 edges and 4096 cells with bitwise operations on whole rows, and leaves:
  *   - its edge table (a bit per edge with a vertex, and the vertex count of the earlier 32-edge
- *     words: one ballot per word, one block scan over the 384 words) and vertex count;
+ *     words) and vertex count;
  *   - its cell table (each cell's triangle count as a nibble, and the triangles of the earlier
- *     32-cell groups) and triangle count;
- *   - its candidate points (grid points with at least one vertex edge) and candidate cells (cells
- *     with triangles), each as slot * 4096 + local point, emitted in-kernel (InK-Compact's
- *     look-back, InK-Collate's block atomic) or as flags / a removal list for an out-of-kernel
- *     call afterwards.
+ *     32-cell groups) and triangle count (one block scan gives both prefixes);
+ *   - its slot in the brick -> slot map;
+ *   - for the methods that generate from candidate streams: its candidate points (grid points
+ *     with at least one vertex edge) and candidate cells (cells with triangles), each as
+ *     slot * 4096 + local point, emitted in-kernel (InK-Collate's block atomic) or as flags / a
+ *     removal list for an out-of-kernel call afterwards. InK-Compact's generation works per brick
+ *     from the tables, so nothing is emitted for it.
  * What is compacted decides no number: vertex and triangle numbers come from the tables and the
  * counts scanned in brick order, so every method gives the same mesh.
  *
  * Exact path (EXACT): with clipping or non-finite voxels a cell is drawn only when it passes the
  * clip test and its corners are finite, and an edge carries a vertex only when a drawn cell
  * borders it; the block first marks the drawn cells among the 17^3 whose lowest corner lies in
- * -1..15 (the cells around its edges).
+ * -1..15 (the cells around its edges), as rows.
  */
 #include "extract/gpu_internal.cuh"
 

@@ -5,14 +5,16 @@
  * Stages of one surface (gpu_extract.cu drives them, docs/extract.md explains them):
  *   bricks     one thread per brick: value range and clip test; the active bricks are compacted
  *              by the chosen method (classify.cu)
- *   classify   one block per active brick, its 18^3 voxels in shared memory: which edges carry a
- *              vertex and how many triangles each cell has; writes the brick's edge and cell
- *              tables and counts, and hands on its candidate points (grid points with a vertex
- *              edge) and candidate cells (cells with triangles) by the method (classify.cu)
+ *   classify   one block per active brick, its voxels as bit rows: which edges carry a vertex and
+ *              how many triangles each cell has; writes the brick's edge and cell tables, counts
+ *              and slot, and (methods other than InK-Compact) hands on its candidate points (grid
+ *              points with a vertex edge) and candidate cells (cells with triangles) (classify.cu)
  *   scan       the per-brick counts summed in brick order: the first vertex and triangle of
  *              every brick, the same for every method (gpu_extract.cu, CUB)
- *   generate   one thread per candidate point (its 1-3 vertices) and one per candidate cell
- *              (its 1-5 triangles), numbers from the tables (generate.cu)
+ *   generate   InK-Compact: one block per active brick, its voxels in shared memory, its vertex
+ *              edges and triangles listed there from the tables; the others: one thread per
+ *              candidate point (its 1-3 vertices) and one per candidate cell (its 1-5 triangles);
+ *              numbers from the tables (generate.cu)
  */
 #ifndef INKRAY_EXTRACT_GPU_INTERNAL_CUH
 #define INKRAY_EXTRACT_GPU_INTERNAL_CUH
@@ -33,8 +35,8 @@ ir_status ir_gx_cuda_fail(char err[IR_ERR_LEN], cudaError_t e, const char *call,
 /* Block sizes. The brick test is one thread per brick; 256 keeps the look-back tiles of the
  * InK-Compact emit short. Classification: 512 threads own a brick's 4096 points, 8 each (the
  * emits take them as 8 items per thread, item j of thread t = point t + 512 j, so the candidates
- * leave in point order); two or three such blocks fit an SM by shared memory. Generation: one
- * thread per candidate, 256 a block. */
+ * leave in point order), and its 512 nibble words, one each. Generation: one thread per
+ * candidate, 256 a block; or one block of 256 per brick. */
 #define IR_GX_BRICK_THREADS 256
 #define IR_GX_CLASSIFY_THREADS 512
 #define IR_GX_POINTS_PER_THREAD (IR_MC_BRICK_POINTS / IR_GX_CLASSIFY_THREADS)
@@ -44,8 +46,9 @@ IR_ASSERT_BLOCK_THREADS(IR_GX_BRICK_THREADS);
 IR_ASSERT_BLOCK_THREADS(IR_GX_CLASSIFY_THREADS);
 IR_ASSERT_BLOCK_THREADS(IR_GX_GENERATE_THREADS);
 static_assert(IR_GX_POINTS_PER_THREAD * IR_GX_CLASSIFY_THREADS == IR_MC_BRICK_POINTS, "whole bricks");
-/* Classification keeps the brick's points -1 .. 16 along each axis: its own 16, the next one
- * (ends of its edges, corners of its cells) and the one before (cells below its edges). */
+/* Classification sees the brick's points -1 .. 16 along each axis: its own 16, the next one
+ * (ends of its edges, corners of its cells) and, on the exact path, the one before (cells below
+ * its edges). */
 #define IR_GX_HALO 18
 /* Candidates are numbered slot * 4096 + local point, so 32-bit values hold 2^20 active bricks. */
 #define IR_GX_MAX_ACTIVE_BRICKS ((size_t)1 << 20)
