@@ -92,27 +92,31 @@ static __device__ __forceinline__ void load_rows(const ir_mc_grid &g, const void
                                                  uint32_t *s_valid) {
   constexpr int side = EXACT ? IR_GX_HALO : IR_GX_HALO - 1, first = EXACT ? -1 : 0, rows = side * side;
   constexpr int per_warp = (rows + ROW_WARPS - 1) / ROW_WARPS;
+  static_assert(ROW_WARPS < side, "one wrap of the row per step at most");
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const int x = (int)o[0] + (int)lane - 1;
   const bool x_in = lane < IR_GX_HALO && (EXACT || lane > 0) && x >= 0 && x < (int)g.dims[0];
-  float v[per_warp];
-  bool in[per_warp];
+  float v[per_warp]; /* NaN where the point is not read: neither inside nor valid */
+  int ly = (int)warp, lz = 0; /* row r = warp + 16 k = ly + side lz, stepped without a division */
 #pragma unroll
   for (int k = 0; k < per_warp; k++) {
-    const int r = (int)warp + ROW_WARPS * k;
-    const int y = (int)o[1] + first + r % side, z = (int)o[2] + first + r / side;
-    in[k] = r < rows && x_in && y >= 0 && z >= 0 && y < (int)g.dims[1] && z < (int)g.dims[2];
-    v[k] = in[k] ? ir_gx_load<TYPE>(voxels, ir_mc_index(&g, (uint32_t)x, (uint32_t)y, (uint32_t)z)) : 0.0f;
+    const int y = (int)o[1] + first + ly, z = (int)o[2] + first + lz;
+    const bool in = lz < side && x_in && y >= 0 && z >= 0 && y < (int)g.dims[1] && z < (int)g.dims[2];
+    v[k] = in ? ir_gx_load<TYPE>(voxels, ir_mc_index(&g, (uint32_t)x, (uint32_t)y, (uint32_t)z)) : __int_as_float(0x7fc00000);
+    ly += ROW_WARPS;
+    if (ly >= side) ly -= side, lz++;
   }
+  ly = (int)warp, lz = 0;
 #pragma unroll
   for (int k = 0; k < per_warp; k++) {
-    const int r = (int)warp + ROW_WARPS * k;
-    const unsigned inside = __ballot_sync(0xffffffffu, in[k] && ir_mc_inside(v[k], iso));
-    const unsigned valid = __ballot_sync(0xffffffffu, in[k] && ir_mc_finite(v[k]));
-    if (lane == 0 && r < rows) {
-      const int at = row_index(first + r % side, first + r / side);
+    const unsigned inside = __ballot_sync(0xffffffffu, ir_mc_inside(v[k], iso));
+    const unsigned valid = __ballot_sync(0xffffffffu, ir_mc_finite(v[k]));
+    if (lane == 0 && lz < side) {
+      const int at = row_index(first + ly, first + lz);
       s_inside[at] = inside, s_valid[at] = valid;
     }
+    ly += ROW_WARPS;
+    if (ly >= side) ly -= side, lz++;
   }
 }
 

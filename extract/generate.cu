@@ -189,27 +189,35 @@ static __device__ __forceinline__ void local_to_grid(const uint32_t o[3], uint32
 #define BRICK_VOXELS_PER_THREAD ((BRICK_VOXELS + IR_GX_GENERATE_THREADS - 1) / IR_GX_GENERATE_THREADS)
 static_assert(2 * IR_GX_GENERATE_THREADS * 8 == IR_MC_BRICK_POINTS, "two nibble words of the cell table a thread");
 
-/* Points -1 .. 17 of the brick as float (0 outside the grid, where nothing reads), every load of a
- * thread issued before its first store. */
+/* Points -1 .. 17 of the brick as float (0 outside the grid, where nothing reads). Thread t takes
+ * point t % 19 of rows t / 19, + 13, + 26, ... (a pass of 256 threads covers 13 rows of 19; 9
+ * threads idle), stepping the row without a division; every load issued before the first store. */
+#define BRICK_ROWS (BRICK_SIDE * BRICK_SIDE)
+#define ROWS_PER_PASS (IR_GX_GENERATE_THREADS / BRICK_SIDE)
+#define BRICK_PASSES ((BRICK_ROWS + ROWS_PER_PASS - 1) / ROWS_PER_PASS)
 template <int TYPE>
 static __device__ __forceinline__ void load_brick(const ir_mc_grid &g, const void *__restrict__ voxels,
                                                   const uint32_t o[3], float *s_v) {
-  float v[BRICK_VOXELS_PER_THREAD];
+  const int lx = (int)threadIdx.x % BRICK_SIDE, r0 = (int)threadIdx.x / BRICK_SIDE;
+  const int x = (int)o[0] + lx - 1;
+  const bool x_in = r0 < ROWS_PER_PASS && x >= 0 && x < (int)g.dims[0];
+  float v[BRICK_PASSES];
+  int ly = r0, lz = 0; /* row r = ly + 19 lz, point (lx - 1, ly - 1, lz - 1) of the brick */
 #pragma unroll
-  for (int k = 0; k < BRICK_VOXELS_PER_THREAD; k++) {
-    const int i = (int)threadIdx.x + IR_GX_GENERATE_THREADS * k;
-    const int x = (int)o[0] + i % BRICK_SIDE - 1, y = (int)o[1] + i / BRICK_SIDE % BRICK_SIDE - 1,
-              z = (int)o[2] + i / (BRICK_SIDE * BRICK_SIDE) - 1;
-    const bool in = i < BRICK_VOXELS && x >= 0 && y >= 0 && z >= 0 && x < (int)g.dims[0] && y < (int)g.dims[1] &&
-                    z < (int)g.dims[2];
+  for (int k = 0; k < BRICK_PASSES; k++) {
+    const int y = (int)o[1] + ly - 1, z = (int)o[2] + lz - 1;
+    const bool in = x_in && lz < BRICK_SIDE && y >= 0 && z >= 0 && y < (int)g.dims[1] && z < (int)g.dims[2];
     v[k] = in ? ir_gx_load<TYPE>(voxels, ir_mc_index(&g, (uint32_t)x, (uint32_t)y, (uint32_t)z)) : 0.0f;
+    ly += ROWS_PER_PASS;
+    if (ly >= BRICK_SIDE) ly -= BRICK_SIDE, lz++;
   }
 #pragma unroll
-  for (int k = 0; k < BRICK_VOXELS_PER_THREAD; k++) {
-    const int i = (int)threadIdx.x + IR_GX_GENERATE_THREADS * k;
-    if (i < BRICK_VOXELS) s_v[i] = v[k];
+  for (int k = 0; k < BRICK_PASSES; k++) {
+    const int r = r0 + ROWS_PER_PASS * k;
+    if (r0 < ROWS_PER_PASS && r < BRICK_ROWS) s_v[lx + BRICK_SIDE * r] = v[k];
   }
 }
+static_assert(ROWS_PER_PASS < BRICK_SIDE, "one wrap of the row per pass at most");
 
 /* Puts the entries of ranks [c0, c0 + BRICK_LIST) of one table word into the list: the word's
  * entries have ranks `rank`, `rank` + 1, ... (its prefix), one per set bit. */
@@ -260,6 +268,8 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, 5)
       s_hood.vbase[nb] = (uint32_t)t.vbase[b];
     }
   }
+  const uint32_t vertices = (uint32_t)t.vcount[brick], triangles = (uint32_t)t.tcount[brick];
+  const uint32_t tfirst = m.triangle_offset + (uint32_t)t.tbase[brick];
   uint32_t nibbles[2], rank[2]; /* two nibble words of the cell table (8 cells each) and their prefixes */
 #pragma unroll
   for (int h = 0; h < 2; h++) {
@@ -276,7 +286,7 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, 5)
   const brick_field f = {s_v, {(int)o[0], (int)o[1], (int)o[2]}};
 
   /* Vertices: list entries are local edges, in edge order. */
-  const uint32_t vertices = (uint32_t)t.vcount[brick], vfirst = m.vertex_offset + s_hood.vbase[0];
+  const uint32_t vfirst = m.vertex_offset + s_hood.vbase[0];
   for (uint32_t c0 = 0; c0 < vertices; c0 += BRICK_LIST) {
     for (unsigned w = threadIdx.x; w < IR_MC_EDGE_WORDS; w += blockDim.x)
       list_edges(s_edges[w].x, s_edges[w].y, 32u * w, c0, s_list);
@@ -292,7 +302,6 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, 5)
   }
 
   /* Triangles: each thread lists its two nibble words at their prefixes. */
-  const uint32_t triangles = (uint32_t)t.tcount[brick], tfirst = m.triangle_offset + (uint32_t)t.tbase[brick];
   const hood_numbers number = {s_hood, {o[0], o[1], o[2]}};
   for (uint32_t c0 = 0; c0 < triangles; c0 += BRICK_LIST) {
 #pragma unroll
