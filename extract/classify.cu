@@ -250,7 +250,8 @@ static __device__ __forceinline__ void emit_items(const ir_gx_out &o, const bool
 template <int TYPE, bool EXACT, bool EMIT>
 static __global__ void __launch_bounds__(IR_GX_CLASSIFY_THREADS)
     classify_kernel(ir_mc_grid g, ir_mc_rules r, float iso, const void *__restrict__ voxels,
-                    const uint64_t *__restrict__ cases, ir_gx_tables t, ir_gx_out points_out, ir_gx_out cells_out) {
+                    const uint64_t *__restrict__ cases, ir_gx_tables t, const uint32_t *active_count,
+                    ir_gx_out points_out, ir_gx_out cells_out) {
   __shared__ uint32_t s_inside[ROWS], s_valid[ROWS];
   __shared__ uint32_t s_drawn[EXACT ? DRAWN_SIDE * DRAWN_SIDE : 1];
   __shared__ uint8_t s_triangles[256];
@@ -259,7 +260,12 @@ static __global__ void __launch_bounds__(IR_GX_CLASSIFY_THREADS)
   __shared__ uint32_t s_group[IR_MC_CELL_GROUPS];
   __shared__ unsigned s_warp[33];
   static_assert(IR_MC_BRICK_POINTS / 8 == IR_GX_CLASSIFY_THREADS, "one nibble word per thread");
-  const uint32_t slot = blockIdx.x, brick = t.active[slot];
+  const uint32_t slot = blockIdx.x;
+  if (active_count) { /* launched before the count was known: all of it or nothing */
+    const uint32_t active = *active_count;
+    if (active > gridDim.x || slot >= active) return;
+  }
+  const uint32_t brick = t.active[slot];
   uint32_t o[3];
   ir_gx_brick_origin(g, brick, o);
   if (threadIdx.x < 256) s_triangles[threadIdx.x] = (uint8_t)ir_mc_case_triangles(__ldg(cases + threadIdx.x));
@@ -316,31 +322,35 @@ static __global__ void __launch_bounds__(IR_GX_CLASSIFY_THREADS)
 template <int TYPE, bool EXACT>
 static void launch_classify_exact(bool emit, dim3 grid, cudaStream_t stream, const ir_mc_grid &g, const ir_mc_rules &r,
                                   float iso, const void *voxels, const uint64_t *cases, const ir_gx_tables &t,
-                                  const ir_gx_out &points, const ir_gx_out &cells) {
+                                  const uint32_t *active_count, const ir_gx_out &points, const ir_gx_out &cells) {
   if (emit)
-    classify_kernel<TYPE, EXACT, true><<<grid, IR_GX_CLASSIFY_THREADS, 0, stream>>>(g, r, iso, voxels, cases, t, points, cells);
+    classify_kernel<TYPE, EXACT, true>
+        <<<grid, IR_GX_CLASSIFY_THREADS, 0, stream>>>(g, r, iso, voxels, cases, t, active_count, points, cells);
   else
-    classify_kernel<TYPE, EXACT, false><<<grid, IR_GX_CLASSIFY_THREADS, 0, stream>>>(g, r, iso, voxels, cases, t, points, cells);
+    classify_kernel<TYPE, EXACT, false>
+        <<<grid, IR_GX_CLASSIFY_THREADS, 0, stream>>>(g, r, iso, voxels, cases, t, active_count, points, cells);
 }
 
 template <int TYPE>
 static void launch_classify_typed(bool exact, bool emit, dim3 grid, cudaStream_t stream, const ir_mc_grid &g,
                                   const ir_mc_rules &r, float iso, const void *voxels, const uint64_t *cases,
-                                  const ir_gx_tables &t, const ir_gx_out &points, const ir_gx_out &cells) {
-  if (exact) launch_classify_exact<TYPE, true>(emit, grid, stream, g, r, iso, voxels, cases, t, points, cells);
-  else launch_classify_exact<TYPE, false>(emit, grid, stream, g, r, iso, voxels, cases, t, points, cells);
+                                  const ir_gx_tables &t, const uint32_t *active_count, const ir_gx_out &points,
+                                  const ir_gx_out &cells) {
+  if (exact) launch_classify_exact<TYPE, true>(emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells);
+  else launch_classify_exact<TYPE, false>(emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells);
 }
 
 cudaError_t ir_gx_launch_classify(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const void *voxels,
-                                  const uint64_t *cases, const ir_gx_tables &t, uint32_t active,
-                                  const ir_gx_out &points, const ir_gx_out &cells, cudaStream_t stream) {
-  dim3 grid(active);
+                                  const uint64_t *cases, const ir_gx_tables &t, uint32_t blocks,
+                                  const uint32_t *active_count, const ir_gx_out &points, const ir_gx_out &cells,
+                                  cudaStream_t stream) {
+  dim3 grid(blocks);
   const bool exact = r.exact != 0, emit = points.mode != IR_GX_INK_COMPACT;
   switch (g.type) {
-  case IR_VOXEL_UINT8: launch_classify_typed<IR_VOXEL_UINT8>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, points, cells); break;
-  case IR_VOXEL_UINT16: launch_classify_typed<IR_VOXEL_UINT16>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, points, cells); break;
-  case IR_VOXEL_INT16: launch_classify_typed<IR_VOXEL_INT16>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, points, cells); break;
-  default: launch_classify_typed<IR_VOXEL_FLOAT32>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, points, cells); break;
+  case IR_VOXEL_UINT8: launch_classify_typed<IR_VOXEL_UINT8>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells); break;
+  case IR_VOXEL_UINT16: launch_classify_typed<IR_VOXEL_UINT16>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells); break;
+  case IR_VOXEL_INT16: launch_classify_typed<IR_VOXEL_INT16>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells); break;
+  default: launch_classify_typed<IR_VOXEL_FLOAT32>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells); break;
   }
   return cudaGetLastError();
 }

@@ -250,12 +250,19 @@ static __device__ __forceinline__ void list_triangles(uint32_t nibbles, uint32_t
 template <int TYPE>
 static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, 5)
     brick_kernel(ir_mc_grid g, float iso, const void *__restrict__ voxels, const uint64_t *__restrict__ cases,
-                 ir_gx_tables t, ir_gx_mesh_out m) {
+                 ir_gx_tables t, ir_gx_mesh_out m, ir_gx_spec spec) {
   __shared__ float s_v[BRICK_VOXELS];
   __shared__ uint2 s_edges[IR_MC_EDGE_WORDS];
   __shared__ uint32_t s_list[BRICK_LIST];
   __shared__ brick_hood s_hood;
-  const uint32_t slot = blockIdx.x, brick = t.active[slot];
+  const uint32_t slot = blockIdx.x;
+  if (spec.counters) { /* launched before the counts were known: all of it or nothing */
+    const ir_gx_counters *c = spec.counters;
+    const uint32_t active = c->active;
+    if (active > gridDim.x || slot >= active || c->vertices > spec.room_vertices || c->triangles > spec.room_triangles)
+      return;
+  }
+  const uint32_t brick = t.active[slot];
   uint32_t o[3];
   ir_gx_brick_origin(g, brick, o);
   /* Everything the block reads from memory is asked for before the first barrier. */
@@ -369,10 +376,10 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS)
   }
 
 cudaError_t ir_gx_launch_bricks_generate(const ir_mc_grid &g, float iso, const void *voxels, const uint64_t *cases,
-                                         const ir_gx_tables &t, uint32_t active, const ir_gx_mesh_out &m,
-                                         cudaStream_t stream) {
-  if (active == 0) return cudaSuccess;
-  GX_DISPATCH(brick_kernel, active, g, iso, voxels, cases, t, m)
+                                         const ir_gx_tables &t, uint32_t blocks, const ir_gx_mesh_out &m,
+                                         const ir_gx_spec &spec, cudaStream_t stream) {
+  if (blocks == 0) return cudaSuccess;
+  GX_DISPATCH(brick_kernel, blocks, g, iso, voxels, cases, t, m, spec)
   return cudaGetLastError();
 }
 

@@ -134,6 +134,7 @@ struct ir_gpu_extract {
 
   /* Per active brick (grow with the active count). */
   size_t slot_cap;
+  size_t last_active;                  /* of the last surface: InK-Compact's grid before the count */
   uint2 *d_edge_table;
   uint4 *d_cell_nibbles;
   uint32_t *d_cell_prefix;
@@ -171,10 +172,13 @@ cudaError_t ir_gx_launch_ranges(const ir_mc_grid &g, const void *voxels, ir_mc_r
 /* The brick test (classify.cu); zeroes the counts of the inactive bricks in t. */
 cudaError_t ir_gx_launch_bricks(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const ir_mc_range *ranges,
                                 size_t bricks, const ir_gx_out &out, const ir_gx_tables &t, cudaStream_t stream);
-/* Classification of `active` bricks (classify.cu). */
+/* Classification of the active bricks on a grid of `grid` blocks (classify.cu). active_count NULL:
+ * grid is the active count; else the count on the device, and the launch does nothing unless all
+ * active bricks have a block (a launch made before the host knew the count). */
 cudaError_t ir_gx_launch_classify(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const void *voxels,
-                                  const uint64_t *cases, const ir_gx_tables &t, uint32_t active,
-                                  const ir_gx_out &points, const ir_gx_out &cells, cudaStream_t stream);
+                                  const uint64_t *cases, const ir_gx_tables &t, uint32_t grid,
+                                  const uint32_t *active_count, const ir_gx_out &points, const ir_gx_out &cells,
+                                  cudaStream_t stream);
 
 /* What the generation kernels write (generate.cu). */
 typedef struct ir_gx_mesh_out {
@@ -195,10 +199,20 @@ typedef struct ir_gx_mesh_out {
   bool axes_zyx, flip_winding; /* ir_extract_desc's */
 } ir_gx_mesh_out;
 
-/* InK-Compact: one block per active brick writes its vertices and triangles. */
+/* A generation launched before the host knew the counts: the counters on the device, and the
+ * vertices and triangles the mesh buffers hold beyond the surfaces before this one. The launch
+ * does nothing unless every active brick has a block and the surface fits. counters NULL: the
+ * launch is sized exactly. */
+typedef struct ir_gx_spec {
+  const ir_gx_counters *counters;
+  unsigned long long room_vertices, room_triangles;
+} ir_gx_spec;
+
+/* InK-Compact: one block per active brick writes its vertices and triangles, on a grid of `grid`
+ * blocks. */
 cudaError_t ir_gx_launch_bricks_generate(const ir_mc_grid &g, float iso, const void *voxels, const uint64_t *cases,
-                                         const ir_gx_tables &t, uint32_t active, const ir_gx_mesh_out &m,
-                                         cudaStream_t stream);
+                                         const ir_gx_tables &t, uint32_t grid, const ir_gx_mesh_out &m,
+                                         const ir_gx_spec &spec, cudaStream_t stream);
 /* The other methods: one thread per candidate point, one per candidate cell. */
 cudaError_t ir_gx_launch_vertices(const ir_mc_grid &g, float iso, const void *voxels, const ir_gx_tables &t,
                                   const uint32_t *points, uint32_t count, const ir_gx_mesh_out &m,
