@@ -246,14 +246,14 @@ static __device__ __forceinline__ void list_triangles(uint32_t nibbles, uint32_t
   }
 }
 
-/* Five blocks of 34.7 KB of shared memory fit an SM; the register cap (48) lets all five run. */
+/* Five blocks of 38.8 KB of shared memory fit an SM; the register cap (48) lets all five run. */
 template <int TYPE>
 static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, 5)
     brick_kernel(ir_mc_grid g, float iso, const void *__restrict__ voxels, const uint64_t *__restrict__ cases,
                  ir_gx_tables t, ir_gx_mesh_out m, ir_gx_spec spec) {
   __shared__ float s_v[BRICK_VOXELS];
   __shared__ uint2 s_edges[IR_MC_EDGE_WORDS];
-  __shared__ uint32_t s_list[BRICK_LIST];
+  __shared__ uint32_t s_vlist[BRICK_LIST], s_tlist[BRICK_LIST];
   __shared__ brick_hood s_hood;
   const uint32_t slot = blockIdx.x;
   if (spec.counters) { /* launched before the counts were known: all of it or nothing */
@@ -292,35 +292,32 @@ static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, 5)
   __syncthreads();
   const brick_field f = {s_v, {(int)o[0], (int)o[1], (int)o[2]}};
 
-  /* Vertices: list entries are local edges, in edge order. */
+  /* Both lists, a chunk of each per step (one step almost always): vertex entries are local edges
+   * in edge order, triangle entries cell | triangle << 12 | case << 15; every thread then takes
+   * entries of both, so that no barrier separates the vertices from the triangles. */
   const uint32_t vfirst = m.vertex_offset + s_hood.vbase[0];
-  for (uint32_t c0 = 0; c0 < vertices; c0 += BRICK_LIST) {
-    for (unsigned w = threadIdx.x; w < IR_MC_EDGE_WORDS; w += blockDim.x)
-      list_edges(s_edges[w].x, s_edges[w].y, 32u * w, c0, s_list);
-    __syncthreads();
-    const uint32_t n = vertices - c0 < BRICK_LIST ? vertices - c0 : BRICK_LIST;
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const uint32_t e = s_list[i], l = e % IR_MC_BRICK_POINTS;
-      uint32_t a[3];
-      local_to_grid(o, l, a);
-      write_vertex(g, iso, f, m, vfirst + c0 + i, a, (int)(e / IR_MC_BRICK_POINTS));
-    }
-    __syncthreads();
-  }
-
-  /* Triangles: each thread lists its two nibble words at their prefixes. */
   const hood_numbers number = {s_hood, {o[0], o[1], o[2]}};
-  for (uint32_t c0 = 0; c0 < triangles; c0 += BRICK_LIST) {
+  for (uint32_t c0 = 0; c0 < vertices || c0 < triangles; c0 += BRICK_LIST) {
+    for (unsigned w = threadIdx.x; w < IR_MC_EDGE_WORDS; w += blockDim.x)
+      list_edges(s_edges[w].x, s_edges[w].y, 32u * w, c0, s_vlist);
 #pragma unroll
     for (int h = 0; h < 2; h++)
-      list_triangles(nibbles[h], rank[h], 8u * (threadIdx.x + IR_GX_GENERATE_THREADS * h), c0, f, o, iso, s_list);
+      list_triangles(nibbles[h], rank[h], 8u * (threadIdx.x + IR_GX_GENERATE_THREADS * h), c0, f, o, iso, s_tlist);
     __syncthreads();
-    const uint32_t n = triangles - c0 < BRICK_LIST ? triangles - c0 : BRICK_LIST;
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const uint32_t entry = s_list[i];
-      uint32_t p[3];
-      local_to_grid(o, entry % IR_MC_BRICK_POINTS, p);
-      write_triangle(m, number, p, __ldg(cases + (entry >> 15)), (int)(entry >> 12 & 7u), tfirst + c0 + i);
+    const uint32_t nv = vertices > c0 ? (vertices - c0 < BRICK_LIST ? vertices - c0 : BRICK_LIST) : 0u;
+    const uint32_t nt = triangles > c0 ? (triangles - c0 < BRICK_LIST ? triangles - c0 : BRICK_LIST) : 0u;
+    for (uint32_t i = threadIdx.x; i < nv + nt; i += blockDim.x) {
+      if (i < nv) {
+        const uint32_t e = s_vlist[i];
+        uint32_t a[3];
+        local_to_grid(o, e % IR_MC_BRICK_POINTS, a);
+        write_vertex(g, iso, f, m, vfirst + c0 + i, a, (int)(e / IR_MC_BRICK_POINTS));
+      } else {
+        const uint32_t entry = s_tlist[i - nv];
+        uint32_t p[3];
+        local_to_grid(o, entry % IR_MC_BRICK_POINTS, p);
+        write_triangle(m, number, p, __ldg(cases + (entry >> 15)), (int)(entry >> 12 & 7u), tfirst + c0 + i - nv);
+      }
     }
     __syncthreads();
   }
