@@ -9,7 +9,9 @@
  * The two host reads size what follows (the classification grid and its tables, the mesh), so no
  * buffer is ever sized for a worst case it cannot hold, and a mesh too large for the GPU is refused
  * before anything is allocated for it. Once the buffers have grown, repeated extractions of similar
- * meshes allocate nothing. Every CUDA call and launch is checked (IR_GX_CUDA).
+ * meshes allocate nothing, and InK-Compact sends classification, scan and generation out before
+ * the reads, on the last surface's sizes, checked on the device (one host read, after generation;
+ * extract_surface). Every CUDA call and launch is checked (IR_GX_CUDA).
  */
 #include <stdlib.h>
 #include <string.h>
