@@ -4,24 +4,25 @@
  * Brick test: one thread per brick (value range, clip box and plane); the active bricks leave by
  * the chosen compaction method in its natural form (gpu_internal.cuh, ir_gx_out).
  *
- * Classification: one block per active brick, the idea of InK-Compact applied to extraction:
- * the block loads the brick's voxels once into shared memory, classifies its 12288 edges and
- * 4096 cells there, and compacts what the generation kernels need before it leaves:
+ * Classification: one block per active brick reads the brick's voxels once, as bit rows (below),
+ * classifies its 12288 edges and 4096 cells with bitwise operations on whole rows, and leaves:
  *   - its edge table (a bit per edge with a vertex, and the vertex count of the earlier 32-edge
- *     words: one ballot per word, one block scan over the 384 words) and vertex count;
+ *     words) and vertex count;
  *   - its cell table (each cell's triangle count as a nibble, and the triangles of the earlier
- *     32-cell groups) and triangle count;
- *   - its candidate points (grid points with at least one vertex edge) and candidate cells (cells
- *     with triangles), each as slot * 4096 + local point, emitted in-kernel (InK-Compact's
- *     look-back, InK-Collate's block atomic) or as flags / a removal list for an out-of-kernel
- *     call afterwards.
+ *     32-cell groups) and triangle count (one block scan gives both prefixes);
+ *   - its slot in the brick -> slot map;
+ *   - for the methods that generate from candidate streams: its candidate points (grid points
+ *     with at least one vertex edge) and candidate cells (cells with triangles), each as
+ *     slot * 4096 + local point, emitted in-kernel (InK-Collate's block atomic) or as flags / a
+ *     removal list for an out-of-kernel call afterwards. InK-Compact's generation works per brick
+ *     from the tables, so nothing is emitted for it.
  * What is compacted decides no number: vertex and triangle numbers come from the tables and the
  * counts scanned in brick order, so every method gives the same mesh.
  *
  * Exact path (EXACT): with clipping or non-finite voxels a cell is drawn only when it passes the
  * clip test and its corners are finite, and an edge carries a vertex only when a drawn cell
  * borders it; the block first marks the drawn cells among the 17^3 whose lowest corner lies in
- * -1..15 (the cells around its edges).
+ * -1..15 (the cells around its edges), as rows.
  */
 #include "extract/gpu_internal.cuh"
 
@@ -40,9 +41,11 @@ static __device__ __forceinline__ void emit_one(const ir_gx_out &o, bool in_rang
   }
 }
 
+/* Inactive bricks also get their vertex and triangle counts zeroed here (classification writes
+ * the active ones'), for the scan in brick order. */
 static __global__ void __launch_bounds__(IR_GX_BRICK_THREADS)
     bricks_kernel(ir_mc_grid g, ir_mc_rules r, float iso, const ir_mc_range *__restrict__ ranges, uint32_t bricks,
-                  ir_gx_out out) {
+                  ir_gx_out out, unsigned long long *__restrict__ vcount, unsigned long long *__restrict__ tcount) {
   uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
   bool in_range = b < bricks, keep = false;
   if (in_range) {
@@ -53,120 +56,176 @@ static __global__ void __launch_bounds__(IR_GX_BRICK_THREADS)
       keep = ir_mc_clip_keeps_brick(&r, bx, by, bz);
     }
   }
+  if (in_range && !keep) vcount[b] = 0, tcount[b] = 0;
   emit_one(out, in_range, keep, b);
 }
 
 cudaError_t ir_gx_launch_bricks(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const ir_mc_range *ranges,
-                                size_t bricks, const ir_gx_out &out, cudaStream_t stream) {
+                                size_t bricks, const ir_gx_out &out, const ir_gx_tables &t, cudaStream_t stream) {
   unsigned grid = (unsigned)((bricks + IR_GX_BRICK_THREADS - 1) / IR_GX_BRICK_THREADS);
-  bricks_kernel<<<grid, IR_GX_BRICK_THREADS, 0, stream>>>(g, r, iso, ranges, (uint32_t)bricks, out);
-  return cudaGetLastError();
-}
-
-static __global__ void slots_kernel(const uint32_t *__restrict__ active_list, uint32_t active,
-                                    uint32_t *__restrict__ slot_of) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < active) slot_of[active_list[i]] = i;
-}
-
-cudaError_t ir_gx_launch_slots(const uint32_t *active_list, uint32_t active, uint32_t *slot_of, cudaStream_t stream) {
-  slots_kernel<<<(active + 255) / 256, 256, 0, stream>>>(active_list, active, slot_of);
+  bricks_kernel<<<grid, IR_GX_BRICK_THREADS, 0, stream>>>(g, r, iso, ranges, (uint32_t)bricks, out, t.vcount, t.tcount);
   return cudaGetLastError();
 }
 
 /* ---- Classification --------------------------------------------------------------------------------- */
-/* Index of local point (x, y, z), each -1 .. 16, in the block's voxel array. */
-static __device__ __forceinline__ int halo_index(int x, int y, int z) {
-  return (x + 1) + IR_GX_HALO * ((y + 1) + IR_GX_HALO * (z + 1));
-}
+/* The block sees the brick's points -1 .. 16 along each axis as bit rows: for each row (y, z), a
+ * word whose bit x + 1 is point x of the row. `inside` holds the tie rule, `valid` whether the point
+ * lies in the grid and is finite. Everything classification decides is a few bitwise operations on
+ * these rows: an edge is crossed where two valid neighbours differ in `inside`, a cell's case is
+ * eight bits of four rows, a cell exists (fast path) where its eight corners are valid. So the
+ * block reads every voxel once, straight into a ballot, and keeps 2.6 KB of rows instead of its
+ * voxels as floats. */
+#define ROWS (IR_GX_HALO * IR_GX_HALO)
+static __device__ __forceinline__ int row_index(int y, int z) { return (y + 1) + IR_GX_HALO * (z + 1); }
 
 #define DRAWN_SIDE (IR_MC_BRICK + 1) /* cells -1 .. 15 along each axis */
-static __device__ __forceinline__ int drawn_index(int x, int y, int z) {
-  return (x + 1) + DRAWN_SIDE * ((y + 1) + DRAWN_SIDE * (z + 1));
-}
+static __device__ __forceinline__ int drawn_index(int y, int z) { return (y + 1) + DRAWN_SIDE * (z + 1); }
 
-/* The block's voxels: points -1 .. 16 of the brick, NaN outside the grid. */
-template <int TYPE>
-static __device__ void load_brick(const ir_mc_grid &g, const void *__restrict__ voxels, const uint32_t o[3],
-                                  float *s_v) {
-  for (int i = threadIdx.x; i < IR_GX_HALO * IR_GX_HALO * IR_GX_HALO; i += blockDim.x) {
-    int x = (int)o[0] + i % IR_GX_HALO - 1, y = (int)o[1] + i / IR_GX_HALO % IR_GX_HALO - 1,
-        z = (int)o[2] + i / (IR_GX_HALO * IR_GX_HALO) - 1;
-    bool in = x >= 0 && y >= 0 && z >= 0 && x < (int)g.dims[0] && y < (int)g.dims[1] && z < (int)g.dims[2];
-    s_v[i] = in ? ir_gx_load<TYPE>(voxels, ir_mc_index(&g, (uint32_t)x, (uint32_t)y, (uint32_t)z)) : __int_as_float(0x7fc00000);
+/* Warp w takes rows w, w + 16, ...: lane x + 1 reads point x of the row. All of a thread's loads
+ * are issued before the first ballot, so a block waits for memory once. The fast path reads no
+ * point -1 (only the exact path's cells below the brick use them): 17 rows a side instead of 18,
+ * and rows that start on the brick's first point, one 32-byte sector fewer each. */
+#define ROW_WARPS (IR_GX_CLASSIFY_THREADS / 32)
+template <int TYPE, bool EXACT>
+static __device__ __forceinline__ void load_rows(const ir_mc_grid &g, const void *__restrict__ voxels,
+                                                 const uint32_t o[3], float iso, uint32_t *s_inside,
+                                                 uint32_t *s_valid) {
+  constexpr int side = EXACT ? IR_GX_HALO : IR_GX_HALO - 1, first = EXACT ? -1 : 0, rows = side * side;
+  constexpr int per_warp = (rows + ROW_WARPS - 1) / ROW_WARPS;
+  static_assert(ROW_WARPS < side, "one wrap of the row per step at most");
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const int x = (int)o[0] + (int)lane - 1;
+  const bool x_in = lane < IR_GX_HALO && (EXACT || lane > 0) && x >= 0 && x < (int)g.dims[0];
+  float v[per_warp]; /* NaN where the point is not read: neither inside nor valid */
+  int ly = (int)warp, lz = 0; /* row r = warp + 16 k = ly + side lz, stepped without a division */
+#pragma unroll
+  for (int k = 0; k < per_warp; k++) {
+    const int y = (int)o[1] + first + ly, z = (int)o[2] + first + lz;
+    const bool in = lz < side && x_in && y >= 0 && z >= 0 && y < (int)g.dims[1] && z < (int)g.dims[2];
+    v[k] = in ? ir_gx_load<TYPE>(voxels, ir_mc_index(&g, (uint32_t)x, (uint32_t)y, (uint32_t)z)) : __int_as_float(0x7fc00000);
+    ly += ROW_WARPS;
+    if (ly >= side) ly -= side, lz++;
+  }
+  ly = (int)warp, lz = 0;
+#pragma unroll
+  for (int k = 0; k < per_warp; k++) {
+    const unsigned inside = __ballot_sync(0xffffffffu, ir_mc_inside(v[k], iso));
+    const unsigned valid = __ballot_sync(0xffffffffu, ir_mc_finite(v[k]));
+    if (lane == 0 && lz < side) {
+      const int at = row_index(first + ly, first + lz);
+      s_inside[at] = inside, s_valid[at] = valid;
+    }
+    ly += ROW_WARPS;
+    if (ly >= side) ly -= side, lz++;
   }
 }
 
-static __device__ __forceinline__ bool cell_exists(const ir_mc_grid &g, int x, int y, int z) {
-  return x >= 0 && y >= 0 && z >= 0 && x + 1 < (int)g.dims[0] && y + 1 < (int)g.dims[1] && z + 1 < (int)g.dims[2];
-}
-
-/* Exact path: marks the drawn cells with lowest corner -1 .. 15 (local). */
-static __device__ void mark_drawn(const ir_mc_grid &g, const ir_mc_rules &r, const uint32_t o[3], const float *s_v,
-                                  uint8_t *s_drawn) {
-  for (int i = threadIdx.x; i < DRAWN_SIDE * DRAWN_SIDE * DRAWN_SIDE; i += blockDim.x) {
-    int x = i % DRAWN_SIDE - 1, y = i / DRAWN_SIDE % DRAWN_SIDE - 1, z = i / (DRAWN_SIDE * DRAWN_SIDE) - 1;
-    int gx = (int)o[0] + x, gy = (int)o[1] + y, gz = (int)o[2] + z;
-    bool drawn = cell_exists(g, gx, gy, gz) && ir_mc_clip_keeps(&r, (uint32_t)gx, (uint32_t)gy, (uint32_t)gz);
-    for (int k = 0; k < 8 && drawn; k++) {
-      uint32_t c[3];
-      ir_mc_corner_offset(k, c);
-      drawn = ir_mc_finite(s_v[halo_index(x + (int)c[0], y + (int)c[1], z + (int)c[2])]);
+/* Exact path: the drawn cells with lowest corner -1 .. 15 (local), as rows (y, z) with bit x + 1
+ * for cell x: the eight corners valid (in the grid and finite) and the centre kept by the clip. */
+static __device__ void mark_drawn(const ir_mc_rules &r, const uint32_t o[3], const uint32_t *s_valid,
+                                  uint32_t *s_drawn) {
+  for (int i = threadIdx.x; i < DRAWN_SIDE * DRAWN_SIDE; i += blockDim.x) {
+    const int y = i % DRAWN_SIDE - 1, z = i / DRAWN_SIDE - 1;
+    const uint32_t corners = s_valid[row_index(y, z)] & s_valid[row_index(y + 1, z)] & s_valid[row_index(y, z + 1)] &
+                             s_valid[row_index(y + 1, z + 1)];
+    uint32_t drawn = corners & (corners >> 1) & ((1u << DRAWN_SIDE) - 1u), left = drawn;
+    while (left) { /* a valid corner lies in the grid, so the cell's coordinates are not negative */
+      const int bit = __ffs((int)left) - 1;
+      left &= left - 1u;
+      if (!ir_mc_clip_keeps(&r, o[0] + (uint32_t)bit - 1u, o[1] + (uint32_t)y, o[2] + (uint32_t)z)) drawn &= ~(1u << bit);
     }
     s_drawn[i] = drawn;
   }
 }
 
-/* Bits 0-2: the edges leaving local point (x, y, z) along x, y, z that carry a vertex. */
+/* Edge word w of the brick's edge mask (axis w / 128; points 32 (w % 128) .. + 31: two rows). */
 template <bool EXACT>
-static __device__ __forceinline__ unsigned vertex_edges(const ir_mc_grid &g, const uint32_t o[3], int x, int y, int z,
-                                                        float iso, const float *s_v, const uint8_t *s_drawn) {
-  int p[3] = {x, y, z};
-  float f0 = s_v[halo_index(x, y, z)];
-  unsigned bits = 0;
-  for (int axis = 0; axis < 3; axis++) {
-    if (o[axis] + (uint32_t)p[axis] + 1 >= g.dims[axis]) continue;
-    int q[3] = {x, y, z};
-    q[axis]++;
-    if (!ir_mc_crossed(f0, s_v[halo_index(q[0], q[1], q[2])], iso)) continue;
-    bool drawn = !EXACT;
-    if (EXACT) {
-      int b = (axis + 1) % 3, c = (axis + 2) % 3;
-      for (int db = 0; db < 2 && !drawn; db++)
-        for (int dc = 0; dc < 2 && !drawn; dc++) {
-          int cell[3] = {x, y, z};
-          cell[b] -= db;
-          cell[c] -= dc;
-          drawn = s_drawn[drawn_index(cell[0], cell[1], cell[2])] != 0;
-        }
+static __device__ __forceinline__ uint32_t edge_word(unsigned w, const uint32_t *s_inside, const uint32_t *s_valid,
+                                                     const uint32_t *s_drawn) {
+  const int axis = (int)(w / IR_MC_CELL_GROUPS), q = (int)(w % IR_MC_CELL_GROUPS);
+  const int z = q / 8, y0 = 2 * (q % 8);
+  uint32_t word = 0;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int y = y0 + h, at = row_index(y, z);
+    const uint32_t a = s_inside[at], av = s_valid[at];
+    uint32_t b, bv; /* the rows of the edges' far ends, bit x + 1 for point x */
+    if (axis == 0) b = a >> 1, bv = av >> 1;
+    else if (axis == 1) b = s_inside[row_index(y + 1, z)], bv = s_valid[row_index(y + 1, z)];
+    else b = s_inside[row_index(y, z + 1)], bv = s_valid[row_index(y, z + 1)];
+    uint32_t crossed = (a ^ b) & av & bv;
+    if (EXACT) { /* and borders a drawn cell: the four cells around the edge */
+      if (axis == 0) {
+        crossed &= s_drawn[drawn_index(y, z)] | s_drawn[drawn_index(y - 1, z)] | s_drawn[drawn_index(y, z - 1)] |
+                   s_drawn[drawn_index(y - 1, z - 1)];
+      } else {
+        const uint32_t around = s_drawn[drawn_index(y, z)] |
+                                (axis == 1 ? s_drawn[drawn_index(y, z - 1)] : s_drawn[drawn_index(y - 1, z)]);
+        crossed &= around | (around << 1); /* cells x and x - 1 */
+      }
     }
-    if (drawn) bits |= 1u << axis;
+    word |= ((crossed >> 1) & 0xffffu) << (16 * h);
   }
-  return bits;
+  return word;
 }
 
-/* Triangles of the cell whose lowest corner is local point (x, y, z); 0 when it is not drawn. */
+/* Triangle counts of cells 8 i .. 8 i + 7 (of the brick's 4096, x fastest) as eight nibbles. */
 template <bool EXACT>
-static __device__ __forceinline__ int cell_triangles(const ir_mc_grid &g, const uint32_t o[3], int x, int y, int z,
-                                                     float iso, const uint64_t *__restrict__ cases, const float *s_v,
-                                                     const uint8_t *s_drawn) {
-  if (EXACT ? !s_drawn[drawn_index(x, y, z)] : !cell_exists(g, (int)o[0] + x, (int)o[1] + y, (int)o[2] + z)) return 0;
-  int c = 0;
-  for (int k = 0; k < 8; k++) {
-    uint32_t d[3];
-    ir_mc_corner_offset(k, d);
-    c |= ir_mc_inside(s_v[halo_index(x + (int)d[0], y + (int)d[1], z + (int)d[2])], iso) ? 1 << k : 0;
+static __device__ __forceinline__ uint32_t cell_word(unsigned i, const uint32_t *s_inside, const uint32_t *s_valid,
+                                                     const uint32_t *s_drawn, const uint8_t *s_triangles) {
+  const int z = (int)(i / 32), y = (int)(i / 2 % IR_MC_BRICK), shift = 8 * (int)(i % 2) + 1;
+  const uint32_t a = s_inside[row_index(y, z)] >> shift, b = s_inside[row_index(y + 1, z)] >> shift,
+                 c = s_inside[row_index(y, z + 1)] >> shift, d = s_inside[row_index(y + 1, z + 1)] >> shift;
+  uint32_t drawn;
+  if (EXACT) {
+    drawn = s_drawn[drawn_index(y, z)] >> shift;
+  } else { /* the cell exists: its eight corners lie in the grid */
+    const uint32_t corners = s_valid[row_index(y, z)] & s_valid[row_index(y + 1, z)] & s_valid[row_index(y, z + 1)] &
+                             s_valid[row_index(y + 1, z + 1)];
+    drawn = (corners & (corners >> 1)) >> shift;
   }
-  return ir_mc_case_triangles(__ldg(cases + c));
+  uint32_t word = 0;
+#pragma unroll
+  for (int k = 0; k < 8; k++) {
+    /* Bourke's corners: 0 (0,0,0) 1 (1,0,0) 2 (1,1,0) 3 (0,1,0), 4..7 the same at z + 1. */
+    const uint32_t c0 = (a >> k & 1u) | (a >> k & 2u) | (b >> k & 2u) << 1 | (b >> k & 1u) << 3 | (c >> k & 1u) << 4 |
+                        (c >> k & 2u) << 4 | (d >> k & 2u) << 5 | (d >> k & 1u) << 7;
+    const uint32_t n = (drawn >> k & 1u) ? s_triangles[c0] : 0u;
+    word |= n << (4 * k);
+  }
+  return word;
+}
+
+/* Exclusive prefix over the block (thread order) of values whose total fits 32 bits; returns the
+ * total. Ends synchronised. */
+static __device__ __forceinline__ unsigned block_exclusive_sum(unsigned v, unsigned *s_warp, unsigned *total) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  unsigned inclusive = v;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const unsigned n = __shfl_up_sync(0xffffffffu, inclusive, d);
+    if ((int)lane >= d) inclusive += n;
+  }
+  if (lane == 31) s_warp[warp] = inclusive;
+  __syncthreads();
+  if (warp == 0) {
+    unsigned w = lane < warps ? s_warp[lane] : 0u;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const unsigned n = __shfl_up_sync(0xffffffffu, w, d);
+      if ((int)lane >= d) w += n;
+    }
+    s_warp[lane] = w;
+  }
+  __syncthreads();
+  *total = s_warp[warps - 1];
+  return (warp ? s_warp[warp - 1] : 0u) + inclusive - v;
 }
 
 /* Hands on the brick's candidates: items j of thread t are local point t + 512 j. */
 static __device__ __forceinline__ void emit_items(const ir_gx_out &o, const bool (&keep)[IR_GX_POINTS_PER_THREAD],
                                                   const uint32_t (&value)[IR_GX_POINTS_PER_THREAD]) {
   switch (o.mode) {
-  case IR_GX_INK_COMPACT:
-    ir_ink_compact_emit_items<IR_GX_POINTS_PER_THREAD>(keep, value, blockIdx.x, o.list, o.count, o.scan);
-    break;
   case IR_GX_INK_COLLATE:
 #pragma unroll
     for (int j = 0; j < IR_GX_POINTS_PER_THREAD; j++) ir_ink_collate_emit(keep[j], value[j], o.list, o.count);
@@ -185,100 +244,113 @@ static __device__ __forceinline__ void emit_items(const ir_gx_out &o, const bool
   }
 }
 
-/* Packs a warp's 32 triangle counts (lane i: cell i of the group) into four nibble words, in lane
- * 0, and returns their sum in every lane. */
-static __device__ __forceinline__ unsigned pack_nibbles(unsigned count, uint4 *words) {
-  unsigned lane = threadIdx.x & 31u;
-  unsigned w = count << (4 * (lane & 7u));
-  for (int d = 1; d < 8; d <<= 1) w |= __shfl_xor_sync(0xffffffffu, w, d);
-  words->x = __shfl_sync(0xffffffffu, w, 0);
-  words->y = __shfl_sync(0xffffffffu, w, 8);
-  words->z = __shfl_sync(0xffffffffu, w, 16);
-  words->w = __shfl_sync(0xffffffffu, w, 24);
-  unsigned sum = count;
-  for (int d = 16; d > 0; d >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-  return sum;
+/* EMIT: hand on the candidate points and cells (the generation kernels of one thread per
+ * candidate); without it (InK-Compact, whose generation works per brick from the tables) the
+ * block only adds its count of cells with triangles to cells_out.count, for the statistics. */
+template <int TYPE, bool EXACT, bool EMIT>
+static __global__ void __launch_bounds__(IR_GX_CLASSIFY_THREADS)
+    classify_kernel(ir_mc_grid g, ir_mc_rules r, float iso, const void *__restrict__ voxels,
+                    const uint64_t *__restrict__ cases, ir_gx_tables t, const uint32_t *active_count,
+                    ir_gx_out points_out, ir_gx_out cells_out) {
+  __shared__ uint32_t s_inside[ROWS], s_valid[ROWS];
+  __shared__ uint32_t s_drawn[EXACT ? DRAWN_SIDE * DRAWN_SIDE : 1];
+  __shared__ uint8_t s_triangles[256];
+  __shared__ uint32_t s_mask[IR_MC_EDGE_WORDS];
+  __shared__ uint32_t s_nibbles[IR_MC_BRICK_POINTS / 8];
+  __shared__ uint32_t s_group[IR_MC_CELL_GROUPS];
+  __shared__ unsigned s_warp[33];
+  static_assert(IR_MC_BRICK_POINTS / 8 == IR_GX_CLASSIFY_THREADS, "one nibble word per thread");
+  const uint32_t slot = blockIdx.x;
+  if (active_count) { /* launched before the count was known: all of it or nothing */
+    const uint32_t active = *active_count;
+    if (active > gridDim.x || slot >= active) return;
+  }
+  const uint32_t brick = t.active[slot];
+  uint32_t o[3];
+  ir_gx_brick_origin(g, brick, o);
+  if (threadIdx.x < 256) s_triangles[threadIdx.x] = (uint8_t)ir_mc_case_triangles(__ldg(cases + threadIdx.x));
+  load_rows<TYPE, EXACT>(g, voxels, o, iso, s_inside, s_valid);
+  __syncthreads();
+  if (EXACT) {
+    mark_drawn(r, o, s_valid, s_drawn);
+    __syncthreads();
+  }
+  /* Cell table: thread i's nibble word is word i % 4 of group i / 4. */
+  const uint32_t nibbles = cell_word<EXACT>(threadIdx.x, s_inside, s_valid, s_drawn, s_triangles);
+  ((uint32_t *)t.cell_nibbles)[(size_t)slot * (IR_MC_BRICK_POINTS / 8) + threadIdx.x] = nibbles;
+  s_nibbles[threadIdx.x] = nibbles;
+  uint32_t sum = (nibbles & 0x0f0f0f0fu) + ((nibbles >> 4) & 0x0f0f0f0fu); /* bytes <= 10 */
+  sum = (sum * 0x01010101u) >> 24;
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  if (threadIdx.x % 4 == 0) s_group[threadIdx.x / 4] = sum;
+  if (threadIdx.x < IR_MC_EDGE_WORDS) s_mask[threadIdx.x] = edge_word<EXACT>(threadIdx.x, s_inside, s_valid, s_drawn);
+  __syncthreads();
+  /* One scan for both tables: a word's vertices (<= 32, 12288 a brick) in the low half, a group's
+   * triangles (<= 160, 20480 a brick) in the high half, so neither half carries into the other. */
+  const unsigned w = threadIdx.x;
+  const uint32_t mask = w < IR_MC_EDGE_WORDS ? s_mask[w] : 0u;
+  unsigned totals;
+  const unsigned prefix = block_exclusive_sum((unsigned)__popc(mask) | (w < IR_MC_CELL_GROUPS ? s_group[w] << 16 : 0u),
+                                              s_warp, &totals);
+  if (w < IR_MC_EDGE_WORDS) t.edges[(size_t)slot * IR_MC_EDGE_WORDS + w] = make_uint2(mask, prefix & 0xffffu);
+  if (w < IR_MC_CELL_GROUPS) t.cell_prefix[(size_t)slot * IR_MC_CELL_GROUPS + w] = prefix >> 16;
+  if (w == 0) {
+    t.slot_of[brick] = slot; /* the brick -> slot map, read by generation */
+    t.vcount[brick] = totals & 0xffffu;
+    t.tcount[brick] = totals >> 16;
+  }
+  if constexpr (EMIT) {
+    bool point_keep[IR_GX_POINTS_PER_THREAD], cell_keep[IR_GX_POINTS_PER_THREAD];
+    uint32_t value[IR_GX_POINTS_PER_THREAD];
+#pragma unroll
+    for (int j = 0; j < IR_GX_POINTS_PER_THREAD; j++) {
+      const uint32_t l = threadIdx.x + IR_GX_CLASSIFY_THREADS * j, q = l / 32;
+      point_keep[j] = ((s_mask[q] | s_mask[IR_MC_CELL_GROUPS + q] | s_mask[2 * IR_MC_CELL_GROUPS + q]) >> (l % 32)) & 1u;
+      cell_keep[j] = ((s_nibbles[l / 8] >> (4 * (l % 8))) & 15u) != 0;
+      value[j] = slot * IR_MC_BRICK_POINTS + l;
+    }
+    emit_items(points_out, point_keep, value);
+    emit_items(cells_out, cell_keep, value);
+  } else { /* cells with triangles: nonzero nibbles */
+    unsigned warp_cells = (unsigned)__popc((nibbles | nibbles >> 1 | nibbles >> 2 | nibbles >> 3) & 0x11111111u);
+    for (int d = 16; d > 0; d >>= 1) warp_cells += __shfl_xor_sync(0xffffffffu, warp_cells, d);
+    if ((threadIdx.x & 31u) == 0 && warp_cells) atomicAdd(cells_out.count, warp_cells);
+  }
 }
 
 template <int TYPE, bool EXACT>
-static __global__ void __launch_bounds__(IR_GX_CLASSIFY_THREADS)
-    classify_kernel(ir_mc_grid g, ir_mc_rules r, float iso, const void *__restrict__ voxels,
-                    const uint64_t *__restrict__ cases, ir_gx_tables t, ir_gx_out points_out, ir_gx_out cells_out) {
-  __shared__ float s_v[IR_GX_HALO * IR_GX_HALO * IR_GX_HALO];
-  __shared__ uint8_t s_drawn[EXACT ? DRAWN_SIDE * DRAWN_SIDE * DRAWN_SIDE : 1];
-  __shared__ uint32_t s_mask[IR_MC_EDGE_WORDS];
-  __shared__ uint32_t s_group[IR_MC_CELL_GROUPS];
-  __shared__ unsigned s_scan[33];
-  const uint32_t slot = blockIdx.x, brick = t.active[slot];
-  uint32_t o[3];
-  ir_gx_brick_origin(g, brick, o);
-  load_brick<TYPE>(g, voxels, o, s_v);
-  __syncthreads();
-  if (EXACT) {
-    mark_drawn(g, r, o, s_v, s_drawn);
-    __syncthreads();
-  }
-  const unsigned lane = threadIdx.x & 31u;
-  bool point_keep[IR_GX_POINTS_PER_THREAD], cell_keep[IR_GX_POINTS_PER_THREAD];
-  uint32_t value[IR_GX_POINTS_PER_THREAD];
-#pragma unroll
-  for (int j = 0; j < IR_GX_POINTS_PER_THREAD; j++) {
-    uint32_t l = threadIdx.x + IR_GX_CLASSIFY_THREADS * j, q = l / 32;
-    int x = (int)(l % IR_MC_BRICK), y = (int)(l / IR_MC_BRICK % IR_MC_BRICK), z = (int)(l / (IR_MC_BRICK * IR_MC_BRICK));
-    bool in = o[0] + x < g.dims[0] && o[1] + y < g.dims[1] && o[2] + z < g.dims[2];
-    unsigned bits = in ? vertex_edges<EXACT>(g, o, x, y, z, iso, s_v, s_drawn) : 0u;
-    unsigned tris = in ? (unsigned)cell_triangles<EXACT>(g, o, x, y, z, iso, cases, s_v, s_drawn) : 0u;
-    for (int axis = 0; axis < 3; axis++) {
-      unsigned word = __ballot_sync(0xffffffffu, (bits >> axis) & 1u);
-      if (lane == 0) s_mask[axis * IR_MC_CELL_GROUPS + q] = word;
-    }
-    uint4 nibbles;
-    unsigned sum = pack_nibbles(tris, &nibbles);
-    if (lane == 0) {
-      t.cell_nibbles[(size_t)slot * IR_MC_CELL_GROUPS + q] = nibbles;
-      s_group[q] = sum;
-    }
-    point_keep[j] = bits != 0;
-    cell_keep[j] = tris != 0;
-    value[j] = slot * IR_MC_BRICK_POINTS + l;
-  }
-  __syncthreads();
-  /* Edge table: vertices in the earlier words of the brick. */
-  unsigned mask = threadIdx.x < IR_MC_EDGE_WORDS ? s_mask[threadIdx.x] : 0u, prefix;
-  unsigned vertices = ir_block_scan(__popc(mask), 6, s_scan, &prefix);
-  if (threadIdx.x < IR_MC_EDGE_WORDS) t.edges[(size_t)slot * IR_MC_EDGE_WORDS + threadIdx.x] = make_uint2(mask, prefix);
-  __syncthreads(); /* s_scan is reused */
-  unsigned group = threadIdx.x < IR_MC_CELL_GROUPS ? s_group[threadIdx.x] : 0u;
-  unsigned triangles = ir_block_scan(group, 8, s_scan, &prefix);
-  if (threadIdx.x < IR_MC_CELL_GROUPS) t.cell_prefix[(size_t)slot * IR_MC_CELL_GROUPS + threadIdx.x] = prefix;
-  if (threadIdx.x == 0) {
-    t.vcount[brick] = vertices;
-    t.tcount[brick] = triangles;
-  }
-  emit_items(points_out, point_keep, value);
-  emit_items(cells_out, cell_keep, value);
+static void launch_classify_exact(bool emit, dim3 grid, cudaStream_t stream, const ir_mc_grid &g, const ir_mc_rules &r,
+                                  float iso, const void *voxels, const uint64_t *cases, const ir_gx_tables &t,
+                                  const uint32_t *active_count, const ir_gx_out &points, const ir_gx_out &cells) {
+  if (emit)
+    classify_kernel<TYPE, EXACT, true>
+        <<<grid, IR_GX_CLASSIFY_THREADS, 0, stream>>>(g, r, iso, voxels, cases, t, active_count, points, cells);
+  else
+    classify_kernel<TYPE, EXACT, false>
+        <<<grid, IR_GX_CLASSIFY_THREADS, 0, stream>>>(g, r, iso, voxels, cases, t, active_count, points, cells);
 }
 
 template <int TYPE>
-static void launch_classify_typed(bool exact, dim3 grid, cudaStream_t stream, const ir_mc_grid &g,
+static void launch_classify_typed(bool exact, bool emit, dim3 grid, cudaStream_t stream, const ir_mc_grid &g,
                                   const ir_mc_rules &r, float iso, const void *voxels, const uint64_t *cases,
-                                  const ir_gx_tables &t, const ir_gx_out &points, const ir_gx_out &cells) {
-  if (exact)
-    classify_kernel<TYPE, true><<<grid, IR_GX_CLASSIFY_THREADS, 0, stream>>>(g, r, iso, voxels, cases, t, points, cells);
-  else
-    classify_kernel<TYPE, false><<<grid, IR_GX_CLASSIFY_THREADS, 0, stream>>>(g, r, iso, voxels, cases, t, points, cells);
+                                  const ir_gx_tables &t, const uint32_t *active_count, const ir_gx_out &points,
+                                  const ir_gx_out &cells) {
+  if (exact) launch_classify_exact<TYPE, true>(emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells);
+  else launch_classify_exact<TYPE, false>(emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells);
 }
 
 cudaError_t ir_gx_launch_classify(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const void *voxels,
-                                  const uint64_t *cases, const ir_gx_tables &t, uint32_t active,
-                                  const ir_gx_out &points, const ir_gx_out &cells, cudaStream_t stream) {
-  dim3 grid(active);
-  bool exact = r.exact != 0;
+                                  const uint64_t *cases, const ir_gx_tables &t, uint32_t blocks,
+                                  const uint32_t *active_count, const ir_gx_out &points, const ir_gx_out &cells,
+                                  cudaStream_t stream) {
+  dim3 grid(blocks);
+  const bool exact = r.exact != 0, emit = points.mode != IR_GX_INK_COMPACT;
   switch (g.type) {
-  case IR_VOXEL_UINT8: launch_classify_typed<IR_VOXEL_UINT8>(exact, grid, stream, g, r, iso, voxels, cases, t, points, cells); break;
-  case IR_VOXEL_UINT16: launch_classify_typed<IR_VOXEL_UINT16>(exact, grid, stream, g, r, iso, voxels, cases, t, points, cells); break;
-  case IR_VOXEL_INT16: launch_classify_typed<IR_VOXEL_INT16>(exact, grid, stream, g, r, iso, voxels, cases, t, points, cells); break;
-  default: launch_classify_typed<IR_VOXEL_FLOAT32>(exact, grid, stream, g, r, iso, voxels, cases, t, points, cells); break;
+  case IR_VOXEL_UINT8: launch_classify_typed<IR_VOXEL_UINT8>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells); break;
+  case IR_VOXEL_UINT16: launch_classify_typed<IR_VOXEL_UINT16>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells); break;
+  case IR_VOXEL_INT16: launch_classify_typed<IR_VOXEL_INT16>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells); break;
+  default: launch_classify_typed<IR_VOXEL_FLOAT32>(exact, emit, grid, stream, g, r, iso, voxels, cases, t, active_count, points, cells); break;
   }
   return cudaGetLastError();
 }

@@ -9,7 +9,9 @@
  * The two host reads size what follows (the classification grid and its tables, the mesh), so no
  * buffer is ever sized for a worst case it cannot hold, and a mesh too large for the GPU is refused
  * before anything is allocated for it. Once the buffers have grown, repeated extractions of similar
- * meshes allocate nothing. Every CUDA call and launch is checked (IR_GX_CUDA).
+ * meshes allocate nothing, and InK-Compact sends classification, scan and generation out before
+ * the reads, on the last surface's sizes, checked on the device (one host read, after generation;
+ * extract_surface). Every CUDA call and launch is checked (IR_GX_CUDA).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +106,7 @@ void ir_gpu_extract_destroy(ir_extractor *ex) {
                      x->d_ranges, x->d_brick_ids, x->d_brick_flags, x->d_active, x->d_brick_remove, x->d_slot_of,
                      x->d_counts, x->d_brick_scan, x->d_cub_temp, x->d_edge_table, x->d_cell_nibbles,
                      x->d_cell_prefix, x->d_points, x->d_cells, x->d_point_flags, x->d_cell_flags, x->d_identity,
-                     x->d_point_remove, x->d_cell_remove, x->d_point_scan, x->d_cell_scan, x->d_positions,
+                     x->d_point_remove, x->d_cell_remove, x->d_positions,
                      x->d_normals, x->d_values, x->d_colors, x->d_triangles};
   for (size_t k = 0; k < sizeof buffers / sizeof buffers[0]; k++) cudaFree(buffers[k]);
   if (x->h_counters) cudaFreeHost(x->h_counters);
@@ -221,12 +223,9 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
     IR_GX_GROW(x->d_edge_table, active * IR_MC_EDGE_WORDS * sizeof(uint2), "the edge tables");
     IR_GX_GROW(x->d_cell_nibbles, active * IR_MC_CELL_GROUPS * sizeof(uint4), "the cell tables");
     IR_GX_GROW(x->d_cell_prefix, active * IR_MC_CELL_GROUPS * sizeof(uint32_t), "the cell tables");
-    /* Candidate lists: every point and cell of every active brick at most. */
-    IR_GX_GROW(x->d_points, candidates * sizeof(uint32_t), "the candidate points");
-    IR_GX_GROW(x->d_cells, candidates * sizeof(uint32_t), "the candidate cells");
-    IR_GX_GROW(x->d_point_scan, ir_ink_scan_bytes((unsigned)active), "the look-back state");
-    IR_GX_GROW(x->d_cell_scan, ir_ink_scan_bytes((unsigned)active), "the look-back state");
-    /* The out-of-kernel methods' buffers are made again at their first use at this size. */
+    /* The candidate methods' buffers are made again at their first use at this size. */
+    IR_GX_GROW(x->d_points, 0, "released");
+    IR_GX_GROW(x->d_cells, 0, "released");
     IR_GX_GROW(x->d_point_flags, 0, "released");
     IR_GX_GROW(x->d_cell_flags, 0, "released");
     IR_GX_GROW(x->d_identity, 0, "released");
@@ -235,6 +234,11 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
     x->slot_cap = active;
   }
   size_t slots = x->slot_cap * IR_MC_BRICK_POINTS;
+  if (mode != IR_GX_INK_COMPACT && !x->d_cells) { /* the last one made: both exist */
+    /* Candidate lists: every point and cell of every active brick at most. */
+    IR_GX_GROW(x->d_points, slots * sizeof(uint32_t), "the candidate points");
+    IR_GX_GROW(x->d_cells, slots * sizeof(uint32_t), "the candidate cells");
+  }
   if (mode == IR_GX_FLAGS && !x->d_identity) { /* the last one made: all three exist */
     IR_GX_GROW(x->d_point_flags, slots, "the candidate flags");
     IR_GX_GROW(x->d_cell_flags, slots, "the candidate flags");
@@ -306,7 +310,7 @@ static ir_status reserve_mesh(struct ir_gpu_extract *x, size_t vertices, size_t 
 
 /* ---- One surface ---------------------------------------------------------------------------------- */
 static ir_gx_out stage_out(int mode, uint32_t *list, uint32_t *count, uint8_t *flags, uint32_t *remove, void *scan,
-                           unsigned tiles) {
+                           unsigned tiles) { /* scan: the look-back state of an InK-Compact emit, or NULL */
   ir_gx_out o;
   memset(&o, 0, sizeof o);
   o.mode = mode;
@@ -314,7 +318,7 @@ static ir_gx_out stage_out(int mode, uint32_t *list, uint32_t *count, uint8_t *f
   o.count = count;
   o.flags = flags;
   o.remove = remove;
-  if (mode == IR_GX_INK_COMPACT) o.scan = ir_ink_scan_bind(scan, tiles);
+  if (mode == IR_GX_INK_COMPACT && scan) o.scan = ir_ink_scan_bind(scan, tiles);
   return o;
 }
 
@@ -356,6 +360,35 @@ static float elapsed(cudaEvent_t a, cudaEvent_t b) {
   return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : 0.0f;
 }
 
+/* The per-brick counts summed in brick order (each brick's first vertex and triangle) and the
+ * surface's totals into the counters. */
+static ir_status scan_counts(struct ir_gpu_extract *x, const ir_gx_tables &t, size_t n, char err[IR_ERR_LEN]) {
+  size_t temp = x->cub_temp_bytes; /* CUB takes the size by reference: a fresh copy for each call */
+  IR_GX_CUDA(cub::DeviceScan::ExclusiveSum(x->d_cub_temp, temp, t.vcount, t.vbase, n, x->stream));
+  temp = x->cub_temp_bytes;
+  IR_GX_CUDA(cub::DeviceScan::ExclusiveSum(x->d_cub_temp, temp, t.tcount, t.tbase, n, x->stream));
+  totals_kernel<<<1, 1, 0, x->stream>>>(t.vcount, t.vbase, t.tcount, t.tbase, n, x->d_counters);
+  IR_GX_CUDA(cudaGetLastError());
+  return IR_OK;
+}
+
+/* What generation writes, into the mesh buffers as they are now. */
+static ir_gx_mesh_out mesh_out_of(const struct ir_gpu_extract *x, const ir_mc_job *job, int s, size_t v0, size_t t0) {
+  ir_gx_mesh_out m;
+  memset(&m, 0, sizeof m);
+  m.positions = x->d_positions, m.normals = x->d_normals, m.values = x->d_values;
+  m.colors = job->colors != IR_EXTRACT_COLORS_NONE ? x->d_colors : NULL;
+  m.triangles = x->d_triangles;
+  m.vertex_offset = (uint32_t)v0, m.triangle_offset = (uint32_t)t0;
+  m.surface = s;
+  m.values_from = job->values, m.colors_from = job->colors, m.surface_rgba = job->surface_rgba[s];
+  m.axes_zyx = job->axes_zyx, m.flip_winding = job->flip_winding;
+  m.colormap = x->d_colormap, m.colormap_size = job->colormap_size;
+  m.color_range[0] = job->color_range[0], m.color_range[1] = job->color_range[1];
+  m.color_voxels = x->d_color, m.color_type = x->color_type;
+  return m;
+}
+
 static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, ir_mesh *mesh, ir_extract_stats *stats,
                                  char err[IR_ERR_LEN]) {
   struct ir_gpu_extract *x = ex->gpu;
@@ -364,8 +397,8 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   const int mode = ir_gx_mode(job->method);
   const size_t n = ex->brick_count;
   ir_gx_counters *c = x->d_counters;
-  unsigned long long *vcount = x->d_counts, *tcount = x->d_counts + n, *vbase = x->d_counts + 2 * n,
-                     *tbase = x->d_counts + 3 * n;
+  const bool colors = job->colors != IR_EXTRACT_COLORS_NONE;
+  const size_t v0 = mesh->vertex_count, t0 = mesh->triangle_count;
 
   IR_GX_CUDA(cudaEventRecord(x->ev[0], x->stream));
   IR_GX_CUDA(cudaMemsetAsync(c, 0, sizeof *c, x->stream));
@@ -380,14 +413,49 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   }
   ir_status st = mode == IR_GX_FLAGS || mode == IR_GX_REMOVE ? reserve_compaction(x, n, err) : IR_OK;
   if (st != IR_OK) return st;
-  IR_GX_CUDA(ir_gx_launch_bricks(g, job->rules, iso, x->d_ranges, n, bricks, x->stream));
+  ir_gx_tables t = {x->d_edge_table, x->d_cell_nibbles, x->d_cell_prefix, x->d_counts, x->d_counts + n,
+                    x->d_counts + 2 * n, x->d_counts + 3 * n, x->d_active, x->d_slot_of};
+  IR_GX_CUDA(ir_gx_launch_bricks(g, job->rules, iso, x->d_ranges, n, bricks, t, x->stream));
   st = compact_after(x, job->method, mode, x->d_brick_ids, x->d_brick_flags, x->d_active, &c->active,
                                &c->n_bricks, n, x->d_brick_remove, &c->k_bricks, err);
   if (st != IR_OK) return st;
-  if ((st = read_counters(x, err)) != IR_OK) return st;
+  /* InK-Compact hands no candidates on (its generation works per brick); its classification only
+   * counts the cells with triangles into c->cells. */
+  ir_gx_out points = stage_out(mode, x->d_points, mode == IR_GX_REMOVE ? &c->k_points : &c->points, x->d_point_flags,
+                               x->d_point_remove, NULL, 0);
+  ir_gx_out cells = stage_out(mode, x->d_cells, mode == IR_GX_REMOVE ? &c->k_cells : &c->cells, x->d_cell_flags,
+                              x->d_cell_remove, NULL, 0);
+
+  /* InK-Compact, once a surface has sized the buffers: classification, the scan and generation go
+   * out before the host knows the active count, on a grid a little larger than the last surface's.
+   * Their blocks check on the device that every active brick has a slot in the grid and, to
+   * generate, that the mesh fits the buffers; one host read then says whether they ran, and the
+   * stages run again at the sizes it gave where they did not (a larger surface). So the steady
+   * state reads the counts once, after generation, instead of twice between the stages. */
+  bool classified = false, generated = false;
+  if (mode == IR_GX_INK_COMPACT && x->last_active > 0 && x->slot_cap > 0) {
+    const size_t want = x->last_active + x->last_active / 8 + 32;
+    const uint32_t grid = (uint32_t)(want < x->slot_cap ? want : x->slot_cap);
+    ir_gx_spec spec = {c, 0, 0};
+    if (x->vertex_cap > v0 && (!colors || x->mesh_colors)) spec.room_vertices = x->vertex_cap - v0;
+    if (x->triangle_cap > t0) spec.room_triangles = x->triangle_cap - t0;
+    IR_GX_CUDA(ir_gx_launch_classify(g, job->rules, iso, x->d_voxels, x->d_cases, t, grid, &c->active, points, cells,
+                                     x->stream));
+    if ((st = scan_counts(x, t, n, err)) != IR_OK) return st;
+    IR_GX_CUDA(cudaEventRecord(x->ev[1], x->stream));
+    IR_GX_CUDA(cudaEventRecord(x->ev[2], x->stream));
+    IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, grid, mesh_out_of(x, job, s, v0, t0),
+                                            spec, x->stream));
+    IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
+    if ((st = read_counters(x, err)) != IR_OK) return st;
+    const ir_gx_counters &h = *x->h_counters;
+    classified = h.active <= grid;
+    generated = classified && h.vertices <= spec.room_vertices && h.triangles <= spec.room_triangles;
+  } else if ((st = read_counters(x, err)) != IR_OK) {
+    return st;
+  }
   size_t active = x->h_counters->active;
   if (stats) stats->active_bricks += active;
-  size_t v0 = mesh->vertex_count, t0 = mesh->triangle_count;
   mesh->surface_vertex_start[s] = v0;
   mesh->surface_triangle_start[s] = t0;
   if (active == 0) return IR_OK;
@@ -396,44 +464,29 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
              "bits; extract a region or use --device cpu", (double)iso, active, IR_GX_MAX_ACTIVE_BRICKS);
     return IR_ERR_INPUT;
   }
-  if ((st = reserve_slots(ex, active, mode, err)) != IR_OK) return st;
+  x->last_active = active;
 
-  /* Classification and the candidates' compaction. */
-  size_t candidates = active * IR_MC_BRICK_POINTS;
-  ir_gx_tables t = {x->d_edge_table, x->d_cell_nibbles, x->d_cell_prefix, vcount, tcount, vbase, tbase,
-                    x->d_active, x->d_slot_of};
-  IR_GX_CUDA(ir_gx_launch_slots(x->d_active, (uint32_t)active, x->d_slot_of, x->stream));
-  IR_GX_CUDA(cudaMemsetAsync(vcount, 0, 2 * n * sizeof *vcount, x->stream));
-  ir_gx_out points = stage_out(mode, x->d_points, mode == IR_GX_REMOVE ? &c->k_points : &c->points, x->d_point_flags,
-                               x->d_point_remove, x->d_point_scan, (unsigned)active);
-  ir_gx_out cells = stage_out(mode, x->d_cells, mode == IR_GX_REMOVE ? &c->k_cells : &c->cells, x->d_cell_flags,
-                              x->d_cell_remove, x->d_cell_scan, (unsigned)active);
-  if (mode == IR_GX_INK_COMPACT) {
-    IR_GX_CUDA(ir_ink_scan_reset(&points.scan, (unsigned)active, x->stream));
-    IR_GX_CUDA(ir_ink_scan_reset(&cells.scan, (unsigned)active, x->stream));
+  if (!classified) { /* classification and the candidates' compaction, the scan, the totals read */
+    if ((st = reserve_slots(ex, active, mode, err)) != IR_OK) return st;
+    size_t candidates = active * IR_MC_BRICK_POINTS;
+    t.edges = x->d_edge_table, t.cell_nibbles = x->d_cell_nibbles, t.cell_prefix = x->d_cell_prefix;
+    points.list = x->d_points, points.flags = x->d_point_flags, points.remove = x->d_point_remove;
+    cells.list = x->d_cells, cells.flags = x->d_cell_flags, cells.remove = x->d_cell_remove;
+    if (mode == IR_GX_REMOVE) {
+      set_lengths_kernel<<<1, 1, 0, x->stream>>>(c, (uint32_t)n, (uint32_t)candidates);
+      IR_GX_CUDA(cudaGetLastError());
+    }
+    IR_GX_CUDA(ir_gx_launch_classify(g, job->rules, iso, x->d_voxels, x->d_cases, t, (uint32_t)active, NULL, points,
+                                     cells, x->stream));
+    st = compact_after(x, job->method, mode, x->d_identity, x->d_point_flags, x->d_points, &c->points,
+                       &c->n_candidates, candidates, x->d_point_remove, &c->k_points, err);
+    if (st == IR_OK)
+      st = compact_after(x, job->method, mode, x->d_identity, x->d_cell_flags, x->d_cells, &c->cells,
+                         &c->n_candidates, candidates, x->d_cell_remove, &c->k_cells, err);
+    if (st != IR_OK || (st = scan_counts(x, t, n, err)) != IR_OK) return st;
+    IR_GX_CUDA(cudaEventRecord(x->ev[1], x->stream));
+    if ((st = read_counters(x, err)) != IR_OK) return st;
   }
-  if (mode == IR_GX_REMOVE) {
-    set_lengths_kernel<<<1, 1, 0, x->stream>>>(c, (uint32_t)n, (uint32_t)candidates);
-    IR_GX_CUDA(cudaGetLastError());
-  }
-  IR_GX_CUDA(ir_gx_launch_classify(g, job->rules, iso, x->d_voxels, x->d_cases, t, (uint32_t)active, points, cells,
-                                   x->stream));
-  st = compact_after(x, job->method, mode, x->d_identity, x->d_point_flags, x->d_points, &c->points, &c->n_candidates,
-                     candidates, x->d_point_remove, &c->k_points, err);
-  if (st == IR_OK)
-    st = compact_after(x, job->method, mode, x->d_identity, x->d_cell_flags, x->d_cells, &c->cells, &c->n_candidates,
-                       candidates, x->d_cell_remove, &c->k_cells, err);
-  if (st != IR_OK) return st;
-
-  /* First vertex and triangle of every brick, in brick order. */
-  size_t temp = x->cub_temp_bytes; /* CUB takes the size by reference: a fresh copy for each call */
-  IR_GX_CUDA(cub::DeviceScan::ExclusiveSum(x->d_cub_temp, temp, vcount, vbase, n, x->stream));
-  temp = x->cub_temp_bytes;
-  IR_GX_CUDA(cub::DeviceScan::ExclusiveSum(x->d_cub_temp, temp, tcount, tbase, n, x->stream));
-  totals_kernel<<<1, 1, 0, x->stream>>>(vcount, vbase, tcount, tbase, n, c);
-  IR_GX_CUDA(cudaGetLastError());
-  IR_GX_CUDA(cudaEventRecord(x->ev[1], x->stream));
-  if ((st = read_counters(x, err)) != IR_OK) return st;
   const ir_gx_counters h = *x->h_counters;
   size_t vn = v0 + (size_t)h.vertices, tn = t0 + (size_t)h.triangles;
   if (stats) stats->cells_with_triangles += h.cells;
@@ -442,27 +495,23 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
              "32-bit indices allow; extract a region or fewer surfaces", vn, tn);
     return IR_ERR_INPUT;
   }
-  bool colors = job->colors != IR_EXTRACT_COLORS_NONE, grew = false;
-  if ((st = reserve_mesh(x, vn, tn, colors, v0, t0, &grew, err)) != IR_OK) return st;
-  if (stats && grew) stats->grew = true;
 
-  /* Vertices and triangles. */
-  IR_GX_CUDA(cudaEventRecord(x->ev[2], x->stream));
-  ir_gx_mesh_out m;
-  memset(&m, 0, sizeof m);
-  m.positions = x->d_positions, m.normals = x->d_normals, m.values = x->d_values;
-  m.colors = colors ? x->d_colors : NULL;
-  m.triangles = x->d_triangles;
-  m.vertex_offset = (uint32_t)v0, m.triangle_offset = (uint32_t)t0;
-  m.surface = s;
-  m.values_from = job->values, m.colors_from = job->colors, m.surface_rgba = job->surface_rgba[s];
-  m.axes_zyx = job->axes_zyx, m.flip_winding = job->flip_winding;
-  m.colormap = x->d_colormap, m.colormap_size = job->colormap_size;
-  m.color_range[0] = job->color_range[0], m.color_range[1] = job->color_range[1];
-  m.color_voxels = x->d_color, m.color_type = x->color_type;
-  IR_GX_CUDA(ir_gx_launch_vertices(g, iso, x->d_voxels, t, x->d_points, h.points, m, x->stream));
-  IR_GX_CUDA(ir_gx_launch_triangles(g, iso, x->d_voxels, x->d_cases, t, x->d_cells, h.cells, m, x->stream));
-  IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
+  if (!generated) { /* vertices and triangles, into buffers grown to the mesh */
+    bool grew = false;
+    if ((st = reserve_mesh(x, vn, tn, colors, v0, t0, &grew, err)) != IR_OK) return st;
+    if (stats && grew) stats->grew = true;
+    IR_GX_CUDA(cudaEventRecord(x->ev[2], x->stream));
+    const ir_gx_mesh_out m = mesh_out_of(x, job, s, v0, t0);
+    if (mode == IR_GX_INK_COMPACT) {
+      const ir_gx_spec exact = {NULL, 0, 0};
+      IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, (uint32_t)active, m, exact,
+                                              x->stream));
+    } else {
+      IR_GX_CUDA(ir_gx_launch_vertices(g, iso, x->d_voxels, t, x->d_points, h.points, m, x->stream));
+      IR_GX_CUDA(ir_gx_launch_triangles(g, iso, x->d_voxels, x->d_cases, t, x->d_cells, h.cells, m, x->stream));
+    }
+    IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
+  }
   IR_GX_CUDA(cudaEventSynchronize(x->ev[3]));
   mesh->vertex_count = vn;
   mesh->triangle_count = tn;

@@ -5,14 +5,16 @@
  * Stages of one surface (gpu_extract.cu drives them, docs/extract.md explains them):
  *   bricks     one thread per brick: value range and clip test; the active bricks are compacted
  *              by the chosen method (classify.cu)
- *   classify   one block per active brick, its 18^3 voxels in shared memory: which edges carry a
- *              vertex and how many triangles each cell has; writes the brick's edge and cell
- *              tables and counts, and hands on its candidate points (grid points with a vertex
- *              edge) and candidate cells (cells with triangles) by the method (classify.cu)
+ *   classify   one block per active brick, its voxels as bit rows: which edges carry a vertex and
+ *              how many triangles each cell has; writes the brick's edge and cell tables, counts
+ *              and slot, and (methods other than InK-Compact) hands on its candidate points (grid
+ *              points with a vertex edge) and candidate cells (cells with triangles) (classify.cu)
  *   scan       the per-brick counts summed in brick order: the first vertex and triangle of
  *              every brick, the same for every method (gpu_extract.cu, CUB)
- *   generate   one thread per candidate point (its 1-3 vertices) and one per candidate cell
- *              (its 1-5 triangles), numbers from the tables (generate.cu)
+ *   generate   InK-Compact: one block per active brick, its voxels in shared memory, its vertex
+ *              edges and triangles listed there from the tables; the others: one thread per
+ *              candidate point (its 1-3 vertices) and one per candidate cell (its 1-5 triangles);
+ *              numbers from the tables (generate.cu)
  */
 #ifndef INKRAY_EXTRACT_GPU_INTERNAL_CUH
 #define INKRAY_EXTRACT_GPU_INTERNAL_CUH
@@ -33,8 +35,8 @@ ir_status ir_gx_cuda_fail(char err[IR_ERR_LEN], cudaError_t e, const char *call,
 /* Block sizes. The brick test is one thread per brick; 256 keeps the look-back tiles of the
  * InK-Compact emit short. Classification: 512 threads own a brick's 4096 points, 8 each (the
  * emits take them as 8 items per thread, item j of thread t = point t + 512 j, so the candidates
- * leave in point order); two or three such blocks fit an SM by shared memory. Generation: one
- * thread per candidate, 256 a block. */
+ * leave in point order), and its 512 nibble words, one each. Generation: one thread per
+ * candidate, 256 a block; or one block of 256 per brick. */
 #define IR_GX_BRICK_THREADS 256
 #define IR_GX_CLASSIFY_THREADS 512
 #define IR_GX_POINTS_PER_THREAD (IR_MC_BRICK_POINTS / IR_GX_CLASSIFY_THREADS)
@@ -44,8 +46,9 @@ IR_ASSERT_BLOCK_THREADS(IR_GX_BRICK_THREADS);
 IR_ASSERT_BLOCK_THREADS(IR_GX_CLASSIFY_THREADS);
 IR_ASSERT_BLOCK_THREADS(IR_GX_GENERATE_THREADS);
 static_assert(IR_GX_POINTS_PER_THREAD * IR_GX_CLASSIFY_THREADS == IR_MC_BRICK_POINTS, "whole bricks");
-/* Classification keeps the brick's points -1 .. 16 along each axis: its own 16, the next one
- * (ends of its edges, corners of its cells) and the one before (cells below its edges). */
+/* Classification sees the brick's points -1 .. 16 along each axis: its own 16, the next one
+ * (ends of its edges, corners of its cells) and, on the exact path, the one before (cells below
+ * its edges). */
 #define IR_GX_HALO 18
 /* Candidates are numbered slot * 4096 + local point, so 32-bit values hold 2^20 active bricks. */
 #define IR_GX_MAX_ACTIVE_BRICKS ((size_t)1 << 20)
@@ -131,6 +134,7 @@ struct ir_gpu_extract {
 
   /* Per active brick (grow with the active count). */
   size_t slot_cap;
+  size_t last_active;                  /* of the last surface: InK-Compact's grid before the count */
   uint2 *d_edge_table;
   uint4 *d_cell_nibbles;
   uint32_t *d_cell_prefix;
@@ -138,7 +142,6 @@ struct ir_gpu_extract {
   uint8_t *d_point_flags, *d_cell_flags;
   uint32_t *d_identity;                /* 0, 1, 2, ...: input of the flagged candidate streams */
   uint32_t *d_point_remove, *d_cell_remove;
-  void *d_point_scan, *d_cell_scan;    /* InK-Compact look-back states of classification */
 
   /* The mesh (grows with the counts, never shrinks). */
   size_t vertex_cap, triangle_cap;
@@ -166,15 +169,16 @@ static __device__ __forceinline__ void ir_gx_brick_origin(const ir_mc_grid &g, u
 /* Brick value ranges and the non-finite flag of the grid (brick_ranges.cu). */
 cudaError_t ir_gx_launch_ranges(const ir_mc_grid &g, const void *voxels, ir_mc_range *ranges, int *nonfinite,
                                 size_t bricks, cudaStream_t stream);
-/* The brick test (classify.cu). */
+/* The brick test (classify.cu); zeroes the counts of the inactive bricks in t. */
 cudaError_t ir_gx_launch_bricks(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const ir_mc_range *ranges,
-                                size_t bricks, const ir_gx_out &out, cudaStream_t stream);
-/* Classification of `active` bricks (classify.cu). */
+                                size_t bricks, const ir_gx_out &out, const ir_gx_tables &t, cudaStream_t stream);
+/* Classification of the active bricks on a grid of `grid` blocks (classify.cu). active_count NULL:
+ * grid is the active count; else the count on the device, and the launch does nothing unless all
+ * active bricks have a block (a launch made before the host knew the count). */
 cudaError_t ir_gx_launch_classify(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const void *voxels,
-                                  const uint64_t *cases, const ir_gx_tables &t, uint32_t active,
-                                  const ir_gx_out &points, const ir_gx_out &cells, cudaStream_t stream);
-/* The brick -> slot map (classify.cu). */
-cudaError_t ir_gx_launch_slots(const uint32_t *active_list, uint32_t active, uint32_t *slot_of, cudaStream_t stream);
+                                  const uint64_t *cases, const ir_gx_tables &t, uint32_t grid,
+                                  const uint32_t *active_count, const ir_gx_out &points, const ir_gx_out &cells,
+                                  cudaStream_t stream);
 
 /* What the generation kernels write (generate.cu). */
 typedef struct ir_gx_mesh_out {
@@ -195,6 +199,21 @@ typedef struct ir_gx_mesh_out {
   bool axes_zyx, flip_winding; /* ir_extract_desc's */
 } ir_gx_mesh_out;
 
+/* A generation launched before the host knew the counts: the counters on the device, and the
+ * vertices and triangles the mesh buffers hold beyond the surfaces before this one. The launch
+ * does nothing unless every active brick has a block and the surface fits. counters NULL: the
+ * launch is sized exactly. */
+typedef struct ir_gx_spec {
+  const ir_gx_counters *counters;
+  unsigned long long room_vertices, room_triangles;
+} ir_gx_spec;
+
+/* InK-Compact: one block per active brick writes its vertices and triangles, on a grid of `grid`
+ * blocks. */
+cudaError_t ir_gx_launch_bricks_generate(const ir_mc_grid &g, float iso, const void *voxels, const uint64_t *cases,
+                                         const ir_gx_tables &t, uint32_t grid, const ir_gx_mesh_out &m,
+                                         const ir_gx_spec &spec, cudaStream_t stream);
+/* The other methods: one thread per candidate point, one per candidate cell. */
 cudaError_t ir_gx_launch_vertices(const ir_mc_grid &g, float iso, const void *voxels, const ir_gx_tables &t,
                                   const uint32_t *points, uint32_t count, const ir_gx_mesh_out &m,
                                   cudaStream_t stream);

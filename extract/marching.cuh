@@ -201,10 +201,9 @@ static inline IR_HD ir_vec3 ir_mc_normal(ir_vec3 g) {
 
 /* World position of the vertex at fraction t along the edge leaving point p along `axis`. */
 static inline IR_HD ir_vec3 ir_mc_position(const ir_mc_grid *g, uint32_t x, uint32_t y, uint32_t z, int axis, float t) {
-  float c[3] = {(float)x, (float)y, (float)z};
-  c[axis] += t;
-  return ir_v3(g->origin[0] + c[0] * g->spacing[0], g->origin[1] + c[1] * g->spacing[1],
-               g->origin[2] + c[2] * g->spacing[2]);
+  const float cx = axis == 0 ? (float)x + t : (float)x, cy = axis == 1 ? (float)y + t : (float)y,
+              cz = axis == 2 ? (float)z + t : (float)z; /* selects, not c[axis]: the GPU keeps them in registers */
+  return ir_v3(g->origin[0] + cx * g->spacing[0], g->origin[1] + cy * g->spacing[1], g->origin[2] + cz * g->spacing[2]);
 }
 
 /* ---- Colours -------------------------------------------------------------------------------------- */

@@ -303,7 +303,7 @@ static void test_full_gpu_is_refused_with_a_message(void) {
   CHECK(ir_extractor_set_volume(gpu, &v, err) == IR_OK);
   size_t free_bytes = 0, total = 0;
   CHECK(cudaMemGetInfo(&free_bytes, &total) == cudaSuccess);
-  /* Leave 2 MiB: less than the candidate lists of 96^3 (216 bricks x 32 KiB) and the mesh need. */
+  /* Leave 2 MiB: less than the mesh of 96^3 needs (and than the candidate lists of 216 bricks x 32 KiB). */
   void *hog = NULL;
   size_t leave = (size_t)2 << 20;
   if (free_bytes > leave && cudaMalloc(&hog, free_bytes - leave) == cudaSuccess) {
