@@ -4,7 +4,8 @@
  *   per surface: brick test + compaction of the active bricks -> read the active count (1st
  *   host read) -> classification with the candidates' compaction -> scan of the brick counts ->
  *   read the totals (2nd host read) -> size check, buffers grown if needed -> vertices, triangles
- *   then, for host output, the device -> host copies.
+ *   then, for host output, the device -> host copies. Into the caller's arrays (IR_MESH_CALLER)
+ *   the count phases of all surfaces come first, for the totals the arrays are asked for with.
  *
  * The two host reads size what follows (the classification grid and its tables, the mesh), so no
  * buffer is ever sized for a worst case it cannot hold, and a mesh too large for the GPU is refused
@@ -351,8 +352,18 @@ static float elapsed(cudaEvent_t a, cudaEvent_t b) {
   return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : 0.0f;
 }
 
-static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, ir_mesh *mesh, ir_extract_stats *stats,
-                                 char err[IR_ERR_LEN]) {
+/* What the count phase of a surface leaves for its generation (the tables stay in the buffers). */
+typedef struct surface_counts {
+  size_t active;              /* active bricks */
+  size_t vertices, triangles; /* of this surface */
+  uint32_t points, cells;     /* candidates */
+} surface_counts;
+
+/* The count phase of surface s: brick test, classification with the candidates' compaction, the
+ * scan of the brick counts, and the two host reads (active bricks, totals). `stats` (may be NULL)
+ * tallies the bricks and cells and the phase's time. */
+static ir_status count_surface(ir_extractor *ex, const ir_mc_job *job, int s, surface_counts *out,
+                               ir_extract_stats *stats, char err[IR_ERR_LEN]) {
   struct ir_gpu_extract *x = ex->gpu;
   const ir_mc_grid &g = ex->grid;
   const float iso = job->isovalues[s];
@@ -361,6 +372,7 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   ir_gx_counters *c = x->d_counters;
   unsigned long long *vcount = x->d_counts, *tcount = x->d_counts + n, *vbase = x->d_counts + 2 * n,
                      *tbase = x->d_counts + 3 * n;
+  memset(out, 0, sizeof *out);
 
   IR_GX_CUDA(cudaEventRecord(x->ev[0], x->stream));
   IR_GX_CUDA(cudaMemsetAsync(c, 0, sizeof *c, x->stream));
@@ -382,9 +394,6 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   if ((st = read_counters(x, err)) != IR_OK) return st;
   size_t active = x->h_counters->active;
   if (stats) stats->active_bricks += active;
-  size_t v0 = mesh->vertex_count, t0 = mesh->triangle_count;
-  mesh->surface_vertex_start[s] = v0;
-  mesh->surface_triangle_start[s] = t0;
   if (active == 0) return IR_OK;
   if (active > IR_GX_MAX_ACTIVE_BRICKS) {
     snprintf(err, IR_ERR_LEN, "isovalue %g: %zu active bricks, more than the %zu the GPU extractor numbers in 32 "
@@ -430,24 +439,46 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   IR_GX_CUDA(cudaEventRecord(x->ev[1], x->stream));
   if ((st = read_counters(x, err)) != IR_OK) return st;
   const ir_gx_counters h = *x->h_counters;
-  size_t vn = v0 + (size_t)h.vertices, tn = t0 + (size_t)h.triangles;
-  if (stats) stats->cells_with_triangles += h.cells;
-  if (vn >= ((size_t)1 << 31) || tn >= ((size_t)1 << 31)) {
-    snprintf(err, IR_ERR_LEN, "the mesh has %zu vertices and %zu triangles: more than 2^31 - 1, the most the "
-             "32-bit indices allow; extract a region or fewer surfaces", vn, tn);
-    return IR_ERR_INPUT;
+  out->active = active;
+  out->vertices = (size_t)h.vertices, out->triangles = (size_t)h.triangles;
+  out->points = h.points, out->cells = h.cells;
+  if (stats) {
+    stats->cells_with_triangles += h.cells;
+    stats->count_ms += elapsed(x->ev[0], x->ev[1]);
   }
-  bool colors = job->colors != IR_EXTRACT_COLORS_NONE, grew = false;
-  if ((st = reserve_mesh(x, vn, tn, colors, v0, t0, &grew, err)) != IR_OK) return st;
-  if (stats && grew) stats->grew = true;
+  return IR_OK;
+}
 
-  /* Vertices and triangles. */
+/* The mesh of v vertices and t triangles in all: more than the 32-bit indices number is refused. */
+static ir_status check_totals(size_t v, size_t t, char err[IR_ERR_LEN]) {
+  if (v < ((size_t)1 << 31) && t < ((size_t)1 << 31)) return IR_OK;
+  snprintf(err, IR_ERR_LEN, "the mesh has %zu vertices and %zu triangles: more than 2^31 - 1, the most the "
+           "32-bit indices allow; extract a region or fewer surfaces", v, t);
+  return IR_ERR_INPUT;
+}
+
+/* The generation of surface s from the tables of its count phase (just before): its vertices and
+ * triangles into `dest` from vertex v0 and triangle t0. device_ms takes the surface's time from
+ * its count phase's start to here, the host's work in between included. */
+static ir_status generate_surface(ir_extractor *ex, const ir_mc_job *job, int s, const surface_counts &k,
+                                  const ir_mesh_arrays &dest, size_t v0, size_t t0, ir_extract_stats *stats,
+                                  char err[IR_ERR_LEN]) {
+  struct ir_gpu_extract *x = ex->gpu;
+  if (k.active == 0) return IR_OK;
+  const ir_mc_grid &g = ex->grid;
+  const float iso = job->isovalues[s];
+  const size_t n = ex->brick_count;
+  unsigned long long *vcount = x->d_counts, *tcount = x->d_counts + n, *vbase = x->d_counts + 2 * n,
+                     *tbase = x->d_counts + 3 * n;
+  ir_gx_tables t = {x->d_edge_table, x->d_cell_nibbles, x->d_cell_prefix, vcount, tcount, vbase, tbase,
+                    x->d_active, x->d_slot_of};
+  bool colors = job->colors != IR_EXTRACT_COLORS_NONE;
   IR_GX_CUDA(cudaEventRecord(x->ev[2], x->stream));
   ir_gx_mesh_out m;
   memset(&m, 0, sizeof m);
-  m.positions = x->d_positions, m.normals = x->d_normals, m.values = x->d_values;
-  m.colors = colors ? x->d_colors : NULL;
-  m.triangles = x->d_triangles;
+  m.positions = dest.positions, m.normals = dest.normals, m.values = dest.values;
+  m.colors = colors ? (uint32_t *)dest.colors : NULL;
+  m.triangles = dest.triangles;
   m.vertex_offset = (uint32_t)v0, m.triangle_offset = (uint32_t)t0;
   m.surface = s;
   m.values_from = job->values, m.colors_from = job->colors, m.surface_rgba = job->surface_rgba[s];
@@ -455,16 +486,95 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   m.colormap = x->d_colormap, m.colormap_size = job->colormap_size;
   m.color_range[0] = job->color_range[0], m.color_range[1] = job->color_range[1];
   m.color_voxels = x->d_color, m.color_type = x->color_type;
-  IR_GX_CUDA(ir_gx_launch_vertices(g, iso, x->d_voxels, t, x->d_points, h.points, m, x->stream));
-  IR_GX_CUDA(ir_gx_launch_triangles(g, iso, x->d_voxels, x->d_cases, t, x->d_cells, h.cells, m, x->stream));
+  IR_GX_CUDA(ir_gx_launch_vertices(g, iso, x->d_voxels, t, x->d_points, k.points, m, x->stream));
+  IR_GX_CUDA(ir_gx_launch_triangles(g, iso, x->d_voxels, x->d_cases, t, x->d_cells, k.cells, m, x->stream));
   IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
   IR_GX_CUDA(cudaEventSynchronize(x->ev[3]));
-  mesh->vertex_count = vn;
-  mesh->triangle_count = tn;
   if (stats) {
-    stats->count_ms += elapsed(x->ev[0], x->ev[1]);
     stats->generate_ms += elapsed(x->ev[2], x->ev[3]);
     stats->device_ms += elapsed(x->ev[0], x->ev[3]);
+  }
+  return IR_OK;
+}
+
+/* Host and device output: each surface counted, the extractor's mesh buffers grown to hold it
+ * (keeping the surfaces before), then generated. */
+static ir_status extract_appending(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, ir_extract_stats *stats,
+                                   char err[IR_ERR_LEN]) {
+  struct ir_gpu_extract *x = ex->gpu;
+  const bool colors = job->colors != IR_EXTRACT_COLORS_NONE;
+  for (int s = 0; s < job->surface_count; s++) {
+    surface_counts k;
+    ir_status st = count_surface(ex, job, s, &k, stats, err);
+    if (st != IR_OK) return st;
+    size_t v0 = mesh->vertex_count, t0 = mesh->triangle_count, vn = v0 + k.vertices, tn = t0 + k.triangles;
+    mesh->surface_vertex_start[s] = v0;
+    mesh->surface_triangle_start[s] = t0;
+    if (k.active == 0) continue;
+    if ((st = check_totals(vn, tn, err)) != IR_OK) return st;
+    bool grew = false;
+    if ((st = reserve_mesh(x, vn, tn, colors, v0, t0, &grew, err)) != IR_OK) return st;
+    if (stats && grew) stats->grew = true;
+    ir_mesh_arrays dest = {x->d_positions, x->d_normals, x->d_values, (uint8_t *)x->d_colors, x->d_triangles};
+    if ((st = generate_surface(ex, job, s, k, dest, v0, t0, stats, err)) != IR_OK) return st;
+    mesh->vertex_count = vn;
+    mesh->triangle_count = tn;
+  }
+  return IR_OK;
+}
+
+/* Whether p is memory the extractor's device can write (device or managed, on that device). */
+static bool device_writable(const void *p, int device) {
+  if (!p) return true;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return (attr.type == cudaMemoryTypeDevice && attr.device == device) || attr.type == cudaMemoryTypeManaged;
+}
+
+/* Caller output: every surface counted first for the totals, the caller's arrays asked for, then
+ * the last surface generated from the tables its count left, and the others counted again and
+ * generated (one surface's tables at a time). */
+static ir_status extract_into_caller(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, ir_extract_stats *stats,
+                                     char err[IR_ERR_LEN]) {
+  struct ir_gpu_extract *x = ex->gpu;
+  const int last = job->surface_count - 1;
+  surface_counts k;
+  size_t v = 0, t = 0;
+  for (int s = 0; s <= last; s++) {
+    ir_status st = count_surface(ex, job, s, &k, stats, err);
+    if (st == IR_OK) st = check_totals(v + k.vertices, t + k.triangles, err);
+    if (st != IR_OK) return st;
+    /* A surface counted only for the totals: its count phase is device time of its own. */
+    if (stats && s != last && k.active) stats->device_ms += elapsed(x->ev[0], x->ev[1]);
+    mesh->surface_vertex_start[s] = v;
+    mesh->surface_triangle_start[s] = t;
+    v += k.vertices, t += k.triangles;
+  }
+  ir_status st = ir_mc_caller_arrays(job, v, t, mesh, err);
+  if (st != IR_OK) return st;
+  ir_mesh_arrays dest = {mesh->positions, mesh->normals, mesh->values, mesh->colors, mesh->triangles};
+  const void *given[5] = {dest.positions, dest.normals, dest.values, dest.colors, dest.triangles};
+  static const char *const names[5] = {"positions", "normals", "values", "colors", "triangles"};
+  for (int a = 0; a < 5; a++)
+    if (!device_writable(given[a], x->device)) {
+      snprintf(err, IR_ERR_LEN, "the allocate function gave %s array %p, which is not device memory of CUDA device %d "
+               "(the GPU extractor's)", names[a], given[a], x->device);
+      return IR_ERR_INPUT;
+    }
+  for (int j = 0; j <= last; j++) {
+    int s = j == 0 ? last : j - 1;
+    if (s != last) {
+      ir_extract_stats again;
+      memset(&again, 0, sizeof again);
+      if ((st = count_surface(ex, job, s, &k, &again, err)) != IR_OK) return st;
+      if (stats) stats->count_ms += again.count_ms;
+    }
+    st = generate_surface(ex, job, s, k, dest, mesh->surface_vertex_start[s], mesh->surface_triangle_start[s], stats,
+                          err);
+    if (st != IR_OK) return st;
   }
   return IR_OK;
 }
@@ -505,13 +615,13 @@ ir_status ir_gpu_extract(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, 
     }
     IR_GX_CUDA(cudaMemcpyAsync(x->d_colormap, job->colormap, floats * sizeof(float), cudaMemcpyHostToDevice, x->stream));
   }
-  for (int s = 0; s < job->surface_count; s++) {
-    ir_status st = extract_surface(ex, job, s, mesh, stats, err);
-    if (st != IR_OK) return st;
-  }
+  ir_status status = job->output == IR_MESH_CALLER ? extract_into_caller(ex, job, mesh, stats, err)
+                                                   : extract_appending(ex, job, mesh, stats, err);
+  if (status != IR_OK) return status;
   mesh->surface_vertex_start[job->surface_count] = mesh->vertex_count;
   mesh->surface_triangle_start[job->surface_count] = mesh->triangle_count;
   bool colors = job->colors != IR_EXTRACT_COLORS_NONE;
+  if (job->output == IR_MESH_CALLER) return IR_OK;
   if (job->output == IR_MESH_DEVICE) {
     mesh->positions = x->d_positions, mesh->normals = x->d_normals, mesh->values = x->d_values;
     mesh->colors = colors ? (uint8_t *)x->d_colors : NULL;
