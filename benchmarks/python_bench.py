@@ -201,17 +201,19 @@ def _device_split(volume: np.ndarray) -> None:
     on_gpu = cupy.asarray(volume)
     allocate = inkray._arrays.mesh_allocator("cupy", 0)
     grid_ms = median_time(lambda: (impl.set_grid(on_gpu), cupy.cuda.Device().synchronize()), 10)
-    device, walls = [], []
-    for r in range(23):
-        start = time.perf_counter()
-        stats = impl.extract(127.5, values="isovalue", array_axes=True, output="caller", allocate=allocate)[4]
-        if r >= 3:
-            walls.append((time.perf_counter() - start) * 1e3)
-            device.append(stats["device_ms"])
     row("marching_cubes", "split: set_grid (brick ranges of a new grid), wall", grid_ms, "ms")
-    row("marching_cubes", "split: extraction device_ms (CUDA events), into CuPy arrays", statistics.median(device),
-        "ms")
-    row("marching_cubes", "split: the binding's extract() call, wall", statistics.median(walls), "ms")
+    for values in ("isovalue", "local"):
+        device, walls = [], []
+        for r in range(23):
+            start = time.perf_counter()
+            stats = impl.extract(127.5, values=values, array_axes=True, output="caller", allocate=allocate)[4]
+            if r >= 3:
+                walls.append((time.perf_counter() - start) * 1e3)
+                device.append(stats["device_ms"])
+        row("marching_cubes", f"split: values='{values}': extraction device_ms (CUDA events), into CuPy arrays",
+            statistics.median(device), "ms")
+        row("marching_cubes", f"split: values='{values}': the binding's extract() call, wall",
+            statistics.median(walls), "ms")
 
 
 def _sync_device(array) -> None:
