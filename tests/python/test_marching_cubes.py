@@ -361,9 +361,11 @@ def test_device_output_on_the_callers_stream(cupy):
     with stream:
         volume = cupy.asarray(host)
         for _ in range(3):
-            busy = cupy.ones(1 << 24, cupy.float32)
-            for _ in range(20):
-                busy = busy * 1.0001  # queued work on the stream that reads then frees its arrays
+            # Queued work that writes arrays of the mesh's sizes and frees them: the pool hands
+            # their memory to the mesh while the writes may still be queued.
+            busy = [cupy.ones(a.shape, a.dtype) for a in reference]
+            for _ in range(50):
+                busy = [b * 1 for b in busy]
             del busy
             result = inkray.marching_cubes(volume, 0.0, output="device")
             del volume
