@@ -265,6 +265,7 @@ static void test_caller_device_arrays(void) {
   CHECK_MSG(ir_extractor_set_grid(gpu, &g, err) == IR_OK, "%s", err);
   for (int surfaces = 1; surfaces <= 3; surfaces += 2) {
     d.surface_count = surfaces;
+    d.output = IR_MESH_HOST;
     ir_mesh ref;
     CHECK_MSG(ir_extract(cpu, &d, &ref, NULL, err) == IR_OK, "%s", err);
     for (int method = 0; method < IR_COMPACT_METHOD_COUNT; method++) {
