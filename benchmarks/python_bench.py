@@ -140,6 +140,7 @@ def bench_marching_cubes(sizes, quick: bool) -> None:
                 print(f"     Warp: {warp[1]} vertices, {warp[2]} triangles (its own welding)")
             base["inkray extract"] = cli_device_ms(n, 20)
             row("marching_cubes", f"{n}^3 inkray extract --repeat 20: device time", base["inkray extract"], "ms")
+        library = _device_split(volume) if gpu_ready() else {}
         # (label, device, volume or Extractor, output, values, repeats)
         cases = [] if quick else [("cpu, NumPy in and out", "cpu", volume, "numpy", "local", 3)]
         if gpu_ready():
@@ -178,35 +179,45 @@ def bench_marching_cubes(sizes, quick: bool) -> None:
             elif mesh != counts:
                 raise RuntimeError(f"inkray {label}: {mesh} vertices and triangles, other cases {counts}")
             for baseline, theirs in base.items():
-                if baseline == "inkray extract":  # an overhead: Python / C time
-                    row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "Python / program device time",
-                        ms / theirs)
+                if baseline == "inkray extract":  # an overhead: Python / C time, the program's values only
+                    if values == "isovalue" and output == "device":
+                        row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "Python / program device time",
+                            ms / theirs)
                 else:
                     row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", f"vs {baseline}", theirs / ms)
+            if output == "device" and values in library:
+                row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "Python / library device time",
+                    ms / library[values])
             if not base:
                 row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms")
-        if gpu_ready():
-            _device_split(volume)
 
 
-def _device_split(volume: np.ndarray) -> None:
-    """Where the time of a call goes beside the extraction: the extraction's own device time
-    (CUDA events, its stats) against the wall clock of the binding's call that writes into new
-    CuPy arrays, and the brick ranges of a new grid (set_grid)."""
+def _device_split(volume: np.ndarray) -> dict:
+    """The library's own device time of the extraction for each kind of values (CUDA events, its
+    stats; into its own buffers, as the program times it), returned; and where the time of a call
+    goes beside it: the brick ranges of a new grid (set_grid), the extraction's device time and
+    the wall clock of the binding's call that writes into new CuPy arrays."""
     try:
         import cupy
     except ImportError:
-        return
+        return {}
     impl = inkray._inkray.Extractor("gpu")
+    library = {}
     on_gpu = cupy.asarray(volume)
-    allocate = inkray._arrays.mesh_allocator("cupy", 0)
+    allocate, stream = inkray._arrays.mesh_allocator("cupy", 0)
     grid_ms = median_time(lambda: (impl.set_grid(on_gpu), cupy.cuda.Device().synchronize()), 10)
     row("marching_cubes", "split: set_grid (brick ranges of a new grid), wall", grid_ms, "ms")
     for values in ("isovalue", "local"):
+        own = [impl.extract(127.5, values=values, array_axes=True, output="device")[4]["device_ms"]
+               for _ in range(23)][3:]
+        library[values] = statistics.median(own)
+        row("marching_cubes", f"library device time, values='{values}' (into its own buffers)", library[values],
+            "ms")
         device, walls = [], []
         for r in range(23):
             start = time.perf_counter()
-            stats = impl.extract(127.5, values=values, array_axes=True, output="caller", allocate=allocate)[4]
+            stats = impl.extract(127.5, values=values, array_axes=True, output="caller", allocate=allocate,
+                                 stream=stream)[4]
             if r >= 3:
                 walls.append((time.perf_counter() - start) * 1e3)
                 device.append(stats["device_ms"])
@@ -214,6 +225,7 @@ def _device_split(volume: np.ndarray) -> None:
             statistics.median(device), "ms")
         row("marching_cubes", f"split: values='{values}': the binding's extract() call, wall",
             statistics.median(walls), "ms")
+    return library
 
 
 def _sync_device(array) -> None:

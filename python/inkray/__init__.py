@@ -548,8 +548,8 @@ def _extract_mesh(impl: Any, like: Any, on_gpu: bool, level: float, output: str,
     to_device = impl.device == "gpu" and (output == "device" or on_gpu)
     options = dict(method=compaction, values=values, array_axes=True, ascent=gradient_direction == "ascent")
     if to_device:
-        allocate = _arrays.mesh_allocator(_arrays.device_library(like), impl.cuda_device)
-        pos, nrm, val, tri, _ = impl.extract(level, output="caller", allocate=allocate, **options)
+        allocate, stream = _arrays.mesh_allocator(_arrays.device_library(like), impl.cuda_device)
+        pos, nrm, val, tri, _ = impl.extract(level, output="caller", allocate=allocate, stream=stream, **options)
     else:
         pos, nrm, val, tri, _ = impl.extract(level, output="numpy", **options)
         pos, nrm, val, tri = (np.asarray(a) for a in (pos, nrm, val, tri))

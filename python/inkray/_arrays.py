@@ -142,11 +142,11 @@ def device_library(like: Any) -> str:
     raise ValueError("output='device' needs CuPy or PyTorch to hold the arrays")
 
 
-def mesh_allocator(lib: str, device_id: int) -> Any:
-    """allocate(vertices, triangles) -> (positions (V, 3), normals (V, 3), values (V,) float32,
-    triangles (F, 3) int32): new uninitialised arrays of lib ('cupy' or 'torch') on device_id,
-    from the library's allocator on its current stream (the extraction orders its writes after
-    that stream's work, through DLPack's stream argument)."""
+def mesh_allocator(lib: str, device_id: int) -> tuple:
+    """(allocate, stream): allocate(vertices, triangles) -> (positions (V, 3), normals (V, 3),
+    values (V,) float32, triangles (F, 3) int32), new uninitialised arrays of lib ('cupy' or
+    'torch') on device_id from the library's allocator, on its current stream there, whose
+    cudaStream_t (an int) comes second: the extraction orders its writes after that stream's work."""
     if lib == "cupy":
         import cupy
 
@@ -155,7 +155,7 @@ def mesh_allocator(lib: str, device_id: int) -> Any:
                 return (cupy.empty((vertices, 3), cupy.float32), cupy.empty((vertices, 3), cupy.float32),
                         cupy.empty(vertices, cupy.float32), cupy.empty((triangles, 3), cupy.int32))
 
-        return allocate_cupy
+        return allocate_cupy, int(cupy.cuda.get_current_stream(device_id).ptr)
     import torch
 
     device = torch.device("cuda", device_id)
@@ -166,7 +166,7 @@ def mesh_allocator(lib: str, device_id: int) -> Any:
                 torch.empty(vertices, dtype=torch.float32, device=device),
                 torch.empty((triangles, 3), dtype=torch.int32, device=device))
 
-    return allocate_torch
+    return allocate_torch, int(torch.cuda.current_stream(device).cuda_stream)
 
 
 def contiguous(volume: Any) -> bool:

@@ -94,7 +94,7 @@ class Extractor:
     def extract(
         self, isovalue: float, *, method: str = "ink-compact", output: str = "numpy", values: str = "isovalue",
         array_axes: bool = False, ascent: bool = False,
-        allocate: Optional[Callable[[int, int], Tuple[Any, Any, Any, Any]]] = None,
+        allocate: Optional[Callable[[int, int], Tuple[Any, Any, Any, Any]]] = None, stream: Optional[int] = None,
     ) -> Tuple[Any, Any, Any, Any, Dict[str, Any]]: ...
     @property
     def device(self) -> str: ...

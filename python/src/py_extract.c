@@ -53,6 +53,7 @@ typedef struct extractor_obj {
   void *grid_copy;       /* a device array copied to the host for the CPU extractor */
   bool have_grid;
   bool c_order;
+  cudaEvent_t ordered;   /* output='caller': the allocating stream's point the extractor's waits for */
   PyThread_type_lock lock;
 } extractor_obj;
 
@@ -77,6 +78,7 @@ static void extractor_dealloc(PyObject *obj) {
     bool gpu = self->device == IR_EXTRACT_GPU;
     if (gpu) irpy_device_enter(self->cuda_device, &guard);
     ir_extractor_destroy(self->ex);
+    if (self->ordered) cudaEventDestroy(self->ordered);
     if (gpu) irpy_device_restore(&guard);
   }
   drop_grid(self);
@@ -208,7 +210,10 @@ typedef struct caller_alloc {
   PyObject *allocate;       /* allocate(vertices, triangles) -> (positions, normals, values, triangles) */
   bool gpu;
   int cuda_device;
-  cudaStream_t stream;      /* the extractor's: DLPack producers order their work before it */
+  cudaStream_t stream;      /* the extractor's */
+  cudaStream_t allocating;  /* the arrays' allocation stream (DLPack's consumer stream), or the extractor's */
+  bool wait;                /* the extractor's stream waits for `allocating` through `ordered` */
+  cudaEvent_t *ordered;
   PyObject *items[4];       /* the arrays allocate returned, handed back as the result */
   irpy_array views[4];
   int viewed;
@@ -262,9 +267,22 @@ static ir_status allocate_from_python(void *user, size_t vertices, size_t triang
   }
   for (int k = 0; k < 4; k++) {
     irpy_array *a = &c->views[k];
-    if (irpy_array_get(PySequence_Fast_GET_ITEM(fast, k), names[k], c->gpu ? c->stream : NULL, a) != 0) goto raised;
+    if (irpy_array_get(PySequence_Fast_GET_ITEM(fast, k), names[k], c->gpu ? c->allocating : NULL, a) != 0)
+      goto raised;
     c->viewed++;
     if (check_caller_array(c, a, names[k], k == 3, k == 3 ? triangles : vertices, columns[k]) != 0) goto raised;
+  }
+  if (c->wait) {
+    /* Memory a stream-ordered pool hands back may still be in use by work queued on the allocating
+     * stream: the extraction's writes go after it. One event for the four arrays (the producers
+     * saw their own stream as the consumer's: nothing to order on their side). */
+    cudaError_t e = *c->ordered ? cudaSuccess : cudaEventCreateWithFlags(c->ordered, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(*c->ordered, c->allocating);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, *c->ordered, 0);
+    if (e != cudaSuccess) {
+      irpy_raise_cuda(e, "ordering the extraction after the arrays' stream");
+      goto raised;
+    }
   }
   out->positions = c->views[0].data, out->normals = c->views[1].data, out->values = c->views[2].data;
   out->triangles = c->views[3].data;
@@ -289,24 +307,29 @@ static void release_caller_views(caller_alloc *c) {
 }
 
 /* extract(isovalue, *, method='ink-compact', output='numpy', values='isovalue'; or 'gradient', 'local',
- *         array_axes=False, ascent=False, allocate=None)
+ *         array_axes=False, ascent=False, allocate=None, stream=None)
  * -> (positions (V, 3) x y z, normals (V, 3), values (V,), triangles (F, 3) int32, stats).
  * output='caller': allocate(V, F) returns the four arrays (device arrays on the extractor's device
  * for the GPU, host arrays for the CPU; float32, int32 triangles, C order), called once the counts
- * are known; the extraction writes into them and they are returned.
+ * are known; the extraction writes into them and they are returned. stream: the CUDA stream allocate
+ * allocates on (the library's current one); the extraction's writes wait for the work queued on it
+ * (without it, each array's producer is asked to order its work before the extractor's stream).
  * array_axes: positions and normals in the array's axis order (z, y, x for a C-order array) and
  * triangles wound as scikit-image winds them for gradient_direction 'descent' (or 'ascent'),
  * written so by the extraction itself. */
 static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwargs) {
-  static char *keywords[] = {"isovalue", "method", "output", "values", "array_axes", "ascent", "allocate", NULL};
+  static char *keywords[] = {"isovalue", "method", "output", "values", "array_axes", "ascent", "allocate",
+                             "stream", NULL};
   extractor_obj *self = (extractor_obj *)obj;
   double isovalue = 0;
   const char *method = "ink-compact", *output = "numpy", *values = "isovalue";
   int array_axes = 0, ascent = 0;
-  PyObject *allocate = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$sssppO", keywords, &isovalue, &method, &output, &values,
-                                   &array_axes, &ascent, &allocate))
+  PyObject *allocate = Py_None, *stream_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$sssppOO", keywords, &isovalue, &method, &output, &values,
+                                   &array_axes, &ascent, &allocate, &stream_obj))
     return NULL;
+  cudaStream_t allocating = NULL;
+  if (irpy_stream_from_object(stream_obj, &allocating) != 0) return NULL;
   if (!isfinite(isovalue)) return irpy_error(PyExc_ValueError, "level %g: must be a finite number", isovalue);
   ir_extract_desc desc = {.surface_count = 1};
   desc.isovalues[0] = (float)isovalue;
@@ -347,6 +370,9 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   memset(&caller, 0, sizeof caller);
   caller.allocate = allocate, caller.gpu = gpu, caller.cuda_device = self->cuda_device;
   caller.stream = ir_extractor_stream(self->ex);
+  caller.wait = gpu && stream_obj != Py_None;
+  caller.allocating = caller.wait ? allocating : caller.stream;
+  caller.ordered = &self->ordered;
   desc.allocate = allocate_from_python, desc.allocate_user = &caller;
   lock_extractor(self);
   Py_BEGIN_ALLOW_THREADS
@@ -407,8 +433,9 @@ static PyMethodDef extractor_methods[] = {
     {"set_grid", (PyCFunction)(void (*)(void))extractor_set_grid, METH_VARARGS | METH_KEYWORDS,
      "set_grid(volume, spacing=None, *, stream=None): the array to extract from (spacing in its axis order)."},
     {"extract", (PyCFunction)(void (*)(void))extractor_extract, METH_VARARGS | METH_KEYWORDS,
-     "extract(isovalue, *, method, output, values, array_axes, ascent, allocate) -> (positions, normals, values, "
-     "triangles, stats); output='caller': allocate(V, F) -> the four arrays the extraction writes into"},
+     "extract(isovalue, *, method, output, values, array_axes, ascent, allocate, stream) -> (positions, normals, "
+     "values, triangles, stats); output='caller': allocate(V, F) -> the four arrays the extraction writes into, "
+     "allocated on `stream`"},
     {"release_grid", extractor_release_grid, METH_NOARGS,
      "release_grid(): drop the volume (the next extract needs set_grid first)."},
     {NULL, NULL, 0, NULL},
