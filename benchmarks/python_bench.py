@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """The Python package against its baselines, each measured in the same run:
 
-1. inkray.marching_cubes on the builtin fractal (256^3 and 512^3, iso 127.5) against
-   scikit-image's marching_cubes (lewiner and lorensen), on the GPU with NumPy and with device
-   arrays returned, and on the CPU path with all cores;
+1. inkray.marching_cubes and inkray.Extractor on the builtin fractal (256^3 and 512^3, iso
+   127.5) against scikit-image's marching_cubes (lewiner and lorensen), NVIDIA Warp's
+   wp.MarchingCubes (device in and out; skipped with a line without warp-lang) and the
+   program's own device time for the same extraction (`inkray extract --repeat`): on the GPU
+   with NumPy, CuPy and PyTorch in and out (values 'isovalue', the program's, and 'local', the
+   default), and on the CPU path with all cores; then where a call's time goes (set_grid, the
+   extraction's device time, the binding's wall clock);
 2. Renderer frames/s from Python against the program's headless run (the C benchmark) of the
    same volume, size and views;
 3. inkray.compact on CuPy arrays against the compaction library called from C (`inkray
@@ -12,7 +16,8 @@
    does), and also started on an idle GPU (compact-bench --idle).
 
 Every figure is a median of repeats; the ratios printed are baseline / inkray for marching cubes
-(speed-ups) and Python / C time for rendering and compaction (overheads: 1.1 is the target). Parts that need what is missing (a GPU, CuPy, scikit-image) say so and
+(speed-ups), except against the program's device time, and Python / C time for rendering and
+compaction (overheads: 1.1 is the target; 1.15 for marching cubes with device arrays). Parts that need what is missing (a GPU, CuPy, scikit-image) say so and
 are skipped. Usage: python benchmarks/python_bench.py [--quick] [--sizes 256,512] [--csv FILE]
 """
 
@@ -61,53 +66,166 @@ def gpu_ready() -> bool:
     return inkray.cuda_device_count() > 0
 
 
-# ---- 1. marching cubes ------------------------------------------------------------------------------
+# ---- 1. marching cubes ----------------------------------------------------------------------------------
+
+
+def cli_device_ms(n: int, runs: int) -> float:
+    """The program's own device time for the same extraction: `inkray extract --repeat` (CUDA
+    events around the extraction to device buffers, its host reads of the counts included, the
+    median of `runs` after a warm-up; values = the isovalue, InK-Compact)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        done = subprocess.run([program(), "extract", f"builtin:fractal:{n}", "--iso", "127.5", "--device", "gpu",
+                               "--method", "ink-compact", "--repeat", str(runs), "-o", str(Path(tmp) / "m.ply")],
+                              check=True, capture_output=True, text=True)
+    for line in done.stdout.splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == "ink-compact":
+            return float(words[1])
+    raise RuntimeError(f"inkray extract --repeat printed no ink-compact time:\n{done.stdout}")
+
+
+def warp_marching_cubes(volume: np.ndarray, repeats: int):
+    """NVIDIA Warp's wp.MarchingCubes on the same volume as a float32 device array (Warp reads
+    float32 fields only; converted before the clock starts): (median ms, vertices, triangles),
+    or None with a line saying why when Warp is not installed."""
+    try:
+        import warp as wp
+    except ImportError:
+        print("     Warp: skipped (pip install warp-lang)")
+        return None
+    wp.config.quiet = True
+    wp.init()
+    field = wp.array(volume.astype(np.float32), dtype=wp.float32, device="cuda:0")
+    nz, ny, nx = volume.shape
+    # Capacities for the versions that need them (the newer ones size their output themselves).
+    mc = wp.MarchingCubes(nx=nz, ny=ny, nz=nx, max_verts=volume.size // 8, max_tris=volume.size // 4,
+                          device="cuda:0")
+
+    def run():
+        mc.surface(field, 127.5)
+        wp.synchronize_device("cuda:0")
+
+    ms = median_time(run, repeats)
+    return ms, int(mc.verts.shape[0]), int(mc.indices.shape[0]) // 3
 
 
 def bench_marching_cubes(sizes, quick: bool) -> None:
-    print("\n== marching cubes: inkray.marching_cubes against scikit-image (builtin fractal, iso 127.5) ==")
+    print("\n== marching cubes: inkray against scikit-image, NVIDIA Warp and the program (builtin fractal, iso 127.5) ==")
     if not hasattr(inkray._inkray, "Extractor"):
         print("  skipped: this build has no extraction module (extract/)")
         return
     try:
         from skimage import measure
     except ImportError:
-        print("  skipped: scikit-image is not installed (pip install scikit-image)")
-        return
+        measure = None
+        print("  scikit-image is not installed (pip install scikit-image): no scikit-image baseline")
     for n in sizes:
         volume = inkray.load(f"builtin:fractal:{n}").array
         print(f"-- {n}^3 ({volume.nbytes / 2**20:.0f} MiB uint8), {os.cpu_count()} CPU cores")
         sk_repeats = 1 if n >= 512 or quick else 3
-        sk = {}
-        for method in ("lewiner", "lorensen"):
-            sk[method] = median_time(lambda: measure.marching_cubes(volume, 127.5, method=method), sk_repeats, warmup=0)
-            row("marching_cubes", f"{n}^3 scikit-image {method}", sk[method], "ms")
-        verts, faces, _, _ = measure.marching_cubes(volume, 127.5, method="lorensen")
-        print(f"     scikit-image lorensen: {len(verts)} vertices, {len(faces)} triangles")
-        # (label, device, volume, output, values, repeats)
-        cases = [("cpu, NumPy in and out", "cpu", volume, "numpy", "local", 3)]
+        base = {}  # baseline name -> ms
+        if measure is not None:
+            for method in ("lewiner",) if quick else ("lewiner", "lorensen"):
+                base[f"scikit-image {method}"] = median_time(
+                    lambda: measure.marching_cubes(volume, 127.5, method=method), sk_repeats, warmup=0)
+                row("marching_cubes", f"{n}^3 scikit-image {method}", base[f"scikit-image {method}"], "ms")
+            if not quick:
+                verts, faces, _, _ = measure.marching_cubes(volume, 127.5, method="lorensen")
+                print(f"     scikit-image lorensen: {len(verts)} vertices, {len(faces)} triangles")
         if gpu_ready():
-            cases.append(("gpu, NumPy in and out", "gpu", volume, "numpy", "local", 10))
-            try:
-                import cupy
-
-                on_gpu = cupy.asarray(volume)
-                cases.append(("gpu, CuPy in and out", "gpu", on_gpu, "device", "local", 20))
-                cases.append(("gpu, CuPy in and out, values='isovalue'", "gpu", on_gpu, "device", "isovalue", 20))
-            except ImportError:
-                print("     (CuPy is not installed: no device-array case)")
+            warp = warp_marching_cubes(volume, 20)
+            if warp:
+                base["Warp"] = warp[0]
+                row("marching_cubes", f"{n}^3 NVIDIA Warp wp.MarchingCubes, device in and out", warp[0], "ms")
+                print(f"     Warp: {warp[1]} vertices, {warp[2]} triangles (its own welding)")
+            base["inkray extract"] = cli_device_ms(n, 20)
+            row("marching_cubes", f"{n}^3 inkray extract --repeat 20: device time", base["inkray extract"], "ms")
+        library = _device_split(volume) if gpu_ready() else {}
+        # (label, device, volume or Extractor, output, values, repeats)
+        cases = [] if quick else [("cpu, NumPy in and out", "cpu", volume, "numpy", "local", 3)]
+        if gpu_ready():
+            if not quick:
+                cases.append(("gpu, NumPy in and out", "gpu", volume, "numpy", "local", 10))
+            for lib in ("cupy", "torch"):
+                try:
+                    module = __import__(lib)
+                except ImportError:
+                    print(f"     ({lib} is not installed: no {lib} case)")
+                    continue
+                on_gpu = module.asarray(volume) if lib == "cupy" else module.from_numpy(volume).cuda()
+                name = "CuPy" if lib == "cupy" else "PyTorch"
+                kept = inkray.Extractor(on_gpu)
+                for values in ("isovalue", "local"):
+                    cases.append((f"gpu, {name} in and out, values='{values}'", "gpu", on_gpu, "device", values, 20))
+                    cases.append((f"gpu, {name} in and out, values='{values}', Extractor", "gpu", kept, "device",
+                                  values, 20))
+        counts = None
         for label, device, data, output, values, repeats in cases:
             def run():
-                result = inkray.marching_cubes(data, 127.5, device=device, output=output, values=values)
+                if isinstance(data, inkray.Extractor):
+                    result = data.marching_cubes(127.5, output=output, values=values)
+                else:
+                    result = inkray.marching_cubes(data, 127.5, device=device, output=output, values=values)
                 if output == "device":
                     _sync_device(result[0])
                 return result
 
             ms = median_time(run, repeats)
             ours = run()
-            row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "vs scikit-image lewiner", sk["lewiner"] / ms)
-            row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "vs scikit-image lorensen", sk["lorensen"] / ms)
-            print(f"     inkray {label}: {len(ours[0])} vertices, {len(ours[1])} triangles")
+            mesh = (len(ours[0]), len(ours[1]))
+            if counts is None:
+                counts = mesh
+                print(f"     inkray: {mesh[0]} vertices, {mesh[1]} triangles")
+            elif mesh != counts:
+                raise RuntimeError(f"inkray {label}: {mesh} vertices and triangles, other cases {counts}")
+            for baseline, theirs in base.items():
+                if baseline == "inkray extract":  # an overhead: Python / C time, the program's values only
+                    if values == "isovalue" and output == "device":
+                        row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "Python / program device time",
+                            ms / theirs)
+                else:
+                    row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", f"vs {baseline}", theirs / ms)
+            if output == "device" and values in library:
+                row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms", "Python / library device time",
+                    ms / library[values])
+            if not base:
+                row("marching_cubes", f"{n}^3 inkray {label}", ms, "ms")
+
+
+def _device_split(volume: np.ndarray) -> dict:
+    """The library's own device time of the extraction for each kind of values (CUDA events, its
+    stats; into its own buffers, as the program times it), returned; and where the time of a call
+    goes beside it: the brick ranges of a new grid (set_grid), the extraction's device time and
+    the wall clock of the binding's call that writes into new CuPy arrays."""
+    try:
+        import cupy
+    except ImportError:
+        return {}
+    impl = inkray._inkray.Extractor("gpu")
+    library = {}
+    on_gpu = cupy.asarray(volume)
+    allocate, stream = inkray._arrays.mesh_allocator("cupy", 0)
+    grid_ms = median_time(lambda: (impl.set_grid(on_gpu), cupy.cuda.Device().synchronize()), 10)
+    row("marching_cubes", "split: set_grid (brick ranges of a new grid), wall", grid_ms, "ms")
+    for values in ("isovalue", "local"):
+        own = [impl.extract(127.5, values=values, array_axes=True, output="device")[4]["device_ms"]
+               for _ in range(23)][3:]
+        library[values] = statistics.median(own)
+        row("marching_cubes", f"library device time, values='{values}' (into its own buffers)", library[values],
+            "ms")
+        device, walls = [], []
+        for r in range(23):
+            start = time.perf_counter()
+            stats = impl.extract(127.5, values=values, array_axes=True, output="caller", allocate=allocate,
+                                 stream=stream)[4]
+            if r >= 3:
+                walls.append((time.perf_counter() - start) * 1e3)
+                device.append(stats["device_ms"])
+        row("marching_cubes", f"split: values='{values}': extraction device_ms (CUDA events), into CuPy arrays",
+            statistics.median(device), "ms")
+        row("marching_cubes", f"split: values='{values}': the binding's extract() call, wall",
+            statistics.median(walls), "ms")
+    return library
 
 
 def _sync_device(array) -> None:
@@ -217,7 +335,8 @@ def bench_compact(quick: bool) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats and sizes (a few minutes)")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer repeats and sizes; marching cubes: device arrays and scikit-image lewiner only")
     parser.add_argument("--sizes", default="256,512", help="fractal sizes for marching cubes (default 256,512)")
     parser.add_argument("--csv", help="also write the figures as CSV")
     parser.add_argument("--only", choices=["marching_cubes", "render", "compact"], help="run one part")

@@ -9,7 +9,8 @@
  *   3. per active brick, in parallel: its vertices (position, normal, value, colour) and its
  *      triangles, whose vertex numbers come from the edge tables of the brick and its neighbours.
  *
- * Surfaces are extracted one after the other and appended.
+ * Surfaces are extracted one after the other and appended; into the caller's arrays
+ * (IR_MESH_CALLER) all are counted first, for the totals the arrays are asked for with.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ typedef struct cpu_pass {
   uint32_t *edge_mask;      /* per slot: IR_MC_EDGE_WORDS words */
   uint32_t *edge_prefix;
   size_t table_capacity;    /* slots the two tables hold */
+  size_t active_count;      /* active bricks of the surface counted last */
   size_t *vcount, *tcount;  /* per slot: vertices, triangles */
   size_t *ccount;           /* per slot: cells with triangles */
   size_t *vbase;            /* per slot: first vertex, numbered within the surface */
@@ -238,7 +240,11 @@ static bool grow(void **ptr, size_t count, size_t elem) {
   return true;
 }
 
-static ir_status extract_surface(cpu_pass *p, ir_extract_stats *stats, char err[IR_ERR_LEN]) {
+/* The count phase of surface p->surface: its active bricks, their edge tables and counts, and the
+ * bases in brick order (triangles numbered from t0, mesh-wide). Its totals in *vertices and
+ * *triangles; `stats` (may be NULL) tallies the bricks and cells. */
+static ir_status count_surface(cpu_pass *p, size_t t0, size_t *vertices, size_t *triangles, ir_extract_stats *stats,
+                               char err[IR_ERR_LEN]) {
   const ir_extractor *ex = p->ex;
   const ir_mc_grid *g = p->g;
   size_t active = 0;
@@ -257,33 +263,83 @@ static ir_status extract_surface(cpu_pass *p, ir_extract_stats *stats, char err[
     }
     p->table_capacity = active;
   }
+  p->active_count = active;
   ir_mc_parallel(active, ex->threads, count_brick, p);
-  ir_mesh *m = p->mesh;
-  size_t v0 = m->vertex_count, t0 = m->triangle_count, vsum = 0, tsum = 0, cells = 0;
+  size_t vsum = 0, tsum = 0, cells = 0;
   for (size_t s = 0; s < active; s++) {
     p->vbase[s] = vsum, vsum += p->vcount[s]; /* numbers within the surface */
     p->tbase[s] = t0 + tsum, tsum += p->tcount[s];
     cells += p->ccount[s];
   }
   if (stats) stats->active_bricks += active, stats->cells_with_triangles += cells;
-  size_t vn = v0 + vsum, tn = t0 + tsum;
-  if (vn >= ((size_t)1 << 31) || tn >= ((size_t)1 << 31)) {
-    snprintf(err, IR_ERR_LEN, "the mesh has %zu vertices and %zu triangles: more than 2^31 - 1, the most the "
-             "32-bit indices allow; extract a region or fewer surfaces", vn, tn);
-    return IR_ERR_INPUT;
-  }
-  if (!grow((void **)&m->positions, 3 * vn, sizeof(float)) || !grow((void **)&m->normals, 3 * vn, sizeof(float)) ||
-      !grow((void **)&m->values, vn, sizeof(float)) || !grow((void **)&m->triangles, 3 * tn, sizeof(uint32_t)) ||
-      (p->job->colors != IR_EXTRACT_COLORS_NONE && !grow((void **)&m->colors, 4 * vn, 1))) {
-    snprintf(err, IR_ERR_LEN, "out of host memory for a mesh of %zu vertices and %zu triangles", vn, tn);
-    return IR_ERR_RUNTIME;
-  }
-  m->surface_vertex_start[p->surface] = v0;
-  m->surface_triangle_start[p->surface] = t0;
-  m->vertex_count = vn;
-  m->triangle_count = tn;
-  ir_mc_parallel(active, ex->threads, generate_brick, p);
+  *vertices = vsum;
+  *triangles = tsum;
   return IR_OK;
+}
+
+/* The mesh of v vertices and t triangles in all: more than the 32-bit indices number is refused. */
+static ir_status check_totals(size_t v, size_t t, char err[IR_ERR_LEN]) {
+  if (v < ((size_t)1 << 31) && t < ((size_t)1 << 31)) return IR_OK;
+  snprintf(err, IR_ERR_LEN, "the mesh has %zu vertices and %zu triangles: more than 2^31 - 1, the most the "
+           "32-bit indices allow; extract a region or fewer surfaces", v, t);
+  return IR_ERR_INPUT;
+}
+
+/* Host output: each surface counted, the mesh grown to hold it, then generated after the others. */
+static ir_status extract_appending(cpu_pass *p, ir_extract_stats *stats, char err[IR_ERR_LEN]) {
+  ir_mesh *m = p->mesh;
+  for (int s = 0; s < p->job->surface_count; s++) {
+    p->iso = p->job->isovalues[s];
+    p->surface = s;
+    size_t v0 = m->vertex_count, t0 = m->triangle_count, vn = 0, tn = 0;
+    ir_status status = count_surface(p, t0, &vn, &tn, stats, err);
+    if (status == IR_OK) status = check_totals(v0 + vn, t0 + tn, err);
+    if (status != IR_OK) return status;
+    vn += v0, tn += t0;
+    if (!grow((void **)&m->positions, 3 * vn, sizeof(float)) || !grow((void **)&m->normals, 3 * vn, sizeof(float)) ||
+        !grow((void **)&m->values, vn, sizeof(float)) || !grow((void **)&m->triangles, 3 * tn, sizeof(uint32_t)) ||
+        (p->job->colors != IR_EXTRACT_COLORS_NONE && !grow((void **)&m->colors, 4 * vn, 1))) {
+      snprintf(err, IR_ERR_LEN, "out of host memory for a mesh of %zu vertices and %zu triangles", vn, tn);
+      return IR_ERR_RUNTIME;
+    }
+    m->surface_vertex_start[s] = v0;
+    m->surface_triangle_start[s] = t0;
+    m->vertex_count = vn;
+    m->triangle_count = tn;
+    ir_mc_parallel(p->active_count, p->ex->threads, generate_brick, p);
+  }
+  return IR_OK;
+}
+
+/* Caller output: every surface counted first for the totals, the caller's arrays asked for, then
+ * the last surface generated from the tables its count left, and the others counted again and
+ * generated (one surface's tables at a time). */
+static ir_status extract_into_caller(cpu_pass *p, ir_extract_stats *stats, char err[IR_ERR_LEN]) {
+  const ir_mc_job *job = p->job;
+  ir_mesh *m = p->mesh;
+  const int last = job->surface_count - 1;
+  size_t v = 0, t = 0;
+  for (int s = 0; s <= last; s++) {
+    p->iso = job->isovalues[s];
+    p->surface = s;
+    size_t vn = 0, tn = 0;
+    m->surface_vertex_start[s] = v;
+    m->surface_triangle_start[s] = t;
+    ir_status status = count_surface(p, t, &vn, &tn, stats, err);
+    if (status == IR_OK) status = check_totals(v + vn, t + tn, err);
+    if (status != IR_OK) return status;
+    v += vn, t += tn;
+  }
+  ir_status status = ir_mc_caller_arrays(job, v, t, m, err);
+  for (int k = 0; k <= last && status == IR_OK; k++) {
+    int s = k == 0 ? last : k - 1;
+    p->iso = job->isovalues[s];
+    p->surface = s;
+    size_t vn = 0, tn = 0;
+    if (s != last) status = count_surface(p, m->surface_triangle_start[s], &vn, &tn, NULL, err);
+    if (status == IR_OK) ir_mc_parallel(p->active_count, p->ex->threads, generate_brick, p);
+  }
+  return status;
 }
 
 ir_status ir_cpu_extract(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, ir_extract_stats *stats,
@@ -302,11 +358,8 @@ ir_status ir_cpu_extract(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, 
     snprintf(err, IR_ERR_LEN, "out of host memory for the tables of %zu bricks", n);
     status = IR_ERR_RUNTIME;
   }
-  for (int s = 0; s < job->surface_count && status == IR_OK; s++) {
-    p.iso = job->isovalues[s];
-    p.surface = s;
-    status = extract_surface(&p, stats, err);
-  }
+  if (status == IR_OK)
+    status = job->output == IR_MESH_CALLER ? extract_into_caller(&p, stats, err) : extract_appending(&p, stats, err);
   mesh->surface_vertex_start[job->surface_count] = mesh->vertex_count;
   mesh->surface_triangle_start[job->surface_count] = mesh->triangle_count;
   free(p.active), free(p.slot_of), free(p.edge_mask), free(p.edge_prefix);

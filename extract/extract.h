@@ -61,8 +61,9 @@ typedef struct ir_mesh {
   float *values;       /* vertex_count: see ir_extract_values */
   uint8_t *colors;     /* vertex_count x 4 RGBA8, or NULL when no colours were asked for */
   uint32_t *triangles; /* triangle_count x 3 vertex indices */
-  bool on_device;      /* the arrays are device pointers (IR_MESH_DEVICE) */
+  bool on_device;      /* the arrays are device pointers (IR_MESH_DEVICE; IR_MESH_CALLER on the GPU) */
   bool pinned;         /* host arrays from the pinned cache (ir_extractor_desc.pinned_mesh) */
+  bool borrowed;       /* the arrays are the caller's (IR_MESH_CALLER): ir_mesh_free leaves them */
   int surface_count;
   /* Surface s owns vertices [surface_vertex_start[s], surface_vertex_start[s + 1]) and the
    * triangles [surface_triangle_start[s], surface_triangle_start[s + 1]). */
@@ -71,7 +72,8 @@ typedef struct ir_mesh {
 } ir_mesh;
 
 /* Host meshes: frees the arrays (allocated by ir_extract; pinned ones go back to the cache they
- * came from). Device meshes: the arrays belong to the extractor; this only clears the struct.
+ * came from). Device meshes and the caller's arrays (IR_MESH_CALLER): the arrays belong to the
+ * extractor or the caller; this only clears the struct.
  * NULL and an empty struct are fine. */
 void ir_mesh_free(ir_mesh *m);
 
@@ -91,7 +93,32 @@ typedef enum ir_extract_colors {
   IR_EXTRACT_COLORS_MAP,       /* the colour map at the vertex value over color_range, alpha 255 */
 } ir_extract_colors;
 
-typedef enum ir_mesh_output { IR_MESH_HOST = 0, IR_MESH_DEVICE } ir_mesh_output;
+typedef enum ir_mesh_output {
+  IR_MESH_HOST = 0, /* host arrays allocated by ir_extract, the caller's to free (ir_mesh_free) */
+  IR_MESH_DEVICE,   /* GPU: device arrays kept by the extractor, valid until its next ir_extract */
+  IR_MESH_CALLER,   /* arrays the caller provides once the counts are known (ir_mesh_allocate_fn) */
+} ir_mesh_output;
+
+/* Where an IR_MESH_CALLER mesh goes: the caller's arrays, of the sizes ir_mesh_allocate_fn names. */
+typedef struct ir_mesh_arrays {
+  float *positions;    /* vertex_count x 3 */
+  float *normals;      /* vertex_count x 3 */
+  float *values;       /* vertex_count */
+  uint8_t *colors;     /* vertex_count x 4 when colours were asked for; ignored otherwise */
+  uint32_t *triangles; /* triangle_count x 3 */
+} ir_mesh_arrays;
+
+/* IR_MESH_CALLER: called once per ir_extract, after the count phase of every surface (the host
+ * reads of the counts the extraction needs anyway) and before anything of the mesh is written,
+ * with the mesh's totals (zero for an empty mesh: arrays may then be NULL). It fills `arrays`
+ * with memory the extractor's device can write: device (or managed) memory on the extractor's
+ * CUDA device for the GPU, host memory for the CPU. The GPU writes them on ir_extractor_stream:
+ * memory from a stream-ordered allocator must be ready for it when the callback returns (make
+ * that stream wait for the allocating one, cudaStreamWaitEvent, or synchronise it). ir_extract
+ * returns once the mesh is written; the arrays stay the caller's (ir_mesh_free leaves them).
+ * A status other than IR_OK (with `err` filled) stops the extraction and is returned. */
+typedef ir_status (*ir_mesh_allocate_fn)(void *user, size_t vertex_count, size_t triangle_count, bool colors,
+                                         ir_mesh_arrays *arrays, char err[IR_ERR_LEN]);
 
 typedef struct ir_extract_desc {
   int surface_count;                          /* 1 .. IR_EXTRACT_MAX_SURFACES */
@@ -113,7 +140,10 @@ typedef struct ir_extract_desc {
   int colormap_size;          /* >= 2 */
   float color_range[2];       /* values mapped to the colour map's ends */
   ir_compact_method method;   /* GPU: the compaction method (zero: InK-Compact); the CPU ignores it */
-  ir_mesh_output output;      /* GPU: host arrays (default) or device arrays kept by the extractor */
+  ir_mesh_output output;      /* host arrays (default), device arrays kept by the extractor (GPU), or
+                                 the caller's arrays (either device) */
+  ir_mesh_allocate_fn allocate; /* IR_MESH_CALLER: provides the arrays, called with allocate_user */
+  void *allocate_user;
   /* Layout for callers whose arrays are indexed [z][y][x] (NumPy's C order): positions and
    * normals written as (z, y, x), and each triangle's vertices in reverse order (c, b, a), which
    * the mirror image of the axes needs to keep its side. Both are written so by the kernels that
@@ -171,8 +201,10 @@ ir_status ir_extractor_set_color_grid(ir_extractor *ex, const ir_extract_grid *g
  * ir_extract or its destruction; device buffers grow when a mesh needs more and are kept, so
  * repeated calls allocate nothing. A mesh that would not fit in GPU memory is refused
  * (IR_ERR_RUNTIME, saying how much it needs) before anything is allocated for it; an empty
- * mesh (no isovalue inside the data's range) is a valid result with zero counts. Returns once
- * the mesh is complete. `stats` may be NULL. */
+ * mesh (no isovalue inside the data's range) is a valid result with zero counts. Caller output:
+ * the mesh is written straight into the arrays desc->allocate provides (no copy); with several
+ * surfaces the count phase of all but the last runs twice (the totals come first, the surfaces'
+ * tables are kept for one at a time). Returns once the mesh is complete. `stats` may be NULL. */
 ir_status ir_extract(ir_extractor *ex, const ir_extract_desc *desc, ir_mesh *mesh, ir_extract_stats *stats,
                      char err[IR_ERR_LEN]);
 

@@ -29,6 +29,8 @@ typedef struct ir_mc_job {
   float color_range[2];
   ir_compact_method method;
   ir_mesh_output output;
+  ir_mesh_allocate_fn allocate; /* IR_MESH_CALLER */
+  void *allocate_user;
   bool axes_zyx, flip_winding; /* ir_extract_desc's */
 } ir_mc_job;
 
@@ -68,6 +70,11 @@ double ir_mc_now_ms(void);
  * `items_per_chunk` vertices or faces as the download would hand them over (mesh_io.c): the same
  * bytes as ir_mesh_write, for the tests of that writer without a GPU. */
 ir_status ir_mesh_write_chunked(const ir_mesh *m, const char *path, size_t items_per_chunk, char err[IR_ERR_LEN]);
+
+/* IR_MESH_CALLER: asks the caller for the arrays of a mesh of these totals, checks that each one
+ * needed was given, and points the mesh at them (borrowed, with the totals as its counts). */
+ir_status ir_mc_caller_arrays(const ir_mc_job *job, size_t vertices, size_t triangles, ir_mesh *mesh,
+                              char err[IR_ERR_LEN]);
 
 /* ---- Devices --------------------------------------------------------------------------------- */
 ir_status ir_cpu_extract(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, ir_extract_stats *stats,

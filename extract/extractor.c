@@ -245,8 +245,12 @@ static ir_status build_job(const ir_extractor *ex, const ir_extract_desc *d, ir_
     return IR_ERR_INPUT;
   }
   job->method = d->method;
-  if (d->output != IR_MESH_HOST && d->output != IR_MESH_DEVICE) {
-    snprintf(err, IR_ERR_LEN, "output %d: use IR_MESH_HOST or IR_MESH_DEVICE", (int)d->output);
+  if (d->output != IR_MESH_HOST && d->output != IR_MESH_DEVICE && d->output != IR_MESH_CALLER) {
+    snprintf(err, IR_ERR_LEN, "output %d: use IR_MESH_HOST, IR_MESH_DEVICE or IR_MESH_CALLER", (int)d->output);
+    return IR_ERR_INPUT;
+  }
+  if (d->output == IR_MESH_CALLER && !d->allocate) {
+    snprintf(err, IR_ERR_LEN, "output into the caller's arrays (IR_MESH_CALLER), but no allocate function was given");
     return IR_ERR_INPUT;
   }
   if (d->output == IR_MESH_DEVICE && ex->device != IR_EXTRACT_GPU) {
@@ -254,14 +258,48 @@ static ir_status build_job(const ir_extractor *ex, const ir_extract_desc *d, ir_
     return IR_ERR_INPUT;
   }
   job->output = d->output;
+  job->allocate = d->allocate;
+  job->allocate_user = d->allocate_user;
   job->axes_zyx = d->axes_zyx;
   job->flip_winding = d->flip_winding;
   return IR_OK;
 }
 
+ir_status ir_mc_caller_arrays(const ir_mc_job *job, size_t vertices, size_t triangles, ir_mesh *mesh,
+                              char err[IR_ERR_LEN]) {
+  ir_mesh_arrays a;
+  memset(&a, 0, sizeof a);
+  err[0] = '\0';
+  ir_status status = job->allocate(job->allocate_user, vertices, triangles, job->colors != IR_EXTRACT_COLORS_NONE,
+                                   &a, err);
+  if (status != IR_OK) {
+    if (!err[0]) snprintf(err, IR_ERR_LEN, "the allocate function failed (status %d) without a message", (int)status);
+    return status;
+  }
+  const char *missing = NULL;
+  if (vertices && !a.positions) missing = "positions";
+  else if (vertices && !a.normals) missing = "normals";
+  else if (vertices && !a.values) missing = "values";
+  else if (vertices && job->colors != IR_EXTRACT_COLORS_NONE && !a.colors) missing = "colors";
+  else if (triangles && !a.triangles) missing = "triangles";
+  if (missing) {
+    snprintf(err, IR_ERR_LEN, "the allocate function gave no %s array for a mesh of %zu vertices and %zu triangles",
+             missing, vertices, triangles);
+    return IR_ERR_INPUT;
+  }
+  mesh->positions = a.positions, mesh->normals = a.normals, mesh->values = a.values, mesh->triangles = a.triangles;
+  mesh->colors = job->colors != IR_EXTRACT_COLORS_NONE ? a.colors : NULL;
+  mesh->borrowed = true;
+  mesh->vertex_count = vertices;
+  mesh->triangle_count = triangles;
+  return IR_OK;
+}
+
 void ir_mesh_free(ir_mesh *m) {
   if (!m) return;
-  if (m->pinned) {
+  if (m->borrowed) {
+    /* the caller's arrays (IR_MESH_CALLER): theirs to free */
+  } else if (m->pinned) {
     ir_xfer_host_free(m->positions);
     ir_xfer_host_free(m->normals);
     ir_xfer_host_free(m->values);
@@ -294,12 +332,15 @@ ir_status ir_extract(ir_extractor *ex, const ir_extract_desc *desc, ir_mesh *mes
   ir_status status = build_job(ex, desc, &job, err);
   if (status != IR_OK) return status;
   mesh->surface_count = job.surface_count;
-  mesh->on_device = job.output == IR_MESH_DEVICE;
+  mesh->on_device = job.output == IR_MESH_DEVICE || (job.output == IR_MESH_CALLER && ex->device == IR_EXTRACT_GPU);
   if (stats) stats->bricks = ex->brick_count;
-  /* A grid one point thick along an axis has no cells, so no surface. */
+  /* A grid one point thick along an axis has no cells, so no surface (the caller still gets its
+   * arrays, empty, as from any other empty mesh). */
   if (ex->grid.dims[0] < 2 || ex->grid.dims[1] < 2 || ex->grid.dims[2] < 2) {
+    status = job.output == IR_MESH_CALLER ? ir_mc_caller_arrays(&job, 0, 0, mesh, err) : IR_OK;
+    if (status != IR_OK) ir_mesh_free(mesh);
     if (stats) stats->total_ms = stats->device_ms = ir_mc_now_ms() - t0;
-    return IR_OK;
+    return status;
   }
   status = ex->device == IR_EXTRACT_GPU ? ir_gpu_extract(ex, &job, mesh, stats, err)
                                         : ir_cpu_extract(ex, &job, mesh, stats, err);

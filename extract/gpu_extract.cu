@@ -4,14 +4,15 @@
  *   per surface: brick test + compaction of the active bricks -> read the active count (1st
  *   host read) -> classification with the candidates' compaction -> scan of the brick counts ->
  *   read the totals (2nd host read) -> size check, buffers grown if needed -> vertices, triangles
- *   then, for host output, the device -> host copies.
+ *   then, for host output, the device -> host copies. Into the caller's arrays (IR_MESH_CALLER)
+ *   the count phases of all surfaces come first, for the totals the arrays are asked for with.
  *
  * The two host reads size what follows (the classification grid and its tables, the mesh), so no
  * buffer is ever sized for a worst case it cannot hold, and a mesh too large for the GPU is refused
  * before anything is allocated for it. Once the buffers have grown, repeated extractions of similar
  * meshes allocate nothing, and InK-Compact sends classification, scan and generation out before
  * the reads, on the last surface's sizes, checked on the device (one host read, after generation;
- * extract_surface). Every CUDA call and launch is checked (IR_GX_CUDA).
+ * count_surface). Every CUDA call and launch is checked (IR_GX_CUDA).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -372,13 +373,20 @@ static ir_status scan_counts(struct ir_gpu_extract *x, const ir_gx_tables &t, si
   return IR_OK;
 }
 
-/* What generation writes, into the mesh buffers as they are now. */
-static ir_gx_mesh_out mesh_out_of(const struct ir_gpu_extract *x, const ir_mc_job *job, int s, size_t v0, size_t t0) {
+/* The extractor's mesh buffers as they are now. */
+static ir_mesh_arrays own_arrays(const struct ir_gpu_extract *x) {
+  ir_mesh_arrays a = {x->d_positions, x->d_normals, x->d_values, (uint8_t *)x->d_colors, x->d_triangles};
+  return a;
+}
+
+/* What generation writes: surface s into `dest` from vertex v0 and triangle t0. */
+static ir_gx_mesh_out mesh_out_of(const struct ir_gpu_extract *x, const ir_mc_job *job, int s,
+                                  const ir_mesh_arrays &dest, size_t v0, size_t t0) {
   ir_gx_mesh_out m;
   memset(&m, 0, sizeof m);
-  m.positions = x->d_positions, m.normals = x->d_normals, m.values = x->d_values;
-  m.colors = job->colors != IR_EXTRACT_COLORS_NONE ? x->d_colors : NULL;
-  m.triangles = x->d_triangles;
+  m.positions = dest.positions, m.normals = dest.normals, m.values = dest.values;
+  m.colors = job->colors != IR_EXTRACT_COLORS_NONE ? (uint32_t *)dest.colors : NULL;
+  m.triangles = dest.triangles;
   m.vertex_offset = (uint32_t)v0, m.triangle_offset = (uint32_t)t0;
   m.surface = s;
   m.values_from = job->values, m.colors_from = job->colors, m.surface_rgba = job->surface_rgba[s];
@@ -389,8 +397,27 @@ static ir_gx_mesh_out mesh_out_of(const struct ir_gpu_extract *x, const ir_mc_jo
   return m;
 }
 
-static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, ir_mesh *mesh, ir_extract_stats *stats,
-                                 char err[IR_ERR_LEN]) {
+/* The mesh of v vertices and t triangles in all: more than the 32-bit indices number is refused. */
+static ir_status check_totals(size_t v, size_t t, char err[IR_ERR_LEN]) {
+  if (v < ((size_t)1 << 31) && t < ((size_t)1 << 31)) return IR_OK;
+  snprintf(err, IR_ERR_LEN, "the mesh has %zu vertices and %zu triangles: more than 2^31 - 1, the most the "
+           "32-bit indices allow; extract a region or fewer surfaces", v, t);
+  return IR_ERR_INPUT;
+}
+
+/* What a surface's count phase found; its tables stay in the buffers for its generation. */
+typedef struct surface_counts {
+  size_t active;              /* active bricks */
+  size_t vertices, triangles; /* of this surface */
+  uint32_t points, cells;     /* candidates (the methods that generate one thread per candidate) */
+  bool generated;             /* InK-Compact's speculative generation already wrote the surface */
+} surface_counts;
+
+/* The count phase of surface s (brick test, classification, the scan of the brick counts) into
+ * *k. With `speculate`, InK-Compact (once a surface has sized the buffers) also generates into
+ * the extractor's buffers from vertex v0 and triangle t0 before the host knows the counts. */
+static ir_status count_surface(ir_extractor *ex, const ir_mc_job *job, int s, bool speculate, size_t v0, size_t t0,
+                               surface_counts *k, ir_extract_stats *stats, char err[IR_ERR_LEN]) {
   struct ir_gpu_extract *x = ex->gpu;
   const ir_mc_grid &g = ex->grid;
   const float iso = job->isovalues[s];
@@ -398,7 +425,7 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
   const size_t n = ex->brick_count;
   ir_gx_counters *c = x->d_counters;
   const bool colors = job->colors != IR_EXTRACT_COLORS_NONE;
-  const size_t v0 = mesh->vertex_count, t0 = mesh->triangle_count;
+  memset(k, 0, sizeof *k);
 
   IR_GX_CUDA(cudaEventRecord(x->ev[0], x->stream));
   IR_GX_CUDA(cudaMemsetAsync(c, 0, sizeof *c, x->stream));
@@ -431,9 +458,10 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
    * Their blocks check on the device that every active brick has a slot in the grid and, to
    * generate, that the mesh fits the buffers; one host read then says whether they ran, and the
    * stages run again at the sizes it gave where they did not (a larger surface). So the steady
-   * state reads the counts once, after generation, instead of twice between the stages. */
-  bool classified = false, generated = false;
-  if (mode == IR_GX_INK_COMPACT && x->last_active > 0 && x->slot_cap > 0) {
+   * state reads the counts once, after generation, instead of twice between the stages. Into the
+   * caller's arrays there is no speculation: their size comes from the counts. */
+  bool classified = false;
+  if (speculate && mode == IR_GX_INK_COMPACT && x->last_active > 0 && x->slot_cap > 0) {
     const size_t want = x->last_active + x->last_active / 8 + 32;
     const uint32_t grid = (uint32_t)(want < x->slot_cap ? want : x->slot_cap);
     ir_gx_spec spec = {c, 0, 0};
@@ -444,20 +472,18 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
     if ((st = scan_counts(x, t, n, err)) != IR_OK) return st;
     IR_GX_CUDA(cudaEventRecord(x->ev[1], x->stream));
     IR_GX_CUDA(cudaEventRecord(x->ev[2], x->stream));
-    IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, grid, mesh_out_of(x, job, s, v0, t0),
-                                            spec, x->stream));
+    IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, grid,
+                                            mesh_out_of(x, job, s, own_arrays(x), v0, t0), spec, x->stream));
     IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
     if ((st = read_counters(x, err)) != IR_OK) return st;
     const ir_gx_counters &h = *x->h_counters;
     classified = h.active <= grid;
-    generated = classified && h.vertices <= spec.room_vertices && h.triangles <= spec.room_triangles;
+    k->generated = classified && h.vertices <= spec.room_vertices && h.triangles <= spec.room_triangles;
   } else if ((st = read_counters(x, err)) != IR_OK) {
     return st;
   }
   size_t active = x->h_counters->active;
   if (stats) stats->active_bricks += active;
-  mesh->surface_vertex_start[s] = v0;
-  mesh->surface_triangle_start[s] = t0;
   if (active == 0) return IR_OK;
   if (active > IR_GX_MAX_ACTIVE_BRICKS) {
     snprintf(err, IR_ERR_LEN, "isovalue %g: %zu active bricks, more than the %zu the GPU extractor numbers in 32 "
@@ -488,37 +514,130 @@ static ir_status extract_surface(ir_extractor *ex, const ir_mc_job *job, int s, 
     if ((st = read_counters(x, err)) != IR_OK) return st;
   }
   const ir_gx_counters h = *x->h_counters;
-  size_t vn = v0 + (size_t)h.vertices, tn = t0 + (size_t)h.triangles;
+  k->active = active;
+  k->vertices = (size_t)h.vertices, k->triangles = (size_t)h.triangles;
+  k->points = h.points, k->cells = h.cells;
   if (stats) stats->cells_with_triangles += h.cells;
-  if (vn >= ((size_t)1 << 31) || tn >= ((size_t)1 << 31)) {
-    snprintf(err, IR_ERR_LEN, "the mesh has %zu vertices and %zu triangles: more than 2^31 - 1, the most the "
-             "32-bit indices allow; extract a region or fewer surfaces", vn, tn);
-    return IR_ERR_INPUT;
-  }
+  return check_totals(v0 + k->vertices, t0 + k->triangles, err);
+}
 
-  if (!generated) { /* vertices and triangles, into buffers grown to the mesh */
-    bool grew = false;
-    if ((st = reserve_mesh(x, vn, tn, colors, v0, t0, &grew, err)) != IR_OK) return st;
-    if (stats && grew) stats->grew = true;
+/* The generation of surface s from the tables of its count phase (just before) into `dest` from
+ * vertex v0 and triangle t0 (unless the count's speculation did it), and the surface's times:
+ * device_ms from its count phase's start, the host's work in between included. */
+static ir_status generate_surface(ir_extractor *ex, const ir_mc_job *job, int s, const surface_counts &k,
+                                  const ir_mesh_arrays &dest, size_t v0, size_t t0, ir_extract_stats *stats,
+                                  char err[IR_ERR_LEN]) {
+  struct ir_gpu_extract *x = ex->gpu;
+  if (k.active == 0) return IR_OK;
+  const ir_mc_grid &g = ex->grid;
+  const float iso = job->isovalues[s];
+  const size_t n = ex->brick_count;
+  ir_gx_tables t = {x->d_edge_table, x->d_cell_nibbles, x->d_cell_prefix, x->d_counts, x->d_counts + n,
+                    x->d_counts + 2 * n, x->d_counts + 3 * n, x->d_active, x->d_slot_of};
+  if (!k.generated) {
     IR_GX_CUDA(cudaEventRecord(x->ev[2], x->stream));
-    const ir_gx_mesh_out m = mesh_out_of(x, job, s, v0, t0);
-    if (mode == IR_GX_INK_COMPACT) {
+    const ir_gx_mesh_out m = mesh_out_of(x, job, s, dest, v0, t0);
+    if (ir_gx_mode(job->method) == IR_GX_INK_COMPACT) {
       const ir_gx_spec exact = {NULL, 0, 0};
-      IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, (uint32_t)active, m, exact,
+      IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, (uint32_t)k.active, m, exact,
                                               x->stream));
     } else {
-      IR_GX_CUDA(ir_gx_launch_vertices(g, iso, x->d_voxels, t, x->d_points, h.points, m, x->stream));
-      IR_GX_CUDA(ir_gx_launch_triangles(g, iso, x->d_voxels, x->d_cases, t, x->d_cells, h.cells, m, x->stream));
+      IR_GX_CUDA(ir_gx_launch_vertices(g, iso, x->d_voxels, t, x->d_points, k.points, m, x->stream));
+      IR_GX_CUDA(ir_gx_launch_triangles(g, iso, x->d_voxels, x->d_cases, t, x->d_cells, k.cells, m, x->stream));
     }
     IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
   }
   IR_GX_CUDA(cudaEventSynchronize(x->ev[3]));
-  mesh->vertex_count = vn;
-  mesh->triangle_count = tn;
   if (stats) {
     stats->count_ms += elapsed(x->ev[0], x->ev[1]);
     stats->generate_ms += elapsed(x->ev[2], x->ev[3]);
     stats->device_ms += elapsed(x->ev[0], x->ev[3]);
+  }
+  return IR_OK;
+}
+
+/* Host and device output: each surface counted, the extractor's mesh buffers grown to hold it
+ * (keeping the surfaces before), then generated. */
+static ir_status extract_appending(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, ir_extract_stats *stats,
+                                   char err[IR_ERR_LEN]) {
+  struct ir_gpu_extract *x = ex->gpu;
+  const bool colors = job->colors != IR_EXTRACT_COLORS_NONE;
+  for (int s = 0; s < job->surface_count; s++) {
+    surface_counts k;
+    size_t v0 = mesh->vertex_count, t0 = mesh->triangle_count;
+    mesh->surface_vertex_start[s] = v0;
+    mesh->surface_triangle_start[s] = t0;
+    ir_status st = count_surface(ex, job, s, true, v0, t0, &k, stats, err);
+    if (st != IR_OK) return st;
+    if (k.active == 0) continue;
+    size_t vn = v0 + k.vertices, tn = t0 + k.triangles;
+    if (!k.generated) {
+      bool grew = false;
+      if ((st = reserve_mesh(x, vn, tn, colors, v0, t0, &grew, err)) != IR_OK) return st;
+      if (stats && grew) stats->grew = true;
+    }
+    if ((st = generate_surface(ex, job, s, k, own_arrays(x), v0, t0, stats, err)) != IR_OK) return st;
+    mesh->vertex_count = vn;
+    mesh->triangle_count = tn;
+  }
+  return IR_OK;
+}
+
+/* Whether p is memory the extractor's device can write (device or managed, on that device). */
+static bool device_writable(const void *p, int device) {
+  if (!p) return true;
+  cudaPointerAttributes attr;
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return (attr.type == cudaMemoryTypeDevice && attr.device == device) || attr.type == cudaMemoryTypeManaged;
+}
+
+/* Caller output: every surface counted first for the totals, the caller's arrays asked for, then
+ * the last surface generated from the tables its count left, and the others counted again and
+ * generated (one surface's tables at a time). */
+static ir_status extract_into_caller(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, ir_extract_stats *stats,
+                                     char err[IR_ERR_LEN]) {
+  struct ir_gpu_extract *x = ex->gpu;
+  const int last = job->surface_count - 1;
+  surface_counts k;
+  size_t v = 0, t = 0;
+  for (int s = 0; s <= last; s++) {
+    ir_status st = count_surface(ex, job, s, false, v, t, &k, stats, err);
+    if (st != IR_OK) return st;
+    /* A surface counted only for the totals: its count phase is device time of its own. */
+    if (stats && s != last && k.active) {
+      stats->count_ms += elapsed(x->ev[0], x->ev[1]);
+      stats->device_ms += elapsed(x->ev[0], x->ev[1]);
+    }
+    mesh->surface_vertex_start[s] = v;
+    mesh->surface_triangle_start[s] = t;
+    v += k.vertices, t += k.triangles;
+  }
+  ir_status st = ir_mc_caller_arrays(job, v, t, mesh, err);
+  if (st != IR_OK) return st;
+  ir_mesh_arrays dest = {mesh->positions, mesh->normals, mesh->values, mesh->colors, mesh->triangles};
+  const void *given[5] = {dest.positions, dest.normals, dest.values, dest.colors, dest.triangles};
+  static const char *const names[5] = {"positions", "normals", "values", "colors", "triangles"};
+  for (int a = 0; a < 5; a++)
+    if (!device_writable(given[a], x->device)) {
+      snprintf(err, IR_ERR_LEN, "the allocate function gave %s array %p, which is not device memory of CUDA device %d "
+               "(the GPU extractor's)", names[a], given[a], x->device);
+      return IR_ERR_INPUT;
+    }
+  for (int j = 0; j <= last; j++) {
+    int s = j == 0 ? last : j - 1;
+    if (s != last) {
+      ir_extract_stats again; /* counted twice: the tally of bricks and cells once */
+      memset(&again, 0, sizeof again);
+      st = count_surface(ex, job, s, false, mesh->surface_vertex_start[s], mesh->surface_triangle_start[s], &k,
+                         &again, err);
+      if (st != IR_OK) return st;
+    }
+    st = generate_surface(ex, job, s, k, dest, mesh->surface_vertex_start[s], mesh->surface_triangle_start[s], stats,
+                          err);
+    if (st != IR_OK) return st;
   }
   return IR_OK;
 }
@@ -570,13 +689,13 @@ ir_status ir_gpu_extract(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, 
     }
     IR_GX_CUDA(cudaMemcpyAsync(x->d_colormap, job->colormap, floats * sizeof(float), cudaMemcpyHostToDevice, x->stream));
   }
-  for (int s = 0; s < job->surface_count; s++) {
-    ir_status st = extract_surface(ex, job, s, mesh, stats, err);
-    if (st != IR_OK) return st;
-  }
+  ir_status status = job->output == IR_MESH_CALLER ? extract_into_caller(ex, job, mesh, stats, err)
+                                                   : extract_appending(ex, job, mesh, stats, err);
+  if (status != IR_OK) return status;
   mesh->surface_vertex_start[job->surface_count] = mesh->vertex_count;
   mesh->surface_triangle_start[job->surface_count] = mesh->triangle_count;
   bool colors = job->colors != IR_EXTRACT_COLORS_NONE;
+  if (job->output == IR_MESH_CALLER) return IR_OK;
   if (job->output == IR_MESH_DEVICE) {
     mesh->positions = x->d_positions, mesh->normals = x->d_normals, mesh->values = x->d_values;
     mesh->colors = colors ? (uint8_t *)x->d_colors : NULL;

@@ -8,6 +8,7 @@ that are already in memory:
 - :func:`compact` and :func:`remove`: GPU stream compaction with a choice of five methods on
   CuPy and PyTorch arrays, on the caller's stream (NumPy arrays are compacted on the CPU);
 - :func:`marching_cubes`: isosurface meshes, a drop-in for scikit-image's, on the GPU or the CPU;
+  :class:`Extractor` for repeated meshes of one volume;
 - :func:`load`: every volume format the program opens, as a NumPy array.
 
 Volumes are read without a copy wherever they are: any array with the buffer protocol (NumPy),
@@ -38,6 +39,7 @@ __version__: str = _inkray.version
 
 __all__ = [
     "Camera",
+    "Extractor",
     "Frame",
     "Orbit",
     "Renderer",
@@ -501,6 +503,63 @@ def _extractor(kind: str, cuda_device: int, threads: int) -> tuple:
         return _EXTRACTORS[key]
 
 
+def _check_mc_options(gradient_direction: str, step_size: int, method: str, mask: Any, output: str,
+                      values: str) -> None:
+    if not hasattr(_inkray, "Extractor"):
+        raise RuntimeError("this build of inkray has no extraction module (extract/)")
+    if method not in ("lewiner", "lorensen"):
+        raise ValueError(f"method '{method}': use 'lewiner' or 'lorensen' (inkray draws both with one table)")
+    if gradient_direction not in ("descent", "ascent"):
+        raise ValueError(f"gradient_direction '{gradient_direction}': use 'descent' or 'ascent'")
+    if step_size != 1:
+        raise ValueError(f"step_size {step_size}: inkray extracts at every voxel (step_size=1)")
+    if mask is not None:
+        raise ValueError("mask is not supported: set the voxels outside the mask below the level instead")
+    if output not in ("numpy", "device"):
+        raise ValueError(f"output '{output}': use numpy or device")
+    if values not in ("local", "isovalue", "gradient"):
+        raise ValueError(f"values '{values}': use local, isovalue or gradient")
+
+
+def _extractable(volume: Any) -> Any:
+    """volume, or a float32 copy of it when its dtype is a real type inkray does not read in place."""
+    dtype = str(getattr(volume, "dtype", "")).replace("torch.", "")
+    if dtype and dtype not in _EXTRACT_TYPES and np.dtype(dtype).kind in "biuf":
+        return _arrays.as_float32(volume)
+    return volume
+
+
+def _place(volume: Any, device: Optional[str]) -> Tuple[Any, bool, str, int]:
+    """(volume, on_gpu, kind, cuda_device): where the extraction runs and what it reads (a device
+    volume comes to the host for the CPU, in the same memory order)."""
+    on_gpu = _arrays.on_device(volume)
+    kind = device or ("gpu" if on_gpu or cuda_device_count() > 0 else "cpu")
+    if kind == "cpu" and on_gpu:
+        volume, on_gpu = _arrays.to_numpy(volume), False
+    cuda_device = int(volume.__dlpack_device__()[1]) if on_gpu and hasattr(volume, "__dlpack_device__") else 0
+    return volume, on_gpu, kind, cuda_device
+
+
+def _extract_mesh(impl: Any, like: Any, on_gpu: bool, level: float, output: str, compaction: str, values: str,
+                  gradient_direction: str) -> Tuple[Any, Any, Any, Any]:
+    """One extraction from impl's grid, returned as marching_cubes returns it. Device arrays come
+    from the allocator of like's library (CuPy for a host volume, else PyTorch) and are written
+    by the extraction itself, on the volume's device."""
+    to_device = impl.device == "gpu" and (output == "device" or on_gpu)
+    options = dict(method=compaction, values=values, array_axes=True, ascent=gradient_direction == "ascent")
+    if to_device:
+        allocate, stream = _arrays.mesh_allocator(_arrays.device_library(like), impl.cuda_device)
+        pos, nrm, val, tri, _ = impl.extract(level, output="caller", allocate=allocate, stream=stream, **options)
+    else:
+        pos, nrm, val, tri, _ = impl.extract(level, output="numpy", **options)
+        pos, nrm, val, tri = (np.asarray(a) for a in (pos, nrm, val, tri))
+    if len(tri) == 0:
+        raise ValueError(f"no surface at level {level}: the volume's values do not cross it")
+    if output == "numpy" and to_device:
+        pos, tri, nrm, val = (_arrays.to_numpy(a) for a in (pos, tri, nrm, val))
+    return pos, tri, nrm, val
+
+
 def marching_cubes(
     volume: Any,
     level: Optional[float] = None,
@@ -534,10 +593,15 @@ def marching_cubes(
     It runs inkray's extraction (``extract/``): on the GPU when there is one (``device=None``) or
     the volume is on it, else the CPU reference on all cores (``threads``); both give the same
     mesh. ``compaction`` picks the GPU's compaction method. ``output='device'`` returns CuPy
-    arrays or PyTorch tensors (those of the volume; for a NumPy volume CuPy when installed).
-    Volumes of uint8, int16, uint16 and float32 are read in place; other real dtypes are
-    converted to float32 first. ``level`` defaults to the middle of the value range, as in
-    scikit-image.
+    arrays or PyTorch tensors (those of the volume; for a NumPy volume CuPy when installed),
+    allocated by that library on the volume's device once the mesh's size is known and written
+    by the extraction itself (no copy); the call returns once they are complete. Volumes of
+    uint8, int16, uint16 and float32 are read in place; other real dtypes are converted to
+    float32 first. ``level`` defaults to the middle of the value range, as in scikit-image.
+
+    Each call computes the volume's brick value ranges afresh (one pass over the volume), so it
+    always sees the array's current values. For repeated calls on one volume, :class:`Extractor`
+    computes them once.
 
     Differences from scikit-image: one case table ('lewiner' and 'lorensen' give the same mesh,
     the classic Lorensen-Cline table with the ambiguity rule of docs/extract.md), a voxel equal
@@ -545,48 +609,110 @@ def marching_cubes(
     (so no triangle is degenerate: ``allow_degenerate`` has nothing to remove), ``step_size``
     must be 1 and ``mask`` is not supported. A level the data does not cross raises ValueError.
     """
-    if not hasattr(_inkray, "Extractor"):
-        raise RuntimeError("this build of inkray has no extraction module (extract/)")
-    if method not in ("lewiner", "lorensen"):
-        raise ValueError(f"method '{method}': use 'lewiner' or 'lorensen' (inkray draws both with one table)")
-    if gradient_direction not in ("descent", "ascent"):
-        raise ValueError(f"gradient_direction '{gradient_direction}': use 'descent' or 'ascent'")
-    if step_size != 1:
-        raise ValueError(f"step_size {step_size}: inkray extracts at every voxel (step_size=1)")
-    if mask is not None:
-        raise ValueError("mask is not supported: set the voxels outside the mask below the level instead")
-    if output not in ("numpy", "device"):
-        raise ValueError(f"output '{output}': use numpy or device")
-    if values not in ("local", "isovalue", "gradient"):
-        raise ValueError(f"values '{values}': use local, isovalue or gradient")
-    on_gpu = _arrays.on_device(volume)
-    dtype = str(getattr(volume, "dtype", "")).replace("torch.", "")
-    if dtype and dtype not in _EXTRACT_TYPES and np.dtype(dtype).kind in "biuf":
-        volume = _arrays.as_float32(volume)
+    _check_mc_options(gradient_direction, step_size, method, mask, output, values)
+    volume = _extractable(volume)
     if level is None:
         lo, hi = _arrays.value_range(volume)
         level = 0.5 * (lo + hi)
-    kind = device or ("gpu" if on_gpu or cuda_device_count() > 0 else "cpu")
-    if kind == "cpu" and on_gpu:  # the CPU reads host memory (the mesh's array order is the same)
-        volume, on_gpu = _arrays.to_numpy(volume), False
-    cuda_device = int(volume.__dlpack_device__()[1]) if on_gpu and hasattr(volume, "__dlpack_device__") else 0
+    volume, on_gpu, kind, cuda_device = _place(volume, device)
     extractor, lock = _extractor(kind, cuda_device, threads)
-    to_device = kind == "gpu" and (output == "device" or on_gpu)
     with lock:
         extractor.set_grid(volume, spacing, stream=_arrays.current_stream(volume))
-        pos, nrm, val, tri, _ = extractor.extract(
-            float(level), method=compaction, output="device" if to_device else "numpy", values=values,
-            array_axes=True, ascent=gradient_direction == "ascent")
-        if to_device:  # the extractor's buffers serve its next call: copy them out now
-            pos, nrm, val, tri = (_arrays.device_copy(a, volume) for a in (pos, nrm, val, tri))
-        extractor.release_grid()  # a cached extractor keeps no volume alive
-    if not to_device:
-        pos, nrm, val, tri = (np.asarray(a) for a in (pos, nrm, val, tri))
-    if len(tri) == 0:
-        raise ValueError(f"no surface at level {level}: the volume's values do not cross it")
-    if output == "numpy" and to_device:
-        pos, tri, nrm, val = (_arrays.to_numpy(a) for a in (pos, tri, nrm, val))
-    return pos, tri, nrm, val
+        try:
+            return _extract_mesh(extractor, volume, on_gpu, float(level), output, compaction, values,
+                                 gradient_direction)
+        finally:
+            extractor.release_grid()  # a cached extractor keeps no volume alive
+
+
+class Extractor:
+    """Marching cubes of one volume, repeated: ``Extractor(volume).marching_cubes(level)`` gives
+    what ``marching_cubes(volume, level)`` gives, without computing the volume's brick value
+    ranges again at every call (a level slider, a sweep over isovalues).
+
+    The Extractor is a snapshot, as a :class:`Renderer` is: it extracts from the volume as it
+    was when given (at construction or :meth:`set_volume`), never from later changes to the
+    array, so that its brick ranges cannot go stale. A CuPy or PyTorch volume is copied once on
+    its device (the Extractor holds the copy: one more volume's worth of GPU memory), a NumPy
+    volume is uploaded once to the GPU (or copied once for the CPU). Call :meth:`set_volume`
+    with the changed array to extract from its new values.
+
+    ``volume``, ``spacing``, ``device`` and ``threads`` mean what they mean for
+    :func:`marching_cubes`; each Extractor has its own extraction state (scratch buffers, CUDA
+    stream), kept between calls. Calls run one at a time per Extractor.
+    """
+
+    def __init__(
+        self,
+        volume: Any,
+        spacing: Sequence[float] = (1.0, 1.0, 1.0),
+        *,
+        device: Optional[str] = None,
+        threads: int = 0,
+    ):
+        if not hasattr(_inkray, "Extractor"):
+            raise RuntimeError("this build of inkray has no extraction module (extract/)")
+        volume, on_gpu, kind, cuda_device = _place(_extractable(volume), device)
+        self._lock = threading.Lock()
+        self._impl = _inkray.Extractor(kind, cuda_device=cuda_device, threads=threads)
+        self._on_gpu = False
+        self._range: Optional[Tuple[float, float]] = None
+        self._like: Any = None
+        self._take(volume, on_gpu, spacing)
+
+    @property
+    def device(self) -> str:
+        """'gpu' or 'cpu'."""
+        return self._impl.device
+
+    def set_volume(self, volume: Any, spacing: Sequence[float] = (1.0, 1.0, 1.0)) -> None:
+        """Takes a new volume (or the changed values of the same array), as the constructor does;
+        on the Extractor's device (a volume on another GPU raises ValueError)."""
+        converted = _extractable(volume)
+        on_gpu = _arrays.on_device(converted)
+        if self.device == "cpu" and on_gpu:
+            converted, on_gpu = _arrays.to_numpy(converted), False
+        self._take(converted, on_gpu, spacing)
+
+    def _take(self, volume: Any, on_gpu: bool, spacing: Sequence[float]) -> None:
+        # What the extractor reads in place is a copy only it holds: device arrays (GPU) and host
+        # arrays (CPU). A host array for the GPU is uploaded by set_grid, a copy of its own; its
+        # value range (for level=None) is taken now, while it holds the values uploaded.
+        kept = on_gpu or self.device == "cpu"
+        if kept and _arrays.contiguous(volume):  # else set_grid says what to pass instead
+            volume = _arrays.snapshot(volume)
+        with self._lock:
+            self._impl.set_grid(volume, spacing, stream=_arrays.current_stream(volume))
+            self._on_gpu = on_gpu
+            self._range = None if kept else _arrays.value_range(volume)
+            # The snapshot (for the value range and the library of the device arrays returned);
+            # for an uploaded host array only its library matters.
+            self._like = volume if kept else np.empty(0, np.float32)
+
+    def marching_cubes(
+        self,
+        level: Optional[float] = None,
+        *,
+        gradient_direction: str = "descent",
+        step_size: int = 1,
+        allow_degenerate: bool = True,
+        method: str = "lewiner",
+        mask: Any = None,
+        output: str = "numpy",
+        compaction: str = "ink-compact",
+        values: str = "local",
+    ) -> Tuple[Any, Any, Any, Any]:
+        """``verts, faces, normals, values`` of the volume at ``level``: the arguments and the
+        result are :func:`marching_cubes`'s. ``level`` defaults to the middle of the volume's
+        value range (computed once)."""
+        _check_mc_options(gradient_direction, step_size, method, mask, output, values)
+        with self._lock:
+            if level is None:
+                if self._range is None:
+                    self._range = _arrays.value_range(self._like)
+                level = 0.5 * (self._range[0] + self._range[1])
+            return _extract_mesh(self._impl, self._like, self._on_gpu, float(level), output, compaction, values,
+                                 gradient_direction)
 
 
 # ---- Loading ---------------------------------------------------------------------------------------------

@@ -127,29 +127,66 @@ def check_indices(indices: Any, n: int) -> None:
         raise ValueError(f"indices: {k - distinct} of the {k} indices are listed more than once; list each once")
 
 
-def device_copy(device_array: Any, like: Any) -> Any:
-    """A new array of like's library (CuPy when like is a host array and CuPy is installed, else
-    PyTorch) holding a copy of an inkray DeviceArray, on the current stream."""
+def device_library(like: Any) -> str:
+    """The library whose device arrays stand for like's: 'cupy' or 'torch' for theirs, else CuPy
+    when it is installed, else PyTorch; ValueError when neither is."""
     lib = library_of(like)
-    if lib not in ("cupy", "torch"):
+    if lib in ("cupy", "torch"):
+        return lib
+    for candidate in ("cupy", "torch"):
         try:
-            import cupy  # noqa: F401
-
-            lib = "cupy"
+            __import__(candidate)
+            return candidate
         except ImportError:
-            try:
-                import torch  # noqa: F401
+            pass
+    raise ValueError("output='device' needs CuPy or PyTorch to hold the arrays")
 
-                lib = "torch"
-            except ImportError:
-                raise ValueError("output='device' needs CuPy or PyTorch to hold the arrays") from None
+
+def mesh_allocator(lib: str, device_id: int) -> tuple:
+    """(allocate, stream): allocate(vertices, triangles) -> (positions (V, 3), normals (V, 3),
+    values (V,) float32, triangles (F, 3) int32), new uninitialised arrays of lib ('cupy' or
+    'torch') on device_id from the library's allocator, on its current stream there, whose
+    cudaStream_t (an int) comes second: the extraction orders its writes after that stream's work."""
     if lib == "cupy":
         import cupy
 
-        return cupy.asarray(device_array).copy()
+        def allocate_cupy(vertices: int, triangles: int) -> tuple:
+            with cupy.cuda.Device(device_id):
+                return (cupy.empty((vertices, 3), cupy.float32), cupy.empty((vertices, 3), cupy.float32),
+                        cupy.empty(vertices, cupy.float32), cupy.empty((triangles, 3), cupy.int32))
+
+        return allocate_cupy, int(cupy.cuda.get_current_stream(device_id).ptr)
     import torch
 
-    return torch.from_dlpack(device_array).clone()
+    device = torch.device("cuda", device_id)
+
+    def allocate_torch(vertices: int, triangles: int) -> tuple:
+        return (torch.empty((vertices, 3), dtype=torch.float32, device=device),
+                torch.empty((vertices, 3), dtype=torch.float32, device=device),
+                torch.empty(vertices, dtype=torch.float32, device=device),
+                torch.empty((triangles, 3), dtype=torch.int32, device=device))
+
+    return allocate_torch, int(torch.cuda.current_stream(device).cuda_stream)
+
+
+def contiguous(volume: Any) -> bool:
+    """Whether a NumPy, CuPy or PyTorch array is C- or Fortran-contiguous (other objects: True)."""
+    if library_of(volume) == "torch":
+        return volume.is_contiguous() or volume.permute(*reversed(range(volume.dim()))).is_contiguous()
+    flags = getattr(volume, "flags", None)
+    return flags is None or bool(flags.c_contiguous or flags.f_contiguous)
+
+
+def snapshot(volume: Any) -> Any:
+    """A copy of a NumPy, CuPy or PyTorch array in its own library and place, with its memory
+    layout (a Fortran-ordered array stays Fortran-ordered: its axes keep their meaning)."""
+    lib = library_of(volume)
+    if lib == "cupy":
+        with volume.device:  # CuPy copies onto the current device
+            return volume.copy(order="K")
+    if lib == "torch":
+        return volume.clone()  # preserve_format: a dense tensor keeps its strides
+    return np.array(volume, copy=True, order="K")
 
 
 def to_numpy(array: Any) -> np.ndarray:

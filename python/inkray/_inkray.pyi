@@ -1,7 +1,7 @@
 """Type stubs of the extension module inkray._inkray (python/src). The public API is the package
 around it (inkray/__init__.py), which has its own annotations."""
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 version: str
 
@@ -94,6 +94,7 @@ class Extractor:
     def extract(
         self, isovalue: float, *, method: str = "ink-compact", output: str = "numpy", values: str = "isovalue",
         array_axes: bool = False, ascent: bool = False,
+        allocate: Optional[Callable[[int, int], Tuple[Any, Any, Any, Any]]] = None, stream: Optional[int] = None,
     ) -> Tuple[Any, Any, Any, Any, Dict[str, Any]]: ...
     @property
     def device(self) -> str: ...

@@ -6,8 +6,10 @@
  * nothing. The grid is an array read without a copy: a device array is used in place by the
  * GPU extractor, a host array is uploaded (GPU) or referenced (CPU) - held until the next grid.
  * Host meshes come back as HostBuffers over the module's own arrays (GPU: pinned blocks of the
- * transfer module's cache, given back with ir_mesh_free when the last of them goes); device meshes as DeviceArrays over the extractor's buffers, valid
- * until its next call, which the package copies into arrays of the caller's library.
+ * transfer module's cache, given back with ir_mesh_free when the last of them goes); device meshes
+ * as DeviceArrays over the extractor's buffers, valid until its next call; or (output='caller') in
+ * arrays a Python function allocates once the counts are known, written by the extraction itself
+ * (IR_MESH_CALLER): the package hands CuPy and PyTorch arrays back so, without a copy.
  * values='local' asks the extraction for scikit-image's per-vertex values (the largest value
  * range of the cells around the vertex's edge, IR_EXTRACT_VALUES_LOCAL_RANGE), computed as each
  * vertex is written on whichever device extracts.
@@ -51,6 +53,7 @@ typedef struct extractor_obj {
   void *grid_copy;       /* a device array copied to the host for the CPU extractor */
   bool have_grid;
   bool c_order;
+  cudaEvent_t ordered;   /* output='caller': the allocating stream's point the extractor's waits for */
   PyThread_type_lock lock;
 } extractor_obj;
 
@@ -75,6 +78,7 @@ static void extractor_dealloc(PyObject *obj) {
     bool gpu = self->device == IR_EXTRACT_GPU;
     if (gpu) irpy_device_enter(self->cuda_device, &guard);
     ir_extractor_destroy(self->ex);
+    if (self->ordered) cudaEventDestroy(self->ordered);
     if (gpu) irpy_device_restore(&guard);
   }
   drop_grid(self);
@@ -203,33 +207,145 @@ static PyObject *extract_stats(const ir_extract_stats *s) {
                        s->grew ? Py_True : Py_False);
 }
 
+/* ---- output='caller': the mesh in arrays a Python function allocates ------------------------------------- */
+typedef struct caller_alloc {
+  PyObject *allocate;       /* allocate(vertices, triangles) -> (positions, normals, values, triangles) */
+  bool gpu;
+  int cuda_device;
+  cudaStream_t stream;      /* the extractor's */
+  cudaStream_t allocating;  /* the arrays' allocation stream (DLPack's consumer stream), or the extractor's */
+  bool wait;                /* the extractor's stream waits for `allocating` through `ordered` */
+  cudaEvent_t *ordered;
+  PyObject *items[4];       /* the arrays allocate returned, handed back as the result */
+  irpy_array views[4];
+  int viewed;
+  bool raised;              /* a Python exception is pending (allocate raised, or an array was refused) */
+} caller_alloc;
+
+/* Checks one of the allocated arrays: on the extractor's device, of its dtype, C-contiguous,
+ * writable, (rows, columns) or (rows,). Raises ValueError and returns -1 otherwise. */
+static int check_caller_array(const caller_alloc *c, const irpy_array *a, const char *name, bool integer,
+                              size_t rows, int columns) {
+  bool dtype_ok = integer ? a->dtype == IRPY_INT32 || a->dtype == IRPY_UINT32 : a->dtype == IRPY_FLOAT32;
+  bool shape_ok = a->ndim == (columns > 1 ? 2 : 1) && (size_t)a->shape[0] == rows &&
+                  (columns == 1 || a->shape[1] == columns);
+  char shape[96];
+  irpy_shape_text(a, shape, sizeof shape);
+  if (c->gpu && (!a->device || a->device_id != c->cuda_device))
+    irpy_error(PyExc_ValueError, "allocate: %s must be a device array on CUDA device %d (the extractor's)", name,
+               c->cuda_device);
+  else if (!c->gpu && a->device)
+    irpy_error(PyExc_ValueError, "allocate: %s must be a host array for the CPU extractor", name);
+  else if (!dtype_ok)
+    irpy_error(PyExc_ValueError, "allocate: %s is %s; give %s", name, irpy_dtype_name(a->dtype),
+               integer ? "int32 (or uint32)" : "float32");
+  else if (!shape_ok)
+    irpy_error(PyExc_ValueError, "allocate: %s has shape %s; give (%zu%s)", name, shape, rows,
+               columns == 3 ? ", 3" : ",");
+  else if (!irpy_array_c_contiguous(a) || a->readonly)
+    irpy_error(PyExc_ValueError, "allocate: %s must be C-contiguous and writable", name);
+  else
+    return 0;
+  return -1;
+}
+
+/* ir_mesh_allocate_fn, called inside ir_extract with the GIL released: takes the GIL back for the
+ * Python function, borrows its arrays' memory and hands it to the extraction. */
+static ir_status allocate_from_python(void *user, size_t vertices, size_t triangles, bool colors, ir_mesh_arrays *out,
+                                      char err[IR_ERR_LEN]) {
+  caller_alloc *c = user;
+  static const char *const names[4] = {"positions", "normals", "values", "triangles"};
+  static const int columns[4] = {3, 3, 1, 3};
+  (void)colors; /* the package asks for no colours */
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject *fast = NULL, *r = PyObject_CallFunction(c->allocate, "nn", (Py_ssize_t)vertices, (Py_ssize_t)triangles);
+  if (!r) goto raised;
+  fast = PySequence_Fast(r, "allocate must return (positions, normals, values, triangles)");
+  if (!fast) goto raised;
+  if (PySequence_Fast_GET_SIZE(fast) != 4) {
+    irpy_error(PyExc_ValueError, "allocate returned %zd arrays; return (positions, normals, values, triangles)",
+               PySequence_Fast_GET_SIZE(fast));
+    goto raised;
+  }
+  for (int k = 0; k < 4; k++) {
+    irpy_array *a = &c->views[k];
+    if (irpy_array_get(PySequence_Fast_GET_ITEM(fast, k), names[k], c->gpu ? c->allocating : NULL, a) != 0)
+      goto raised;
+    c->viewed++;
+    if (check_caller_array(c, a, names[k], k == 3, k == 3 ? triangles : vertices, columns[k]) != 0) goto raised;
+  }
+  if (c->wait) {
+    /* Memory a stream-ordered pool hands back may still be in use by work queued on the allocating
+     * stream: the extraction's writes go after it. One event for the four arrays (the producers
+     * saw their own stream as the consumer's: nothing to order on their side). */
+    cudaError_t e = *c->ordered ? cudaSuccess : cudaEventCreateWithFlags(c->ordered, cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventRecord(*c->ordered, c->allocating);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, *c->ordered, 0);
+    if (e != cudaSuccess) {
+      irpy_raise_cuda(e, "ordering the extraction after the arrays' stream");
+      goto raised;
+    }
+  }
+  out->positions = c->views[0].data, out->normals = c->views[1].data, out->values = c->views[2].data;
+  out->triangles = c->views[3].data;
+  for (int k = 0; k < 4; k++) c->items[k] = Py_NewRef(PySequence_Fast_GET_ITEM(fast, k));
+  Py_DECREF(fast);
+  Py_DECREF(r);
+  PyGILState_Release(gil);
+  return IR_OK;
+raised:
+  c->raised = true;
+  snprintf(err, IR_ERR_LEN, "the allocate function failed");
+  Py_XDECREF(fast);
+  Py_XDECREF(r);
+  PyGILState_Release(gil);
+  return IR_ERR_RUNTIME;
+}
+
+/* Lets go of the borrowed memory (the arrays themselves stay in items). */
+static void release_caller_views(caller_alloc *c) {
+  for (int k = 0; k < c->viewed; k++) irpy_array_release(&c->views[k]);
+  c->viewed = 0;
+}
+
 /* extract(isovalue, *, method='ink-compact', output='numpy', values='isovalue'; or 'gradient', 'local',
- *         array_axes=False, ascent=False)
+ *         array_axes=False, ascent=False, allocate=None, stream=None)
  * -> (positions (V, 3) x y z, normals (V, 3), values (V,), triangles (F, 3) int32, stats).
+ * output='caller': allocate(V, F) returns the four arrays (device arrays on the extractor's device
+ * for the GPU, host arrays for the CPU; float32, int32 triangles, C order), called once the counts
+ * are known; the extraction writes into them and they are returned. stream: the CUDA stream allocate
+ * allocates on (the library's current one); the extraction's writes wait for the work queued on it
+ * (without it, each array's producer is asked to order its work before the extractor's stream).
  * array_axes: positions and normals in the array's axis order (z, y, x for a C-order array) and
  * triangles wound as scikit-image winds them for gradient_direction 'descent' (or 'ascent'),
  * written so by the extraction itself. */
 static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwargs) {
-  static char *keywords[] = {"isovalue", "method", "output", "values", "array_axes", "ascent", NULL};
+  static char *keywords[] = {"isovalue", "method", "output", "values", "array_axes", "ascent", "allocate",
+                             "stream", NULL};
   extractor_obj *self = (extractor_obj *)obj;
   double isovalue = 0;
   const char *method = "ink-compact", *output = "numpy", *values = "isovalue";
   int array_axes = 0, ascent = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$ssspp", keywords, &isovalue, &method, &output, &values,
-                                   &array_axes, &ascent))
+  PyObject *allocate = Py_None, *stream_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "d|$sssppOO", keywords, &isovalue, &method, &output, &values,
+                                   &array_axes, &ascent, &allocate, &stream_obj))
     return NULL;
+  cudaStream_t allocating = NULL;
+  if (irpy_stream_from_object(stream_obj, &allocating) != 0) return NULL;
   if (!isfinite(isovalue)) return irpy_error(PyExc_ValueError, "level %g: must be a finite number", isovalue);
   ir_extract_desc desc = {.surface_count = 1};
   desc.isovalues[0] = (float)isovalue;
   if (!ir_compact_method_parse(method, &desc.method))
     return irpy_error(PyExc_ValueError,
                       "compaction '%s': use one of ink-compact, ink-collate, thrust, jumping-jack, redzone", method);
-  bool device_out = strcmp(output, "device") == 0;
-  if (!device_out && strcmp(output, "numpy") != 0)
-    return irpy_error(PyExc_ValueError, "output '%s': use numpy or device", output);
+  bool device_out = strcmp(output, "device") == 0, caller_out = strcmp(output, "caller") == 0;
+  if (!device_out && !caller_out && strcmp(output, "numpy") != 0)
+    return irpy_error(PyExc_ValueError, "output '%s': use numpy, device or caller", output);
   if (device_out && self->device != IR_EXTRACT_GPU)
     return irpy_error(PyExc_ValueError, "output='device' needs the GPU extractor (device='gpu')");
-  desc.output = device_out ? IR_MESH_DEVICE : IR_MESH_HOST;
+  if (caller_out != (allocate != Py_None) || (caller_out && !PyCallable_Check(allocate)))
+    return irpy_error(PyExc_ValueError, "allocate: give a function with output='caller' (and only then)");
+  desc.output = caller_out ? IR_MESH_CALLER : device_out ? IR_MESH_DEVICE : IR_MESH_HOST;
   if (strcmp(values, "isovalue") == 0) desc.values = IR_EXTRACT_VALUES_ISOVALUE;
   else if (strcmp(values, "gradient") == 0) desc.values = IR_EXTRACT_VALUES_GRADIENT;
   else if (strcmp(values, "local") == 0) desc.values = IR_EXTRACT_VALUES_LOCAL_RANGE;
@@ -252,6 +368,14 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   ir_status st;
   irpy_device_guard guard;
   bool gpu = self->device == IR_EXTRACT_GPU;
+  caller_alloc caller;
+  memset(&caller, 0, sizeof caller);
+  caller.allocate = allocate, caller.gpu = gpu, caller.cuda_device = self->cuda_device;
+  caller.stream = ir_extractor_stream(self->ex);
+  caller.wait = gpu && stream_obj != Py_None;
+  caller.allocating = caller.wait ? allocating : caller.stream;
+  caller.ordered = &self->ordered;
+  desc.allocate = allocate_from_python, desc.allocate_user = &caller;
   lock_extractor(self);
   Py_BEGIN_ALLOW_THREADS
   if (gpu) irpy_device_enter(self->cuda_device, &guard);
@@ -259,9 +383,15 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   if (gpu) irpy_device_restore(&guard);
   Py_END_ALLOW_THREADS
   PyThread_release_lock(self->lock);
-  if (st != IR_OK) {
+  release_caller_views(&caller);
+  if (st != IR_OK || caller_out) {
     Py_DECREF(owner);
-    return irpy_raise(st, err);
+    PyObject *stats_dict = st == IR_OK ? extract_stats(&stats) : NULL, *result = NULL;
+    if (stats_dict)
+      result = Py_BuildValue("(OOOON)", caller.items[0], caller.items[1], caller.items[2], caller.items[3], stats_dict);
+    for (int k = 0; k < 4; k++) Py_XDECREF(caller.items[k]);
+    if (st != IR_OK && !caller.raised) irpy_raise(st, err);
+    return result;
   }
   const ir_mesh *m = &owner->mesh;
   /* Device arrays belong to the extractor (valid until its next call), host arrays to `owner`. */
@@ -305,8 +435,9 @@ static PyMethodDef extractor_methods[] = {
     {"set_grid", (PyCFunction)(void (*)(void))extractor_set_grid, METH_VARARGS | METH_KEYWORDS,
      "set_grid(volume, spacing=None, *, stream=None): the array to extract from (spacing in its axis order)."},
     {"extract", (PyCFunction)(void (*)(void))extractor_extract, METH_VARARGS | METH_KEYWORDS,
-     "extract(isovalue, *, method, output, values, array_axes, ascent) -> (positions, normals, values, triangles, "
-     "stats)"},
+     "extract(isovalue, *, method, output, values, array_axes, ascent, allocate, stream) -> (positions, normals, "
+     "values, triangles, stats); output='caller': allocate(V, F) -> the four arrays the extraction writes into, "
+     "allocated on `stream`"},
     {"release_grid", extractor_release_grid, METH_NOARGS,
      "release_grid(): drop the volume (the next extract needs set_grid first)."},
     {NULL, NULL, 0, NULL},

@@ -1,7 +1,7 @@
 /* The CPU reference extraction (label cpu): the case table, the tie rule, closed surfaces of known
  * topology, positions on the analytic surface, counts against an independent count, clipping,
- * non-finite voxels, several surfaces, values and colours, and the argument checks. Small volumes:
- * the whole file runs in a second or two. */
+ * non-finite voxels, several surfaces, values and colours, the caller's arrays, and the argument
+ * checks. Small volumes: the whole file runs in a second or two. */
 #include "tests/check.h"
 #include "tests/extract/extract_test_util.h"
 
@@ -501,6 +501,105 @@ static void test_array_axes_layout(void) {
   free(v);
 }
 
+/* ---- The caller's arrays (IR_MESH_CALLER) ---------------------------------------------------------------- */
+/* An allocate function over malloc: it records what it was asked for and fails when told to. */
+typedef struct caller_arrays {
+  int calls;
+  size_t vertices, triangles;
+  bool colors, fail, forget_normals;
+  ir_mesh_arrays given;
+} caller_arrays;
+
+static ir_status allocate_host(void *user, size_t vertices, size_t triangles, bool colors, ir_mesh_arrays *a,
+                               char err[IR_ERR_LEN]) {
+  caller_arrays *c = user;
+  c->calls++;
+  c->vertices = vertices, c->triangles = triangles, c->colors = colors;
+  if (c->fail) {
+    snprintf(err, IR_ERR_LEN, "no room for %zu vertices", vertices);
+    return IR_ERR_RUNTIME;
+  }
+  a->positions = malloc((vertices ? vertices : 1) * 12);
+  a->normals = c->forget_normals ? NULL : malloc((vertices ? vertices : 1) * 12);
+  a->values = malloc((vertices ? vertices : 1) * 4);
+  a->colors = colors ? malloc((vertices ? vertices : 1) * 4) : NULL;
+  a->triangles = malloc((triangles ? triangles : 1) * 12);
+  c->given = *a;
+  return IR_OK;
+}
+
+static void free_given(caller_arrays *c) {
+  free(c->given.positions), free(c->given.normals), free(c->given.values), free(c->given.colors);
+  free(c->given.triangles);
+  memset(&c->given, 0, sizeof c->given);
+}
+
+static void test_caller_arrays_hold_the_host_mesh(void) {
+  const int n = 30;
+  float *v = make_shape(shape_sphere, n);
+  ir_extract_grid g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n);
+  ir_extract_desc d = one_surface(2.0f);
+  /* Three surfaces with colours and local values: every array, every offset. */
+  d.surface_count = 3, d.isovalues[1] = -3.0f, d.isovalues[2] = 0.5f;
+  d.values = IR_EXTRACT_VALUES_LOCAL_RANGE;
+  d.colors = IR_EXTRACT_COLORS_SURFACE;
+  for (int s = 0; s < 3; s++) d.surface_rgba[s][s] = 1.0f, d.surface_rgba[s][3] = 1.0f;
+  d.axes_zyx = true, d.flip_winding = true;
+  ir_mesh host = extract_cpu(&g, &d, 0);
+  CHECK(host.triangle_count > 1000);
+  caller_arrays c = {0};
+  d.output = IR_MESH_CALLER, d.allocate = allocate_host, d.allocate_user = &c;
+  ir_mesh mine = extract_cpu(&g, &d, 3);
+  CHECK_EQ_INT(c.calls, 1);
+  CHECK_EQ_INT(c.vertices, host.vertex_count);
+  CHECK_EQ_INT(c.triangles, host.triangle_count);
+  CHECK(c.colors);
+  CHECK(mine.borrowed && !mine.on_device && mine.positions == c.given.positions && mine.colors == c.given.colors);
+  CHECK(mesh_equal(&host, &mine, "caller's arrays against host output"));
+  ir_mesh_free(&mine); /* borrowed: the arrays stay */
+  CHECK(mine.positions == NULL);
+  free_given(&c);
+  /* One surface, no colours. */
+  d.surface_count = 1, d.colors = IR_EXTRACT_COLORS_NONE;
+  ir_mesh_free(&host);
+  d.output = IR_MESH_HOST;
+  host = extract_cpu(&g, &d, 0);
+  d.output = IR_MESH_CALLER;
+  c.calls = 0;
+  mine = extract_cpu(&g, &d, 0);
+  CHECK_EQ_INT(c.calls, 1);
+  CHECK(!c.colors && mine.colors == NULL);
+  CHECK(mesh_equal(&host, &mine, "one surface into the caller's arrays"));
+  free_given(&c);
+  /* An empty mesh still asks, with zero counts. */
+  d.isovalues[0] = 1e6f;
+  c.calls = 0;
+  mine = extract_cpu(&g, &d, 0);
+  CHECK_EQ_INT(c.calls, 1);
+  CHECK(c.vertices == 0 && c.triangles == 0 && mine.vertex_count == 0);
+  free_given(&c);
+  /* A failing allocator's status and message come back; a missing array is refused. */
+  d.isovalues[0] = 2.0f;
+  char err[IR_ERR_LEN];
+  ir_extractor *ex = NULL;
+  ir_extractor_desc xd = {.device = IR_EXTRACT_CPU};
+  CHECK(ir_extractor_create(&xd, &ex, err) == IR_OK);
+  CHECK(ir_extractor_set_grid(ex, &g, err) == IR_OK);
+  c.fail = true;
+  CHECK(ir_extract(ex, &d, &mine, NULL, err) == IR_ERR_RUNTIME);
+  CHECK_STR_CONTAINS(err, "no room for");
+  c.fail = false, c.forget_normals = true;
+  CHECK(ir_extract(ex, &d, &mine, NULL, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "no normals array");
+  free_given(&c);
+  d.allocate = NULL;
+  CHECK(ir_extract(ex, &d, &mine, NULL, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "no allocate function");
+  ir_extractor_destroy(ex);
+  ir_mesh_free(&host);
+  free(v);
+}
+
 /* ---- Argument checks ------------------------------------------------------------------------------------ */
 static void test_bad_arguments_are_refused_with_a_reason(void) {
   char err[IR_ERR_LEN];
@@ -585,6 +684,7 @@ int main(void) {
   RUN(test_values_and_colours);
   RUN(test_local_range_values);
   RUN(test_array_axes_layout);
+  RUN(test_caller_arrays_hold_the_host_mesh);
   RUN(test_bad_arguments_are_refused_with_a_reason);
   return check_summary();
 }

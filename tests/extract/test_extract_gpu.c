@@ -2,10 +2,11 @@
  * compaction method, run twice, must give the CPU's mesh byte for byte (positions, normals, values,
  * colours, triangles) on closed shapes, the fractal, random volumes full of ties and ambiguous
  * faces, real CT data, non-finite voxels, clipping, several surfaces with colours, grids not a
- * multiple of the brick size, device grids and device output. Also: repeated calls allocate
- * nothing, an empty surface, and a GPU too full for the mesh refused with a message, after which the
- * extractor works again. Meshes in pinned host memory, and mesh files written from device meshes
- * through the staging buffers, equal the plain ones byte for byte. On a mismatch it prints the first differing vertex or triangle and the
+ * multiple of the brick size, device grids, device output and the caller's device arrays. Also:
+ * repeated calls allocate nothing, an empty surface, and a GPU too full for the mesh refused with
+ * a message, after which the extractor works again. Meshes in pinned host memory, and mesh files
+ * written from device meshes through the staging buffers, equal the plain ones byte for byte. On a
+ * mismatch it prints the first differing vertex or triangle and the
  * counts of each stage.
  *
  * test_extract_gpu --small runs a reduced set (small volumes) for compute-sanitizer. */
@@ -290,6 +291,110 @@ static void test_pinned_mesh_and_files_from_the_device(void) {
   ir_volume_free(&v);
 }
 
+/* The caller's device arrays (IR_MESH_CALLER): several surfaces with colours, every method, the
+ * CPU's mesh byte for byte; arrays not in device memory are refused before anything is written. */
+typedef struct device_arrays {
+  int calls;
+  bool host; /* hand out host memory instead (refused) */
+  ir_mesh_arrays given;
+  size_t vertices, triangles;
+} device_arrays;
+
+static ir_status allocate_device(void *user, size_t vertices, size_t triangles, bool colors, ir_mesh_arrays *a,
+                                 char err[IR_ERR_LEN]) {
+  device_arrays *c = user;
+  c->calls++;
+  c->vertices = vertices, c->triangles = triangles;
+  void *p[5] = {NULL, NULL, NULL, NULL, NULL};
+  size_t bytes[5] = {12 * vertices + 1, 12 * vertices + 1, 4 * vertices + 1, colors ? 4 * vertices + 1 : 0,
+                     12 * triangles + 1};
+  for (int k = 0; k < 5; k++) {
+    if (!bytes[k]) continue;
+    if (c->host) p[k] = malloc(bytes[k]);
+    else if (cudaMalloc(&p[k], bytes[k]) != cudaSuccess) {
+      snprintf(err, IR_ERR_LEN, "cudaMalloc of %zu bytes failed", bytes[k]);
+      return IR_ERR_RUNTIME;
+    }
+  }
+  *a = (ir_mesh_arrays){(float *)p[0], (float *)p[1], (float *)p[2], (uint8_t *)p[3], (uint32_t *)p[4]};
+  c->given = *a;
+  return IR_OK;
+}
+
+static void release_arrays(device_arrays *c) {
+  void *p[5] = {c->given.positions, c->given.normals, c->given.values, c->given.colors, c->given.triangles};
+  for (int k = 0; k < 5; k++) c->host ? free(p[k]) : (void)cudaFree(p[k]);
+  memset(&c->given, 0, sizeof c->given);
+}
+
+static void test_caller_device_arrays(void) {
+  int n = small_mode ? 24 : 72;
+  float *v = make_shape(shape_two_spheres, n);
+  char err[IR_ERR_LEN];
+  ir_extract_grid g = grid_f32(v, (size_t)n, (size_t)n, (size_t)n);
+  ir_extract_desc d = one_surface(0.0f);
+  d.surface_count = 3, d.isovalues[1] = 2.0f, d.isovalues[2] = -1.5f;
+  d.values = IR_EXTRACT_VALUES_LOCAL_RANGE, d.colors = IR_EXTRACT_COLORS_SURFACE;
+  for (int s = 0; s < 3; s++) d.surface_rgba[s][s] = 1.0f, d.surface_rgba[s][3] = 1.0f;
+  d.axes_zyx = true;
+  ir_extractor *cpu = NULL, *gpu = NULL;
+  ir_extractor_desc cd = {.device = IR_EXTRACT_CPU}, gd = {.device = IR_EXTRACT_GPU};
+  CHECK(ir_extractor_create(&cd, &cpu, err) == IR_OK && ir_extractor_set_grid(cpu, &g, err) == IR_OK);
+  CHECK(ir_extractor_create(&gd, &gpu, err) == IR_OK);
+  CHECK_MSG(ir_extractor_set_grid(gpu, &g, err) == IR_OK, "%s", err);
+  for (int surfaces = 1; surfaces <= 3; surfaces += 2) {
+    d.surface_count = surfaces;
+    d.output = IR_MESH_HOST;
+    ir_mesh ref;
+    CHECK_MSG(ir_extract(cpu, &d, &ref, NULL, err) == IR_OK, "%s", err);
+    for (int method = 0; method < IR_COMPACT_METHOD_COUNT; method++) {
+      device_arrays c = {0};
+      d.method = (ir_compact_method)method;
+      d.output = IR_MESH_CALLER, d.allocate = allocate_device, d.allocate_user = &c;
+      ir_mesh m;
+      ir_extract_stats s;
+      CHECK_MSG(ir_extract(gpu, &d, &m, &s, err) == IR_OK, "%s", err);
+      CHECK_EQ_INT(c.calls, 1);
+      CHECK(m.on_device && m.borrowed && m.positions == c.given.positions);
+      CHECK_EQ_INT(c.vertices, ref.vertex_count);
+      CHECK_EQ_INT(c.triangles, ref.triangle_count);
+      ir_mesh h = m;
+      h.on_device = false, h.borrowed = false;
+      size_t nv = m.vertex_count, nt = m.triangle_count;
+      h.positions = malloc(12 * nv + 1), h.normals = malloc(12 * nv + 1), h.values = malloc(4 * nv + 1);
+      h.colors = malloc(4 * nv + 1), h.triangles = malloc(12 * nt + 1);
+      CHECK(cudaMemcpy(h.positions, m.positions, 12 * nv, cudaMemcpyDeviceToHost) == cudaSuccess);
+      CHECK(cudaMemcpy(h.normals, m.normals, 12 * nv, cudaMemcpyDeviceToHost) == cudaSuccess);
+      CHECK(cudaMemcpy(h.values, m.values, 4 * nv, cudaMemcpyDeviceToHost) == cudaSuccess);
+      CHECK(cudaMemcpy(h.colors, m.colors, 4 * nv, cudaMemcpyDeviceToHost) == cudaSuccess);
+      CHECK(cudaMemcpy(h.triangles, m.triangles, 12 * nt, cudaMemcpyDeviceToHost) == cudaSuccess);
+      char what[96];
+      snprintf(what, sizeof what, "%d surface(s) into the caller's arrays, %s", surfaces,
+               ir_compact_methods()[method].name);
+      CHECK(mesh_equal(&ref, &h, what));
+      if (method == 0) print_stats(what, &m, &s);
+      ir_mesh_free(&h);
+      ir_mesh_free(&m); /* borrowed: clears the struct only */
+      release_arrays(&c);
+    }
+    ir_mesh_free(&ref);
+  }
+  device_arrays c = {.host = true};
+  d.allocate_user = &c;
+  CHECK(ir_extract(gpu, &d, &(ir_mesh){0}, NULL, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "not device memory");
+  release_arrays(&c);
+  /* The extractor works on after the refusal. */
+  c = (device_arrays){0};
+  ir_mesh m;
+  CHECK_MSG(ir_extract(gpu, &d, &m, NULL, err) == IR_OK, "%s", err);
+  CHECK(m.triangle_count > 0);
+  release_arrays(&c);
+  ir_extractor_destroy(gpu);
+  ir_extractor_destroy(cpu);
+  free(v);
+}
+
 /* With the GPU nearly full, the extraction is refused with what it needs; once memory is back the
  * same extractor works. */
 static void test_full_gpu_is_refused_with_a_message(void) {
@@ -343,6 +448,7 @@ int main(int argc, char **argv) {
   RUN(test_values_and_colours);
   RUN(test_device_grid_and_output);
   RUN(test_pinned_mesh_and_files_from_the_device);
+  RUN(test_caller_device_arrays);
   if (!small_mode) RUN(test_full_gpu_is_refused_with_a_message);
   return check_summary();
 }

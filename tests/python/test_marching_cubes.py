@@ -2,7 +2,9 @@
 table inkray's extraction uses): on a sphere and a torus the same vertices (within 1e-4 voxels
 after sorting), the same triangle count, the same triangles as sets of vertex positions,
 scikit-image's winding, normals and values; axis order, spacing and Fortran order; bad input.
-GPU cases (the GPU extraction, CuPy and PyTorch arrays) skip without a device."""
+inkray.Extractor against fresh calls and the CPU path, and its snapshot rule; the mesh written
+into the caller's arrays (output='caller'). GPU cases (the GPU extraction, CuPy and PyTorch
+arrays) skip without a device."""
 
 from __future__ import annotations
 
@@ -176,3 +178,197 @@ def test_numpy_volume_with_device_output(cupy):
     reference = inkray.marching_cubes(volume, 0.0, device="cpu")
     for a, b in zip(inkray.marching_cubes(volume, 0.0, output="device"), reference):
         np.testing.assert_array_equal(cupy.asnumpy(a), b)
+
+
+# ---- Extractor: the brick ranges computed once, from a snapshot ---------------------------------------
+
+
+def assert_same_mesh(a, b):
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(inkray._arrays.to_numpy(x), inkray._arrays.to_numpy(y))
+
+
+def test_extractor_equals_marching_cubes_at_every_level_and_option():
+    volume = torus(36)
+    extractor = inkray.Extractor(volume, spacing=(1.0, 2.0, 0.5), device="cpu")
+    assert extractor.device == "cpu"
+    for level in (-2.0, 0.0, 1.5):
+        for options in ({}, {"values": "isovalue"}, {"values": "gradient", "gradient_direction": "ascent"}):
+            fresh = inkray.marching_cubes(volume, level, spacing=(1.0, 2.0, 0.5), device="cpu", **options)
+            assert_same_mesh(extractor.marching_cubes(level, **options), fresh)
+    # level=None: the middle of the value range, as marching_cubes takes it
+    assert_same_mesh(extractor.marching_cubes(), inkray.marching_cubes(volume, spacing=(1.0, 2.0, 0.5), device="cpu"))
+
+
+def test_extractor_is_a_snapshot_until_set_volume():
+    """Changing the array after the Extractor took it changes nothing (its brick ranges cannot go
+    stale); set_volume takes the new values."""
+    volume = sphere(32)
+    original = volume.copy()
+    before = inkray.marching_cubes(volume, 0.0, device="cpu")
+    extractor = inkray.Extractor(volume, device="cpu")
+    volume += 3.0  # in place: a larger sphere, and bricks that had no surface now have one
+    after = inkray.marching_cubes(volume, 0.0, device="cpu")
+    assert len(after[0]) > len(before[0])
+    assert_same_mesh(extractor.marching_cubes(0.0), before)
+    assert_same_mesh(extractor.marching_cubes(), inkray.marching_cubes(original, device="cpu"))
+    extractor.set_volume(volume)
+    assert_same_mesh(extractor.marching_cubes(0.0), after)
+
+
+def test_extractor_fortran_order_and_other_dtypes():
+    volume = np.asfortranarray(torus(28)[:, 2:, :])
+    assert_same_mesh(inkray.Extractor(volume, device="cpu").marching_cubes(0.0),
+                     inkray.marching_cubes(volume, 0.0, device="cpu"))
+    volume = sphere(20).astype(np.float64)
+    assert_same_mesh(inkray.Extractor(volume, device="cpu").marching_cubes(0.0),
+                     inkray.marching_cubes(volume, 0.0, device="cpu"))
+
+
+def test_extractor_bad_arguments():
+    extractor = inkray.Extractor(sphere(12), device="cpu")
+    with pytest.raises(ValueError, match="method 'dual'"):
+        extractor.marching_cubes(0.0, method="dual")
+    with pytest.raises(ValueError, match="no surface at level"):
+        extractor.marching_cubes(1e6)
+    with pytest.raises(ValueError, match="not contiguous"):
+        inkray.Extractor(sphere(8)[:, ::2, :], device="cpu")
+
+
+# ---- output='caller': the mesh written into arrays the caller allocates (the C library's IR_MESH_CALLER) ----
+
+
+def host_allocator(calls):
+    def allocate(vertices, triangles):
+        calls.append((vertices, triangles))
+        return (np.empty((vertices, 3), np.float32), np.empty((vertices, 3), np.float32),
+                np.empty(vertices, np.float32), np.empty((triangles, 3), np.int32))
+    return allocate
+
+
+def test_caller_arrays_on_the_cpu_equal_the_host_mesh():
+    impl = inkray._inkray.Extractor("cpu")
+    impl.set_grid(torus(30))
+    reference = [np.asarray(a) for a in impl.extract(0.0, values="local", array_axes=True)[:4]]
+    calls = []
+    result = impl.extract(0.0, values="local", array_axes=True, output="caller", allocate=host_allocator(calls))
+    assert calls == [(len(reference[0]), len(reference[3]))]
+    for a, b in zip(result[:4], reference):
+        assert isinstance(a, np.ndarray)
+        np.testing.assert_array_equal(a, b)
+    empty = impl.extract(1e6, output="caller", allocate=host_allocator(calls))
+    assert calls[-1] == (0, 0) and empty[0].shape == (0, 3) and empty[3].shape == (0, 3)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda v, t: (np.empty((v, 3), np.float32),) * 3, "returned 3 arrays"),
+        (lambda v, t: (np.empty((v, 3), np.float64),) * 2 + (np.empty(v, np.float32), np.empty((t, 3), np.int32)),
+         "positions is float64; give float32"),
+        (lambda v, t: (np.empty((v, 3), np.float32),) * 2 + (np.empty(v + 1, np.float32), np.empty((t, 3), np.int32)),
+         r"values has shape"),
+        (lambda v, t: (np.empty((v, 3), np.float32),) * 2 + (np.empty(v, np.float32),
+                                                            np.empty((3, t), np.int32).T), "C-contiguous"),
+    ],
+)
+def test_caller_arrays_that_do_not_fit_are_refused(bad, message):
+    impl = inkray._inkray.Extractor("cpu")
+    impl.set_grid(sphere(16))
+    with pytest.raises(ValueError, match=message):
+        impl.extract(0.0, output="caller", allocate=bad)
+    impl.extract(0.0)  # the extractor works on
+
+
+def test_an_allocator_exception_comes_through():
+    impl = inkray._inkray.Extractor("cpu")
+    impl.set_grid(sphere(16))
+
+    def allocate(vertices, triangles):
+        raise MemoryError(f"no room for {vertices} vertices")
+
+    with pytest.raises(MemoryError, match="no room for"):
+        impl.extract(0.0, output="caller", allocate=allocate)
+    with pytest.raises(ValueError, match="allocate"):
+        impl.extract(0.0, output="caller")
+
+
+# ---- GPU: device arrays written in place, and the Extractor on device volumes ----------------------------
+
+
+@requires_gpu
+def test_gpu_caller_arrays_equal_the_extractors_own(cupy):
+    impl = inkray._inkray.Extractor("gpu")
+    volume = cupy.asarray(inkray.load("builtin:fractal:64").array)
+    impl.set_grid(volume)
+    reference = [np.asarray(a) for a in impl.extract(127.5, values="local", array_axes=True)[:4]]
+    allocate, stream = inkray._arrays.mesh_allocator("cupy", 0)
+    for compaction in [m["name"] for m in inkray.compaction_methods()]:
+        # with the allocating stream named (one wait in the binding) and without (DLPack's order)
+        result = impl.extract(127.5, method=compaction, values="local", array_axes=True, output="caller",
+                              allocate=allocate, **({"stream": stream} if compaction != "thrust" else {}))
+        for a, b in zip(result[:4], reference):
+            assert isinstance(a, cupy.ndarray)
+            np.testing.assert_array_equal(cupy.asnumpy(a), b)
+    host = lambda v, t: host_allocator([])(v, t)  # noqa: E731
+    with pytest.raises(ValueError, match="must be a device array"):
+        impl.extract(127.5, output="caller", allocate=host)
+
+
+@requires_gpu
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_gpu_extractor_equals_fresh_and_cpu_meshes(library, request):
+    lib = request.getfixturevalue("cupy" if library == "cupy" else "torch_cuda")
+    host = inkray.load("builtin:fractal:64").array
+    volume = lib.asarray(host) if library == "cupy" else lib.from_numpy(host).cuda()
+    extractor = inkray.Extractor(volume)
+    assert extractor.device == "gpu"
+    for level in (100.5, 127.5, 160.0):
+        cpu = inkray.marching_cubes(host, level, device="cpu")
+        fresh = inkray.marching_cubes(volume, level, output="device")
+        kept = extractor.marching_cubes(level, output="device")
+        again = extractor.marching_cubes(level, output="device")
+        for result in (fresh, kept, again):
+            assert all(inkray._arrays.library_of(a) == library for a in result)
+            assert_same_mesh(result, cpu)
+        assert_same_mesh(extractor.marching_cubes(level), cpu)  # NumPy out
+
+
+@requires_gpu
+def test_gpu_extractor_is_a_snapshot(cupy):
+    host = sphere(40)
+    volume = cupy.asarray(host)
+    extractor = inkray.Extractor(volume)
+    volume += 3.0
+    assert_same_mesh(extractor.marching_cubes(0.0, output="device"), inkray.marching_cubes(host, 0.0, device="cpu"))
+    extractor.set_volume(volume)
+    assert_same_mesh(extractor.marching_cubes(0.0, output="device"),
+                     inkray.marching_cubes(host + 3.0, 0.0, device="cpu"))
+    numpy_volume = host.copy()
+    uploaded = inkray.Extractor(numpy_volume)  # uploaded: a copy of its own
+    numpy_volume += 3.0
+    assert_same_mesh(uploaded.marching_cubes(0.0), inkray.marching_cubes(host, 0.0, device="cpu"))
+    assert_same_mesh(uploaded.marching_cubes(), inkray.marching_cubes(host, device="cpu"))
+
+
+@requires_gpu
+def test_device_output_on_the_callers_stream(cupy):
+    """The arrays come from CuPy's pool on the caller's current stream, which may hand back memory
+    that arrays freed with work still queued on that stream used: the extraction writes after that
+    work (DLPack's stream argument), and returns the mesh complete."""
+    host = torus(48)
+    reference = inkray.marching_cubes(host, 0.0, device="cpu")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        volume = cupy.asarray(host)
+        for _ in range(3):
+            # Queued work that writes arrays of the mesh's sizes and frees them: the pool hands
+            # their memory to the mesh while the writes may still be queued.
+            busy = [cupy.ones(a.shape, a.dtype) for a in reference]
+            for _ in range(50):
+                busy = [b * 1 for b in busy]
+            del busy
+            result = inkray.marching_cubes(volume, 0.0, output="device")
+            del volume
+            volume = cupy.asarray(host)
+            assert_same_mesh(result, reference)
