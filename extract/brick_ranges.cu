@@ -1,7 +1,7 @@
 /* The value range of every brick (the finite voxels of its 16^3 points and the next point along
  * each axis: the ends of its edges and the corners of its cells), computed once per grid, and
  * whether the grid holds any NaN or infinite voxel (which turns on the exact path of
- * classification). One block per brick, a block reduction; the same ranges as the host's
+ * classification). One block per brick, a warp per row of it, a block reduction; the same ranges as the host's
  * (host_util.c), so the CPU and the GPU skip the same bricks. */
 #include "extract/gpu_internal.cuh"
 
@@ -22,16 +22,19 @@ static __global__ void __launch_bounds__(IR_GX_RANGE_THREADS)
   __syncthreads();
   float lo = INFINITY, hi = -INFINITY;
   bool bad = false;
-  for (uint32_t i = threadIdx.x; i < n[0] * n[1] * n[2]; i += blockDim.x) {
-    uint32_t x = o[0] + i % n[0], y = o[1] + i / n[0] % n[1], z = o[2] + i / (n[0] * n[1]);
-    float v = ir_gx_load<TYPE>(voxels, ir_mc_index(&g, x, y, z));
-    if (!ir_mc_finite(v)) {
-      bad = true;
-      continue;
+  /* A warp per row of the brick (up to 17 points along x, one a lane: consecutive addresses),
+   * the rows (y, z) dealt round the warps: one division a row instead of two a voxel. */
+  const uint32_t lane = threadIdx.x & 31u, rows = n[1] * n[2];
+  if (lane < n[0])
+    for (uint32_t r = threadIdx.x >> 5; r < rows; r += blockDim.x >> 5) {
+      float v = ir_gx_load<TYPE>(voxels, ir_mc_index(&g, o[0] + lane, o[1] + r % n[1], o[2] + r / n[1]));
+      if (!ir_mc_finite(v)) {
+        bad = true;
+        continue;
+      }
+      lo = fminf(lo, v);
+      hi = fmaxf(hi, v);
     }
-    lo = fminf(lo, v);
-    hi = fmaxf(hi, v);
-  }
   for (int d = 16; d > 0; d >>= 1) {
     lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, d));
     hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, d));
