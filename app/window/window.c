@@ -287,7 +287,7 @@ typedef struct win_state {
   /* The frame loop's CPU time in its parts that may wait (--bench-window prints them): getting
    * the target slot, submitting and picking the frame to draw, the swap; seconds. */
   struct {
-    double target_s, ready_s, swap_s;
+    double target_s, render_s, ready_s, draw_s, swap_s;
   } loop;
   /* A time series (opened.series): the step drawn, playback, a skipped step's message. */
   size_t step;
@@ -1067,10 +1067,12 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   s->loop.target_s += now_seconds() - tp;
   ir_frame_stats stats = {0};
   bool timed = cpu || stage_frame;
+  tp = now_seconds();
   if (ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err) != IR_OK) {
     fprintf(stderr, "inkray: rendering a %dx%d frame failed: %s\n", render_width, render_height, err);
     return false;
   }
+  s->loop.render_s += now_seconds() - tp;
   if (timed) s->last = stats;
   /* The renderer's time: on the GPU that of the newest frame done (CUDA events, not waited for). */
   double render_ms = 0;
@@ -1096,6 +1098,7 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
     return false;
   }
   s->loop.ready_s += now_seconds() - tp;
+  tp = now_seconds();
   if (overlay_due(s, t0)) build_overlay(s, width, height);
   if (!wnd_gl_draw(&s->gl, slot->texture, slot->width, slot->height, width, height, s->overlay ? &s->overlay_mesh : NULL,
                    s->overlay_version, err)) {
@@ -1103,6 +1106,7 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
     return false;
   }
   wnd_present_drawn(&s->present);
+  s->loop.draw_s += now_seconds() - tp;
   if (s->screenshot_pending) take_screenshot(s, width, height);
   tp = now_seconds();
   SDL_GL_SwapWindow(s->window);
@@ -1538,7 +1542,7 @@ static int run(win_state *s, const win_options *o, win_script *script) {
  * The ratio is window FPS / headless FPS; the display overhead the difference in frame time. */
 typedef struct bench_figures {
   double headless_ms, back_to_back_ms, window_ms;
-  double target_ms, ready_ms, swap_call_ms; /* the window loop's CPU time in those calls, per frame */
+  double target_ms, render_ms, ready_ms, draw_ms, swap_call_ms; /* the loop's CPU time in each part, per frame */
   unsigned long shown, repeats, dropped, ring_waits, gl_waits; /* present.c's counts, measured frames */
 } bench_figures;
 
@@ -1617,6 +1621,8 @@ static bool bench_window(win_state *s, const win_options *o, int frames, bench_f
   ok = ok && bench_loop(s, o, frames - 1);
   out->target_ms = s->loop.target_s * 1000.0 / (frames - 1);
   out->ready_ms = s->loop.ready_s * 1000.0 / (frames - 1);
+  out->render_ms = s->loop.render_s * 1000.0 / (frames - 1);
+  out->draw_ms = s->loop.draw_s * 1000.0 / (frames - 1);
   out->swap_call_ms = s->loop.swap_s * 1000.0 / (frames - 1);
   out->shown = s->present.frames_shown - before.frames_shown;
   out->repeats = s->present.repeats - before.repeats;
@@ -1693,13 +1699,13 @@ static int run_bench(win_state *s, const win_options *o) {
       if (s->present.path == paths[0] && ratio < worst_ratio) worst_ratio = ratio;
       printf("inkray: bench-window pipeline=%s method=%s size=%dx%d display=%s headless_fps=%.1f headless_ms=%.4f "
              "back_to_back_ms=%.4f window_fps=%.1f window_ms=%.4f ratio=%.3f overhead_ms=%.4f swap_ms=%.4f "
-             "direct=%s cpu_target_ms=%.4f cpu_present_ms=%.4f cpu_swap_ms=%.4f shown=%lu repeats=%lu dropped=%lu "
+             "direct=%s cpu_target_ms=%.4f cpu_render_ms=%.4f cpu_present_ms=%.4f cpu_draw_ms=%.4f cpu_swap_ms=%.4f shown=%lu repeats=%lu dropped=%lu "
              "ring=%d ring_waits=%lu gl_waits=%lu\n",
              ir_pipeline_name(s->pipeline), method_name(s), rw, rh, wnd_present_path_name(s->present.path),
              1000.0 / f.headless_ms, f.headless_ms, f.back_to_back_ms, 1000.0 / f.window_ms, f.window_ms, ratio,
              f.window_ms - f.headless_ms, swap_ms,
-             s->present.path == WND_PRESENT_EGL && !s->present.egl_copy ? "yes" : "no", f.target_ms, f.ready_ms,
-             f.swap_call_ms, f.shown, f.repeats, f.dropped, s->present.ring, f.ring_waits, f.gl_waits);
+             s->present.path == WND_PRESENT_EGL && !s->present.egl_copy ? "yes" : "no", f.target_ms, f.render_ms,
+             f.ready_ms, f.draw_ms, f.swap_call_ms, f.shown, f.repeats, f.dropped, s->present.ring, f.ring_waits, f.gl_waits);
       fflush(stdout);
     }
   }
