@@ -419,7 +419,12 @@ static ir_status check_surface(struct ir_gpu_state *g, const ir_frame_desc *f, c
   cudaChannelFormatDesc ch;
   cudaExtent extent;
   unsigned flags = 0;
-  IR_CUDA(cudaArrayGetInfo(&ch, &extent, &flags, res.res.array.array));
+  e = cudaArrayGetInfo(&ch, &extent, &flags, res.res.array.array);
+  if (e != cudaSuccess) {
+    cudaGetLastError(); /* not sticky: no later launch check may read it as its own */
+    snprintf(err, IR_ERR_LEN, "surface %llu: its array cannot be inspected (%s)", f->surface, cudaGetErrorString(e));
+    return IR_ERR_INPUT;
+  }
   int bits = ch.x + ch.y + ch.z + ch.w;
   if (bits != 32 || extent.width < (size_t)f->width || (extent.height ? extent.height : 1) < (size_t)f->height) {
     snprintf(err, IR_ERR_LEN, "surface %llu: a %zux%zu array of %d-bit texels; a %dx%d frame needs one of 32-bit texels at least that big",

@@ -492,6 +492,18 @@ bool wnd_present_target(wnd_present *p, int width, int height, unsigned long lon
   return true;
 }
 
+void wnd_present_refuse_surfaces(wnd_present *p, const char *why) {
+  if (p->egl_copy) return;
+  fprintf(stderr, "inkray: note: rendering into the frame textures failed (%s); copying each frame into them\n", why);
+  p->egl_copy = true;
+  cudaDeviceSynchronize(); /* nothing may still write through the surfaces */
+  for (int k = 0; k < p->ring; k++)
+    if (p->slots[k].surface) {
+      cudaDestroySurfaceObject((cudaSurfaceObject_t)p->slots[k].surface);
+      p->slots[k].surface = 0;
+    }
+}
+
 bool wnd_present_submit(wnd_present *p, ir_renderer *renderer, int width, int height, char err[IR_ERR_LEN]) {
   if (p->path == WND_PRESENT_HOST) {
     p->next = 0;

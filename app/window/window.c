@@ -1068,7 +1068,14 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   ir_frame_stats stats = {0};
   bool timed = cpu || stage_frame;
   tp = now_seconds();
-  if (ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err) != IR_OK) {
+  ir_status st = ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err);
+  if (st != IR_OK && desc.surface) {
+    /* Costs speed, never the picture: the frame again into the renderer's image, copied. */
+    wnd_present_refuse_surfaces(&s->present, err);
+    desc.surface = 0;
+    st = ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err);
+  }
+  if (st != IR_OK) {
     fprintf(stderr, "inkray: rendering a %dx%d frame failed: %s\n", render_width, render_height, err);
     return false;
   }

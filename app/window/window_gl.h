@@ -100,6 +100,9 @@ void wnd_present_setup(wnd_present *present, bool gpu_renderer, bool path_given,
  * own image, which wnd_present_submit copies). Waits only when the ring is full. */
 bool wnd_present_target(wnd_present *present, int width, int height, unsigned long long *surface,
                         char err[IR_ERR_LEN]);
+/* The renderer refused the surface (ir_render_frame failed with it): frames are copied from the
+ * renderer's own image from now on (said once on stderr). */
+void wnd_present_refuse_surfaces(wnd_present *present, const char *why);
 /* Puts the renderer's last frame (width x height) into its slot: on egl-image the one
  * wnd_present_target gave (an event marks it done), elsewhere the next one, copied; on the GPU
  * nothing waits. An interop failure moves to the next path for good (printed once); a host-copy
