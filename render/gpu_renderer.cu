@@ -447,6 +447,8 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   bool multi = f->pipeline == IR_PIPELINE_MULTI || f->pipeline == IR_PIPELINE_PAPER;
   bool host_loop = f->host_loop || !ir_compact_supports_device_n(f->method);
 
+  /* Waited for on the device; the frame's time starts after it. */
+  if (f->wait_event) IR_CUDA(cudaStreamWaitEvent(g->stream, (cudaEvent_t)f->wait_event, 0));
   int k = (int)(g->frames_recorded % IR_FRAME_EVENTS);
   IR_CUDA(cudaEventRecord(g->ev_start[k], g->stream));
   if ((st = run_frame(r, f, host_loop, false, NULL, err)) != IR_OK) return st;

@@ -325,7 +325,7 @@ static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char 
     snprintf(err, IR_ERR_LEN, "secondary %d: use IR_SECONDARY_INLINE, _SPREAD or _POOL", f->secondary);
     return IR_ERR_INPUT;
   }
-  if (f->surface && r->device != IR_DEVICE_GPU) {
+  if ((f->surface || f->wait_event) && r->device != IR_DEVICE_GPU) {
     snprintf(err, IR_ERR_LEN, "a surface target is for the GPU renderer; the CPU one writes its own image");
     return IR_ERR_INPUT;
   }

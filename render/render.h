@@ -216,6 +216,9 @@ typedef struct ir_frame_desc {
                                    bits (a window renders straight into the texture it draws).
                                    The array must stay valid until the frame has run. 0, the
                                    default: the renderer's buffer. The CPU refuses it (IR_ERR_INPUT) */
+  void *wait_event;             /* GPU: a cudaEvent_t the frame's work waits for on the device
+                                   (cudaStreamWaitEvent; the host does not wait), e.g. a display
+                                   done reading the surface; NULL: none. The CPU refuses it */
 } ir_frame_desc;
 
 /* How the persistent pipeline traces a block's secondary rays (ir_frame_desc.secondary). */

@@ -16,6 +16,13 @@
  *              one drawn before is drawn again while none has), and a slot is written again only
  *              after GL has passed the fence set when it was drawn. Only a full ring (the shown
  *              slot and two frames in flight) makes the CPU wait, for the oldest of them.
+ *              With --present-sync gpu, where EGL offers it, the waits move to the GPU instead:
+ *              GL waits for the frame's event (EGL_NV_cuda_event, eglWaitSync) before drawing
+ *              it, so every frame is drawn as soon as it is submitted, in order; and the
+ *              renderer waits for GL's fence on the slot (an EGL fence made a CUDA event,
+ *              cudaEventCreateFromEGLSync) before writing it again. The CPU then waits only
+ *              for the frame last in a slot about to be reused: the ring bounds the frames in
+ *              flight.
  *   pbo        NVIDIA's GL through GLX, or where the EGLImage path fails: each slot has a pixel
  *              buffer registered with CUDA, mapped, filled and unmapped on the default stream for
  *              each frame (asynchronously: the unmap orders the copy before GL's later use), and
@@ -150,7 +157,48 @@ static bool egl_setup(wnd_present *p, char err[IR_ERR_LEN]) {
   }
   p->egl_display = display;
   p->egl_context = context;
+  p->egl_create_sync = get_proc("eglCreateSync");
+  p->egl_destroy_sync = get_proc("eglDestroySync");
+  p->egl_wait_sync = get_proc("eglWaitSync");
+  bool syncs = p->egl_create_sync && p->egl_destroy_sync;
+  p->gl_waits_cuda = syncs && p->egl_wait_sync && strstr(extensions, "EGL_NV_cuda_event") &&
+                     strstr(extensions, "EGL_KHR_wait_sync");
+  p->cuda_waits_gl = syncs && strstr(extensions, "EGL_KHR_fence_sync");
   return true;
+}
+
+typedef EGLSync (*egl_create_sync_fn)(EGLDisplay, EGLenum, const EGLAttrib *);
+typedef EGLBoolean (*egl_destroy_sync_fn)(EGLDisplay, EGLSync);
+typedef EGLBoolean (*egl_wait_sync_fn)(EGLDisplay, EGLSync, EGLint);
+
+static EGLSync egl_sync_create(wnd_present *p, EGLenum type, const EGLAttrib *attributes) {
+  egl_create_sync_fn fn;
+  memcpy(&fn, &p->egl_create_sync, sizeof fn);
+  return fn((EGLDisplay)p->egl_display, type, attributes);
+}
+
+static void egl_sync_destroy(wnd_present *p, void *sync) {
+  if (!sync) return;
+  egl_destroy_sync_fn fn;
+  memcpy(&fn, &p->egl_destroy_sync, sizeof fn);
+  fn((EGLDisplay)p->egl_display, (EGLSync)sync);
+}
+
+/* GL's next commands wait on the GPU for the slot's frame (its CUDA event); false if EGL
+ * refuses, with the reason. */
+static bool egl_gl_wait_frame(wnd_present *p, wnd_frame_slot *s, char err[IR_ERR_LEN]) {
+  const EGLAttrib attributes[] = {EGL_CUDA_EVENT_HANDLE_NV, (EGLAttrib)(uintptr_t)s->copied, EGL_NONE};
+  EGLSync sync = egl_sync_create(p, EGL_SYNC_CUDA_EVENT_NV, attributes);
+  if (sync == EGL_NO_SYNC) {
+    snprintf(err, IR_ERR_LEN, "eglCreateSync refused a CUDA event");
+    return false;
+  }
+  egl_wait_sync_fn wait;
+  memcpy(&wait, &p->egl_wait_sync, sizeof wait);
+  EGLBoolean ok = wait((EGLDisplay)p->egl_display, sync, 0);
+  egl_sync_destroy(p, sync); /* deleted once the wait is over (EGL 1.5) */
+  if (!ok) snprintf(err, IR_ERR_LEN, "eglWaitSync failed on a CUDA event");
+  return ok;
 }
 #endif
 
@@ -171,6 +219,11 @@ static void slot_release_interop(wnd_present *p, wnd_frame_slot *s) {
 
 static void slot_free(wnd_present *p, wnd_frame_slot *s) {
   slot_release_interop(p, s);
+#ifdef INKRAY_HAVE_EGL
+  egl_sync_destroy(p, s->egl_fence);
+  egl_sync_destroy(p, s->fence_used);
+#endif
+  if (s->fence_event) cudaEventDestroy(s->fence_event);
   if (s->drawn) glDeleteSync((GLsync)s->drawn);
   if (s->copied) cudaEventDestroy(s->copied);
   if (s->pbo) glDeleteBuffers(1, &s->pbo);
@@ -356,6 +409,60 @@ static int egl_acquire(wnd_present *p, char err[IR_ERR_LEN]) {
   return k;
 }
 
+/* GPU synchronisation given up (EGL or CUDA refused a sync): everything drained, the EGL fences
+ * gone; the CPU waits of egl_acquire and egl_ready from here on. */
+static void gpu_sync_off(wnd_present *p, bool both, const char *why) {
+  fprintf(stderr, "inkray: note: --present-sync gpu: %s; the CPU %s instead\n", why,
+          both ? "synchronises the display" : "waits for OpenGL before a texture is written again");
+  if (both) p->gl_waits_cuda = false;
+  p->cuda_waits_gl = false;
+  glFinish();
+  cudaDeviceSynchronize();
+  for (int k = 0; k < WND_PRESENT_RING_MAX; k++) {
+    wnd_frame_slot *s = &p->slots[k];
+    egl_sync_destroy(p, s->egl_fence);
+    egl_sync_destroy(p, s->fence_used);
+    if (s->fence_event) cudaEventDestroy(s->fence_event);
+    s->egl_fence = s->fence_used = NULL;
+    s->fence_event = NULL;
+  }
+}
+
+/* --present-sync gpu: the slots in turn. The CPU waits only for the frame last in the slot (the
+ * ring bounds the frames in flight); GL's use of the slot is waited for by the renderer on the
+ * device (`wait_event`), or where CUDA cannot take EGL fences, by the CPU. */
+static int gpu_sync_acquire(wnd_present *p, void **wait_event, char err[IR_ERR_LEN]) {
+  int k = p->next;
+  p->next = (p->next + 1) % p->ring;
+  wnd_frame_slot *s = &p->slots[k];
+  if (s->serial && s->copied && !slot_done(s)) {
+    p->ring_waits++;
+    if (!slot_wait_done(s, err)) return -1;
+  }
+  /* The frame that waited for these is done. */
+  if (s->fence_event) cudaEventDestroy(s->fence_event);
+  egl_sync_destroy(p, s->fence_used);
+  s->fence_event = NULL;
+  s->fence_used = NULL;
+  if (s->egl_fence) {
+    cudaEvent_t event = NULL;
+    cudaError_t e = cudaEventCreateFromEGLSync(&event, (EGLSyncKHR)s->egl_fence, cudaEventDefault);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      char why[IR_ERR_LEN];
+      snprintf(why, sizeof why, "CUDA cannot wait for EGL fences (%s)", cudaGetErrorString(e));
+      gpu_sync_off(p, false, why); /* GL drained: nothing left to wait for */
+    } else {
+      s->fence_used = s->egl_fence;
+      s->egl_fence = NULL;
+      s->fence_event = event;
+      *wait_event = event;
+    }
+  }
+  if (!slot_wait_drawn(s, err)) return -1;
+  return k;
+}
+
 /* The copy of the renderer's own image into the slot, where surfaces are refused. */
 static bool egl_copy(wnd_frame_slot *s, const ir_renderer *renderer, char err[IR_ERR_LEN]) {
   const void *image = ir_render_device_image(renderer);
@@ -439,9 +546,12 @@ static void fall_back(wnd_present *p, const char *why) {
   p->path = next;
 }
 
-void wnd_present_setup(wnd_present *p, bool gpu_renderer, bool path_given, wnd_present_path path, int ring) {
+void wnd_present_setup(wnd_present *p, const wnd_present_desc *desc) {
   *p = (wnd_present){.shown = -1, .target = -1};
+  int ring = desc->ring;
   p->ring = ring < 2 ? WND_PRESENT_RING : ring > WND_PRESENT_RING_MAX ? WND_PRESENT_RING_MAX : ring;
+  bool gpu_renderer = desc->gpu_renderer, path_given = desc->path_given;
+  wnd_present_path path = desc->path;
   p->path = WND_PRESENT_HOST;
   if (!gpu_renderer) {
     if (path_given && path != WND_PRESENT_HOST)
@@ -461,6 +571,10 @@ void wnd_present_setup(wnd_present *p, bool gpu_renderer, bool path_given, wnd_p
 #ifdef INKRAY_HAVE_EGL
   if (egl_setup(p, why)) {
     p->path = WND_PRESENT_EGL;
+    if (!desc->gpu_sync) p->gl_waits_cuda = p->cuda_waits_gl = false;
+    else if (!p->gl_waits_cuda)
+      fprintf(stderr, "inkray: note: --present-sync gpu: EGL offers no GPU wait for CUDA events "
+                      "(EGL_NV_cuda_event, EGL_KHR_wait_sync); the CPU synchronises the display\n");
     return;
   }
 #else
@@ -470,13 +584,16 @@ void wnd_present_setup(wnd_present *p, bool gpu_renderer, bool path_given, wnd_p
   snprintf(p->why_pbo, sizeof p->why_pbo, "%s", why);
 }
 
-bool wnd_present_target(wnd_present *p, int width, int height, unsigned long long *surface, char err[IR_ERR_LEN]) {
+bool wnd_present_target(wnd_present *p, int width, int height, unsigned long long *surface, void **wait_event,
+                        char err[IR_ERR_LEN]) {
   *surface = 0;
+  *wait_event = NULL;
   p->target = -1;
 #ifdef INKRAY_HAVE_EGL
   if (p->path == WND_PRESENT_EGL) {
     char why[IR_ERR_LEN] = {0};
-    int k = egl_acquire(p, why);
+    int k = p->gl_waits_cuda ? gpu_sync_acquire(p, wait_event, why) : -2;
+    if (k == -2) k = egl_acquire(p, why);
     if (k >= 0 && slot_egl_prepare(p, &p->slots[k], width, height, why)) {
       p->target = k;
       *surface = p->slots[k].surface;
@@ -515,7 +632,10 @@ bool wnd_present_submit(wnd_present *p, ir_renderer *renderer, int width, int he
 #ifdef INKRAY_HAVE_EGL
   if (p->path == WND_PRESENT_EGL) {
     unsigned long long surface = 0;
-    if (p->target < 0 && !wnd_present_target(p, width, height, &surface, err)) return false;
+    void *wait_event = NULL;
+    if (p->target < 0 && !wnd_present_target(p, width, height, &surface, &wait_event, err)) return false;
+    if (wait_event) /* a frame that went into the renderer's image: the copy waits instead */
+      CUDA_TRY(cudaStreamWaitEvent(PRESENT_STREAM, (cudaEvent_t)wait_event, 0));
     if (p->path == WND_PRESENT_EGL) {
       wnd_frame_slot *s = &p->slots[p->target];
       char why[IR_ERR_LEN] = {0};
@@ -572,6 +692,14 @@ static const wnd_frame_slot *egl_ready(wnd_present *p, bool latest, char err[IR_
     if (newest < 0 || s->serial > p->slots[newest].serial) newest = k;
     if (oldest < 0 || s->serial < p->slots[oldest].serial) oldest = k;
   }
+#ifdef INKRAY_HAVE_EGL
+  /* GPU synchronisation: the frame just submitted, drawn once it is done, GL waiting on the GPU. */
+  if (p->gl_waits_cuda && newest >= 0) {
+    char why[IR_ERR_LEN] = {0};
+    if (egl_gl_wait_frame(p, &p->slots[newest], why)) return show(p, newest);
+    gpu_sync_off(p, true, why);
+  }
+#endif
   if (newest >= 0 && !latest)
     for (int k = 0; k < p->ring; k++) {
       wnd_frame_slot *s = &p->slots[k];
@@ -639,6 +767,17 @@ bool wnd_present_has_newer(const wnd_present *p) {
 void wnd_present_drawn(wnd_present *p) {
   if (p->shown < 0 || p->path == WND_PRESENT_HOST) return;
   wnd_frame_slot *s = &p->slots[p->shown];
+#ifdef INKRAY_HAVE_EGL
+  if (p->path == WND_PRESENT_EGL && p->gl_waits_cuda && p->cuda_waits_gl) {
+    egl_sync_destroy(p, s->egl_fence); /* drawn again before its fence was handed over */
+    s->egl_fence = egl_sync_create(p, EGL_SYNC_FENCE, NULL);
+    if (s->egl_fence) {
+      glFlush(); /* the fence must reach the GPU before CUDA waits for it */
+      return;
+    }
+    gpu_sync_off(p, false, "eglCreateSync refused a fence");
+  }
+#endif
   if (s->drawn) glDeleteSync((GLsync)s->drawn);
   s->drawn = glFenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
 }

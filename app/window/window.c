@@ -41,6 +41,7 @@ typedef struct win_options {
   bool present_given;
   wnd_present_path present; /* --present */
   int present_ring;         /* --present-ring: slots of the present ring */
+  bool present_gpu_sync;    /* --present-sync gpu */
   bool bench;      /* --bench-window */
   int bench_frames;
   bool bench_frames_given;
@@ -73,6 +74,8 @@ static void print_help(FILE *to) {
         "                        the first that works, in that order; docs/window.md)\n"
         "  --present-ring N      frames in the display ring: the one shown and those in flight\n"
         "                        (default 3, 2 to 8)\n"
+        "  --present-sync gpu|cpu  egl-image: who waits for the frames and for OpenGL: the GPU\n"
+        "                        (EGL syncs, where offered) or the CPU, polling (default cpu)\n"
         "  --bench-window        measure: the same scene headless and in the window, for each\n"
         "                        pipeline of the P cycle (or --pipeline), printing both FPS and\n"
         "                        their ratio, then exit\n"
@@ -160,7 +163,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
     }
     static const char *const with_value[] = {"--device", "--size", "--window", "--script", "--method",
                                              "--pipeline", "--iso", "--threads", "--up", "--mesh-dir", "--vsync",
-                                             "--present", "--present-ring", "--bench-frames", "--rate", NULL};
+                                             "--present", "--present-ring", "--present-sync", "--bench-frames", "--rate", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known |= strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'", opt);
@@ -204,6 +207,10 @@ static int parse_options(int argc, char **argv, win_options *o) {
       if (!wnd_present_path_parse(value, &o->present))
         return bad_option("--present '%s': use egl-image, pbo or host-copy", value);
       o->present_given = true;
+    } else if (strcmp(opt, "--present-sync") == 0) {
+      if (strcmp(value, "gpu") != 0 && strcmp(value, "cpu") != 0)
+        return bad_option("--present-sync '%s': use gpu or cpu", value);
+      o->present_gpu_sync = strcmp(value, "gpu") == 0;
     } else if (strcmp(opt, "--present-ring") == 0) {
       if (!cli_parse_int(value, 2, WND_PRESENT_RING_MAX, &number))
         return bad_option("--present-ring '%s': expected a whole number from 2 to %d", value, WND_PRESENT_RING_MAX);
@@ -1060,7 +1067,7 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   s->desc_renderer = s->renderer;
   /* egl-image: the frame is drawn straight into the texture it will be shown from. */
   double tp = now_seconds();
-  if (!wnd_present_target(&s->present, render_width, render_height, &desc.surface, err)) {
+  if (!wnd_present_target(&s->present, render_width, render_height, &desc.surface, &desc.wait_event, err)) {
     fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
     return false;
   }
@@ -1497,7 +1504,11 @@ static int open_window(win_state *s, const win_options *o) {
   }
   printf("inkray: OpenGL %s on %s (%s)\n", (const char *)glGetString(GL_VERSION),
          (const char *)glGetString(GL_RENDERER), (const char *)glGetString(GL_VENDOR));
-  wnd_present_setup(&s->present, s->device == IR_DEVICE_GPU, o->present_given, o->present, o->present_ring);
+  wnd_present_setup(&s->present, &(wnd_present_desc){.gpu_renderer = s->device == IR_DEVICE_GPU,
+                                                     .path_given = o->present_given,
+                                                     .path = o->present,
+                                                     .ring = o->present_ring,
+                                                     .gpu_sync = o->present_gpu_sync});
   printf("inkray: %s renderer, frames shown through %s, vsync %s\n", ir_device_name(s->device),
          wnd_present_path_name(s->present.path), o->vsync ? "on" : "off");
   fflush(stdout);
@@ -1686,7 +1697,11 @@ static int run_bench(win_state *s, const win_options *o) {
     for (int di = 0; di < path_count; di++) {
       if (paths[di] != s->present.path) {
         wnd_present_shutdown(&s->present);
-        wnd_present_setup(&s->present, s->device == IR_DEVICE_GPU, true, paths[di], o->present_ring);
+        wnd_present_setup(&s->present, &(wnd_present_desc){.gpu_renderer = s->device == IR_DEVICE_GPU,
+                                                           .path_given = true,
+                                                           .path = paths[di],
+                                                           .ring = o->present_ring,
+                                                           .gpu_sync = o->present_gpu_sync});
       }
       /* The headless frames draw the scene the window's next frame would. */
       s->camera = wnd_view_camera(&s->view, &s->volume);
@@ -1707,12 +1722,13 @@ static int run_bench(win_state *s, const win_options *o) {
       printf("inkray: bench-window pipeline=%s method=%s size=%dx%d display=%s headless_fps=%.1f headless_ms=%.4f "
              "back_to_back_ms=%.4f window_fps=%.1f window_ms=%.4f ratio=%.3f overhead_ms=%.4f swap_ms=%.4f "
              "direct=%s cpu_target_ms=%.4f cpu_render_ms=%.4f cpu_present_ms=%.4f cpu_draw_ms=%.4f cpu_swap_ms=%.4f shown=%lu repeats=%lu dropped=%lu "
-             "ring=%d ring_waits=%lu gl_waits=%lu\n",
+             "ring=%d ring_waits=%lu gl_waits=%lu sync=%s\n",
              ir_pipeline_name(s->pipeline), method_name(s), rw, rh, wnd_present_path_name(s->present.path),
              1000.0 / f.headless_ms, f.headless_ms, f.back_to_back_ms, 1000.0 / f.window_ms, f.window_ms, ratio,
              f.window_ms - f.headless_ms, swap_ms,
              s->present.path == WND_PRESENT_EGL && !s->present.egl_copy ? "yes" : "no", f.target_ms, f.render_ms,
-             f.ready_ms, f.draw_ms, f.swap_call_ms, f.shown, f.repeats, f.dropped, s->present.ring, f.ring_waits, f.gl_waits);
+             f.ready_ms, f.draw_ms, f.swap_call_ms, f.shown, f.repeats, f.dropped, s->present.ring, f.ring_waits, f.gl_waits,
+             s->present.gl_waits_cuda ? (s->present.cuda_waits_gl ? "gpu" : "gpu-gl") : "cpu");
       fflush(stdout);
     }
   }

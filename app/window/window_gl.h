@@ -60,6 +60,9 @@ typedef struct wnd_frame_slot {
   unsigned long long surface;   /* egl-image path: a cudaSurfaceObject_t on `array` (0: copies) */
   void *egl_image;
   struct CUevent_st *copied;    /* the frame in the slot is done on the GPU */
+  void *egl_fence;              /* --present-sync gpu: EGL fence set after the slot was drawn */
+  void *fence_used;             /* the fence the frame in the slot waited for on the device, */
+  struct CUevent_st *fence_event; /* as a CUDA event (both freed once that frame is done) */
   bool done;                    /* `copied` was seen completed */
   GLsync drawn;                 /* GL is done drawing the slot */
   bool pending;                 /* holds a frame not shown yet */
@@ -88,18 +91,31 @@ typedef struct wnd_present {
   size_t host_bytes;
   void *egl_library, *egl_display, *egl_context; /* egl-image path */
   wnd_egl_proc egl_create_image, egl_destroy_image;
+  wnd_egl_proc egl_create_sync, egl_destroy_sync, egl_wait_sync; /* EGL 1.5 */
+  bool gl_waits_cuda;           /* --present-sync gpu: GL waits on the GPU for a frame's event */
+  bool cuda_waits_gl;           /* and the renderer on the GPU for GL's fence of a slot */
 } wnd_present;
+
+/* How frames reach the window (wnd_present_setup). */
+typedef struct wnd_present_desc {
+  bool gpu_renderer;
+  bool path_given;       /* --present: */
+  wnd_present_path path;
+  int ring;              /* --present-ring: 2..WND_PRESENT_RING_MAX (else WND_PRESENT_RING) */
+  bool gpu_sync;         /* --present-sync gpu: egl-image synchronised on the GPU where EGL can */
+} wnd_present_desc;
 
 /* Picks the path: on the GPU renderer with the GL context on that same NVIDIA GPU, egl-image
  * where the context is an EGL one, else pbo; else host-copy. `path_given` (--present) asks for
- * one; a path that is not available falls back to the next, with a note. `ring`: the slots of
- * the ring, 2..WND_PRESENT_RING_MAX (else WND_PRESENT_RING). */
-void wnd_present_setup(wnd_present *present, bool gpu_renderer, bool path_given, wnd_present_path path, int ring);
+ * one; a path that is not available falls back to the next, with a note. */
+void wnd_present_setup(wnd_present *present, const wnd_present_desc *desc);
 /* egl-image: the slot the next frame goes into, as a surface for ir_frame_desc.surface (0 on the
  * other paths, or where CUDA refuses surfaces on the textures: the renderer then draws into its
- * own image, which wnd_present_submit copies). Waits only when the ring is full. */
+ * own image, which wnd_present_submit copies). Waits only when the ring is full. With
+ * --present-sync gpu, `wait_event` is an event the frame must wait for on the device (GL done
+ * drawing the slot), or NULL. */
 bool wnd_present_target(wnd_present *present, int width, int height, unsigned long long *surface,
-                        char err[IR_ERR_LEN]);
+                        void **wait_event, char err[IR_ERR_LEN]);
 /* The renderer refused the surface (ir_render_frame failed with it): frames are copied from the
  * renderer's own image from now on (said once on stderr). */
 void wnd_present_refuse_surfaces(wnd_present *present, const char *why);

@@ -177,10 +177,41 @@ static void test_bad_surfaces_are_refused(void) {
     f = base_frame();
     f.surface = surface;
     CHECK(ir_render_frame(cpu, &f, NULL, err) == IR_ERR_INPUT);
+    cudaEvent_t event = NULL;
+    if (cuda_ok(cudaEventCreate(&event), "an event")) {
+      f = base_frame();
+      f.wait_event = event;
+      CHECK(ir_render_frame(cpu, &f, NULL, err) == IR_ERR_INPUT);
+      cudaEventDestroy(event);
+    }
     double ms = 0;
     CHECK(!ir_render_latest_time(cpu, &ms));
     ir_renderer_destroy(cpu);
   }
+}
+
+/* A frame waits on the device for wait_event (a display still reading its surface) and draws the
+ * same pixels. */
+static void test_frames_wait_for_the_event_given(void) {
+  char err[IR_ERR_LEN] = "";
+  size_t n = (size_t)W * H;
+  uint8_t *a = malloc(n * 4), *b = malloc(n * 4);
+  ir_frame_desc f = base_frame();
+  CHECK(ir_render_frame(gpu, &f, NULL, err) == IR_OK && ir_render_read_image(gpu, a, err) == IR_OK);
+  cudaStream_t other = NULL;
+  cudaEvent_t event = NULL;
+  bool ok = cuda_ok(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "a stream") &&
+            cuda_ok(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "an event") &&
+            cuda_ok(cudaEventRecord(event, other), "recording it");
+  f.wait_event = event;
+  f.surface = surface;
+  CHECK_MSG(ok && ir_render_frame(gpu, &f, NULL, err) == IR_OK && ir_render_read_image(gpu, b, err) == IR_OK,
+            "a frame waiting for an event: %s", err);
+  CHECK(memcmp(a, b, n * 4) == 0);
+  if (event) cudaEventDestroy(event);
+  if (other) cudaStreamDestroy(other);
+  free(a);
+  free(b);
 }
 
 static void test_latest_time_gives_each_finished_frame_once(void) {
@@ -225,6 +256,7 @@ int main(void) {
   RUN(test_surface_frames_equal_linear_frames_with_translucent_surfaces);
   RUN(test_surface_frames_equal_linear_frames_when_accumulating);
   RUN(test_bad_surfaces_are_refused);
+  RUN(test_frames_wait_for_the_event_given);
   RUN(test_latest_time_gives_each_finished_frame_once);
   cudaDestroySurfaceObject(surface);
   cudaFreeArray(array);
