@@ -32,7 +32,7 @@
 #   (default 2000); BIG_SIZE, BIG_VOLUME, BIG_FRAMES, BIG_PRESENT: the second benchmark (default
 #   3840x2160, builtin:fractal:512, BENCH_FRAMES / 4 but at least 50, egl-image; BIG_SIZE=none
 #   skips it; BIG_PRESENT empty: every path); PRESENT_RING (--present-ring, default the
-#   program's); WINDOW_GL (egl or glx); XVFB (glx: default Xvfb from PATH); WINDOW_BUNDLE
+#   program's); WINDOW_OPTIONS (more options for every run, e.g. "--present-sync cpu"); WINDOW_GL (egl or glx); XVFB (glx: default Xvfb from PATH); WINDOW_BUNDLE
 #   (default .winlibs/inkray-window.tar.gz).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -45,6 +45,8 @@ big_frames=${BIG_FRAMES:-$((frames / 4 > 50 ? frames / 4 : 50))}
 big_present=${BIG_PRESENT-egl-image}
 ring=()
 [[ -n ${PRESENT_RING:-} ]] && ring=(--present-ring "$PRESENT_RING")
+read -r -a extra <<<"${WINDOW_OPTIONS:-}"
+ring+=("${extra[@]}")
 top=${OUT:-$root/out}
 work=$(mktemp -d "${TMPDIR:-/tmp}/window-gpu-check-XXXXXX")
 logs=$work/window-gpu

@@ -550,6 +550,7 @@ void wnd_present_setup(wnd_present *p, const wnd_present_desc *desc) {
   *p = (wnd_present){.shown = -1, .target = -1};
   int ring = desc->ring;
   p->ring = ring < 2 ? WND_PRESENT_RING : ring > WND_PRESENT_RING_MAX ? WND_PRESENT_RING_MAX : ring;
+  p->fifo = desc->fifo;
   bool gpu_renderer = desc->gpu_renderer, path_given = desc->path_given;
   wnd_present_path path = desc->path;
   p->path = WND_PRESENT_HOST;
@@ -705,6 +706,17 @@ static const wnd_frame_slot *egl_ready(wnd_present *p, bool latest, char err[IR_
       wnd_frame_slot *s = &p->slots[k];
       if (s->pending && (newest_done < 0 || s->serial > p->slots[newest_done].serial) && slot_done(s)) newest_done = k;
     }
+  /* fifo: the oldest frame not shown, once done; nothing while it is not (waited for only when
+   * nothing is on the screen: the first frame, or the shown slot taken for a full ring's next). */
+  if (p->fifo && !latest && oldest >= 0) {
+    if (slot_done(&p->slots[oldest])) return show(p, oldest);
+    if (p->shown >= 0) {
+      p->idle++;
+      err[0] = '\0';
+      return NULL;
+    }
+    return slot_wait_done(&p->slots[oldest], err) ? show(p, oldest) : NULL;
+  }
   int pick = latest ? newest : newest_done;
   if (pick < 0 && p->shown >= 0) {
     p->repeats++;

@@ -42,6 +42,7 @@ typedef struct win_options {
   wnd_present_path present; /* --present */
   int present_ring;         /* --present-ring: slots of the present ring */
   bool present_gpu_sync;    /* --present-sync gpu */
+  bool present_fifo;        /* --present-queue fifo */
   bool bench;      /* --bench-window */
   int bench_frames;
   bool bench_frames_given;
@@ -76,6 +77,8 @@ static void print_help(FILE *to) {
         "                        (default 3, 2 to 8)\n"
         "  --present-sync gpu|cpu  egl-image: who waits for the frames and for OpenGL: the GPU\n"
         "                        (EGL syncs, where offered) or the CPU, polling (default cpu)\n"
+        "  --present-queue fifo|mailbox  egl-image with CPU waits: draw every frame in order\n"
+        "                        (fifo), or the newest done, dropping older ones (default mailbox)\n"
         "  --bench-window        measure: the same scene headless and in the window, for each\n"
         "                        pipeline of the P cycle (or --pipeline), printing both FPS and\n"
         "                        their ratio, then exit\n"
@@ -163,7 +166,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
     }
     static const char *const with_value[] = {"--device", "--size", "--window", "--script", "--method",
                                              "--pipeline", "--iso", "--threads", "--up", "--mesh-dir", "--vsync",
-                                             "--present", "--present-ring", "--present-sync", "--bench-frames", "--rate", NULL};
+                                             "--present", "--present-ring", "--present-sync", "--present-queue", "--bench-frames", "--rate", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known |= strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'", opt);
@@ -211,6 +214,10 @@ static int parse_options(int argc, char **argv, win_options *o) {
       if (strcmp(value, "gpu") != 0 && strcmp(value, "cpu") != 0)
         return bad_option("--present-sync '%s': use gpu or cpu", value);
       o->present_gpu_sync = strcmp(value, "gpu") == 0;
+    } else if (strcmp(opt, "--present-queue") == 0) {
+      if (strcmp(value, "fifo") != 0 && strcmp(value, "mailbox") != 0)
+        return bad_option("--present-queue '%s': use fifo or mailbox", value);
+      o->present_fifo = strcmp(value, "fifo") == 0;
     } else if (strcmp(opt, "--present-ring") == 0) {
       if (!cli_parse_int(value, 2, WND_PRESENT_RING_MAX, &number))
         return bad_option("--present-ring '%s': expected a whole number from 2 to %d", value, WND_PRESENT_RING_MAX);
@@ -285,6 +292,7 @@ typedef struct win_state {
   char mesh_note[96];      /* the last mesh, for the overlay */
 
   long frames;
+  double last_drawn; /* when the last frame drawn was swapped */
   double smoothed_frame_ms, smoothed_render_ms;
   long render_samples;
   bool overlay_dirty;      /* input since the overlay was built */
@@ -1107,11 +1115,12 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   }
   /* A screenshot shows the frame just rendered, so that its line describes what it shows. */
   const wnd_frame_slot *slot = wnd_present_ready(&s->present, s->screenshot_pending || s->drain, err);
+  s->loop.ready_s += now_seconds() - tp;
+  if (!slot && !err[0]) return true; /* --present-queue fifo: no new frame done yet; nothing to draw */
   if (!slot) {
     fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
     return false;
   }
-  s->loop.ready_s += now_seconds() - tp;
   tp = now_seconds();
   if (overlay_due(s, t0)) build_overlay(s, width, height);
   if (!wnd_gl_draw(&s->gl, slot->texture, slot->width, slot->height, width, height, s->overlay ? &s->overlay_mesh : NULL,
@@ -1129,7 +1138,9 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
     fprintf(stderr, "inkray: %s\n", err);
     return false;
   }
-  double ms = (now_seconds() - t0) * 1000.0;
+  /* A frame lasts from the end of the one drawn before (iterations that drew nothing included). */
+  double now = now_seconds(), ms = (now - (s->last_drawn > 0 ? s->last_drawn : t0)) * 1000.0;
+  s->last_drawn = now;
   /* Diagnostic frames time each stage separately and would drag the FPS down. */
   if (!stage_frame) record_frame_time(s, ms);
   s->frames++;
@@ -1508,7 +1519,8 @@ static int open_window(win_state *s, const win_options *o) {
                                                      .path_given = o->present_given,
                                                      .path = o->present,
                                                      .ring = o->present_ring,
-                                                     .gpu_sync = o->present_gpu_sync});
+                                                     .gpu_sync = o->present_gpu_sync,
+                                                     .fifo = o->present_fifo});
   printf("inkray: %s renderer, frames shown through %s, vsync %s\n", ir_device_name(s->device),
          wnd_present_path_name(s->present.path), o->vsync ? "on" : "off");
   fflush(stdout);
@@ -1559,9 +1571,9 @@ static int run(win_state *s, const win_options *o, win_script *script) {
  *             the end.
  * The ratio is window FPS / headless FPS; the display overhead the difference in frame time. */
 typedef struct bench_figures {
-  double headless_ms, back_to_back_ms, window_ms;
+  double headless_ms, back_to_back_ms, window_ms, loop_ms;
   double target_ms, render_ms, ready_ms, draw_ms, swap_call_ms; /* the loop's CPU time in each part, per frame */
-  unsigned long shown, repeats, dropped, ring_waits, gl_waits; /* present.c's counts, measured frames */
+  unsigned long shown, repeats, dropped, ring_waits, gl_waits, idle; /* present.c's counts, measured frames */
 } bench_figures;
 
 /* The swap alone: empty frames (a clear and a swap), wall clock with GL drained at the end: what
@@ -1647,6 +1659,7 @@ static bool bench_window(win_state *s, const win_options *o, int frames, bench_f
   out->dropped = s->present.dropped - before.dropped;
   out->ring_waits = s->present.ring_waits - before.ring_waits;
   out->gl_waits = s->present.gl_waits - before.gl_waits;
+  out->idle = s->present.idle - before.idle;
   /* The last frame shows the newest one and everything is drained, so that the wall time
    * covers every frame on the screen. */
   s->drain = true;
@@ -1654,7 +1667,11 @@ static bool bench_window(win_state *s, const win_options *o, int frames, bench_f
   s->drain = false;
   glFinish();
   if (s->device == IR_DEVICE_GPU) cudaDeviceSynchronize();
-  out->window_ms = (now_seconds() - t0) * 1000.0 / frames;
+  /* Per frame that reached the screen: a frame rendered and never drawn does not count. */
+  double wall = (now_seconds() - t0) * 1000.0;
+  unsigned long shown = s->present.frames_shown - before.frames_shown;
+  out->window_ms = wall / (double)(shown ? shown : 1);
+  out->loop_ms = wall / frames;
   s->bench_running = false;
   return ok;
 }
@@ -1701,7 +1718,8 @@ static int run_bench(win_state *s, const win_options *o) {
                                                            .path_given = true,
                                                            .path = paths[di],
                                                            .ring = o->present_ring,
-                                                           .gpu_sync = o->present_gpu_sync});
+                                                           .gpu_sync = o->present_gpu_sync,
+                                                           .fifo = o->present_fifo});
       }
       /* The headless frames draw the scene the window's next frame would. */
       s->camera = wnd_view_camera(&s->view, &s->volume);
@@ -1720,15 +1738,16 @@ static int run_bench(win_state *s, const win_options *o) {
       double ratio = f.headless_ms / f.window_ms;
       if (s->present.path == paths[0] && ratio < worst_ratio) worst_ratio = ratio;
       printf("inkray: bench-window pipeline=%s method=%s size=%dx%d display=%s headless_fps=%.1f headless_ms=%.4f "
-             "back_to_back_ms=%.4f window_fps=%.1f window_ms=%.4f ratio=%.3f overhead_ms=%.4f swap_ms=%.4f "
+             "back_to_back_ms=%.4f window_fps=%.1f window_ms=%.4f ratio=%.3f overhead_ms=%.4f swap_ms=%.4f loop_ms=%.4f "
              "direct=%s cpu_target_ms=%.4f cpu_render_ms=%.4f cpu_present_ms=%.4f cpu_draw_ms=%.4f cpu_swap_ms=%.4f shown=%lu repeats=%lu dropped=%lu "
-             "ring=%d ring_waits=%lu gl_waits=%lu sync=%s\n",
+             "ring=%d ring_waits=%lu gl_waits=%lu idle=%lu sync=%s queue=%s\n",
              ir_pipeline_name(s->pipeline), method_name(s), rw, rh, wnd_present_path_name(s->present.path),
              1000.0 / f.headless_ms, f.headless_ms, f.back_to_back_ms, 1000.0 / f.window_ms, f.window_ms, ratio,
-             f.window_ms - f.headless_ms, swap_ms,
+             f.window_ms - f.headless_ms, swap_ms, f.loop_ms,
              s->present.path == WND_PRESENT_EGL && !s->present.egl_copy ? "yes" : "no", f.target_ms, f.render_ms,
              f.ready_ms, f.draw_ms, f.swap_call_ms, f.shown, f.repeats, f.dropped, s->present.ring, f.ring_waits, f.gl_waits,
-             s->present.gl_waits_cuda ? (s->present.cuda_waits_gl ? "gpu" : "gpu-gl") : "cpu");
+             f.idle, s->present.gl_waits_cuda ? (s->present.cuda_waits_gl ? "gpu" : "gpu-gl") : "cpu",
+             s->present.gl_waits_cuda || s->present.fifo ? "fifo" : "mailbox");
       fflush(stdout);
     }
   }

@@ -94,6 +94,8 @@ typedef struct wnd_present {
   wnd_egl_proc egl_create_sync, egl_destroy_sync, egl_wait_sync; /* EGL 1.5 */
   bool gl_waits_cuda;           /* --present-sync gpu: GL waits on the GPU for a frame's event */
   bool cuda_waits_gl;           /* and the renderer on the GPU for GL's fence of a slot */
+  bool fifo;                    /* egl-image, CPU waits: every frame drawn in order, none again */
+  unsigned long idle;           /* fifo: iterations with no new frame done (nothing drawn) */
 } wnd_present;
 
 /* How frames reach the window (wnd_present_setup). */
@@ -103,6 +105,7 @@ typedef struct wnd_present_desc {
   wnd_present_path path;
   int ring;              /* --present-ring: 2..WND_PRESENT_RING_MAX (else WND_PRESENT_RING) */
   bool gpu_sync;         /* --present-sync gpu: egl-image synchronised on the GPU where EGL can */
+  bool fifo;             /* --present-queue fifo: egl-image draws every frame, in order */
 } wnd_present_desc;
 
 /* Picks the path: on the GPU renderer with the GL context on that same NVIDIA GPU, egl-image
@@ -125,9 +128,12 @@ void wnd_present_refuse_surfaces(wnd_present *present, const char *why);
  * failure is returned. */
 bool wnd_present_submit(wnd_present *present, ir_renderer *renderer, int width, int height, char err[IR_ERR_LEN]);
 /* The slot to draw now: on egl-image the newest frame done on the GPU (found without waiting;
- * while none is, the one drawn before), on pbo the oldest frame not shown yet (the frame before
- * the one just submitted, which renders meanwhile); with `latest` the newest, waited for,
- * dropping older ones (screenshots, the end of a benchmark). Its texture is ready for GL. */
+ * while none is, the one drawn before), or with --present-queue fifo the oldest frame not shown
+ * if it is done (else NULL with `err` empty: nothing new to draw), or with --present-sync gpu the
+ * frame just submitted (GL waits for it on the GPU); on pbo the oldest frame not shown yet (the
+ * frame before the one just submitted, which renders meanwhile); with `latest` the newest,
+ * waited for, dropping older ones (screenshots, the end of a benchmark). Its texture is ready
+ * for GL. */
 const wnd_frame_slot *wnd_present_ready(wnd_present *present, bool latest, char err[IR_ERR_LEN]);
 /* Whether a submitted frame is waiting to be shown. */
 bool wnd_present_has_newer(const wnd_present *present);
