@@ -42,7 +42,7 @@ typedef struct win_options {
   wnd_present_path present; /* --present */
   int present_ring;         /* --present-ring: slots of the present ring */
   bool present_gpu_sync;    /* --present-sync gpu */
-  bool present_fifo;        /* --present-queue fifo */
+  int present_fifo;         /* --present-queue: 1 fifo, 0 mailbox, -1 not given: fifo with vsync off */
   bool bench;      /* --bench-window */
   int bench_frames;
   bool bench_frames_given;
@@ -78,7 +78,8 @@ static void print_help(FILE *to) {
         "  --present-sync gpu|cpu  egl-image: who waits for the frames and for OpenGL: the GPU\n"
         "                        (EGL syncs, where offered) or the CPU, polling (default cpu)\n"
         "  --present-queue fifo|mailbox  egl-image with CPU waits: draw every frame in order\n"
-        "                        (fifo), or the newest done, dropping older ones (default mailbox)\n"
+        "                        (fifo), or the newest done, dropping older ones (mailbox);\n"
+        "                        default: fifo with vsync off, mailbox with vsync on\n"
         "  --bench-window        measure: the same scene headless and in the window, for each\n"
         "                        pipeline of the P cycle (or --pipeline), printing both FPS and\n"
         "                        their ratio, then exit\n"
@@ -132,7 +133,7 @@ __attribute__((format(printf, 1, 2))) static int bad_option(const char *format, 
 static int parse_options(int argc, char **argv, win_options *o) {
   *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_DEFAULT,
                      .vsync = -1, .bench_frames = 2000, .rate = 10.0,
-                     .present_ring = WND_PRESENT_RING};
+                     .present_ring = WND_PRESENT_RING, .present_fifo = -1};
   o->volume.level = IR_LEVEL_AUTO; /* multiscale sources: the finest level the device holds */
   app_look_init(&o->look);
   for (int i = 1; i < argc; i++) {
@@ -217,7 +218,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
     } else if (strcmp(opt, "--present-queue") == 0) {
       if (strcmp(value, "fifo") != 0 && strcmp(value, "mailbox") != 0)
         return bad_option("--present-queue '%s': use fifo or mailbox", value);
-      o->present_fifo = strcmp(value, "fifo") == 0;
+      o->present_fifo = strcmp(value, "fifo") == 0 ? 1 : 0;
     } else if (strcmp(opt, "--present-ring") == 0) {
       if (!cli_parse_int(value, 2, WND_PRESENT_RING_MAX, &number))
         return bad_option("--present-ring '%s': expected a whole number from 2 to %d", value, WND_PRESENT_RING_MAX);
@@ -240,6 +241,10 @@ static int parse_options(int argc, char **argv, win_options *o) {
   /* A benchmark measures the renderer and the display path, not the display's refresh. */
   o->vsync_given = o->vsync >= 0;
   if (o->vsync < 0) o->vsync = o->bench ? 0 : 1;
+  /* Waiting for the refresh, the newest frame is what a person should see next (mailbox); with
+   * no refresh to wait for, every frame is drawn in order, so that the frame rate is that of
+   * frames on the screen (fifo). */
+  if (o->present_fifo < 0) o->present_fifo = !o->vsync;
   return -1;
 }
 
@@ -1520,7 +1525,7 @@ static int open_window(win_state *s, const win_options *o) {
                                                      .path = o->present,
                                                      .ring = o->present_ring,
                                                      .gpu_sync = o->present_gpu_sync,
-                                                     .fifo = o->present_fifo});
+                                                     .fifo = o->present_fifo == 1});
   printf("inkray: %s renderer, frames shown through %s, vsync %s\n", ir_device_name(s->device),
          wnd_present_path_name(s->present.path), o->vsync ? "on" : "off");
   fflush(stdout);
@@ -1719,7 +1724,7 @@ static int run_bench(win_state *s, const win_options *o) {
                                                            .path = paths[di],
                                                            .ring = o->present_ring,
                                                            .gpu_sync = o->present_gpu_sync,
-                                                           .fifo = o->present_fifo});
+                                                           .fifo = o->present_fifo == 1});
       }
       /* The headless frames draw the scene the window's next frame would. */
       s->camera = wnd_view_camera(&s->view, &s->volume);
