@@ -246,9 +246,15 @@ static __device__ __forceinline__ void list_triangles(uint32_t nibbles, uint32_t
   }
 }
 
-/* Five blocks of 38.8 KB of shared memory fit an SM; the register cap (48) lets all five run. */
+/* Five blocks of 38.8 KB of shared memory fit an SM; the register cap (48) lets all five run.
+ * Turing's SMs hold 1024 threads, so four blocks there. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define IR_GX_GENERATE_BLOCKS_PER_SM 4
+#else
+#define IR_GX_GENERATE_BLOCKS_PER_SM 5
+#endif
 template <int TYPE>
-static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, 5)
+static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, IR_GX_GENERATE_BLOCKS_PER_SM)
     brick_kernel(ir_mc_grid g, float iso, const void *__restrict__ voxels, const uint64_t *__restrict__ cases,
                  ir_gx_tables t, ir_gx_mesh_out m, ir_gx_spec spec) {
   __shared__ float s_v[BRICK_VOXELS];
