@@ -64,33 +64,6 @@ static cudaError_t ir_launch(void (*kernel)(Params...), unsigned grid, cudaStrea
   return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
-/* ---- Where a frame's pixels go ---------------------------------------------------------------
- * The renderer's own buffer, or a 2D CUDA array of 4-byte texels the caller owns, written
- * through a surface object (ir_frame_desc.surface: the window renders straight into the GL
- * texture it draws). Every pixel write of every pipeline goes through ir_image_store, so the
- * two targets get the same bits. The branch is uniform over the whole launch. */
-typedef struct ir_image_out {
-  uint32_t *linear;           /* width * height pixels, row-major; used when surface is 0 */
-  unsigned long long surface; /* cudaSurfaceObject_t; 0: none */
-  uint32_t width;
-} ir_image_out;
-
-static __device__ __forceinline__ void ir_image_store(const ir_image_out &o, uint32_t pixel, uint32_t rgba) {
-  if (o.surface) {
-    uint32_t y = pixel / o.width, x = pixel - y * o.width;
-    surf2Dwrite(rgba, (cudaSurfaceObject_t)o.surface, (int)(x * 4u), (int)y);
-  } else {
-    o.linear[pixel] = rgba;
-  }
-}
-
-static __device__ __forceinline__ uint32_t ir_image_load(const ir_image_out &o, uint32_t pixel) {
-  if (!o.surface) return o.linear[pixel];
-  uint32_t y = pixel / o.width, x = pixel - y * o.width, rgba;
-  surf2Dread(&rgba, (cudaSurfaceObject_t)o.surface, (int)(x * 4u), (int)y);
-  return rgba;
-}
-
 /* ---- Device-side frame state ---------------------------------------------------------------- */
 /* Parameters of the frame, copied to the device before the frame's work, so that a captured
  * graph reads the current camera and isovalue without being rebuilt. */
@@ -99,8 +72,6 @@ typedef struct ir_gpu_frame {
   uint32_t pixels;   /* width * height */
   uint32_t rays;     /* tiled ray ids (ir_tiled_ray_count): the multi pipeline's first input */
   uint32_t run_bricks; /* multi pipeline: most valid bricks per run (0: no limit) */
-  ir_image_out out;    /* where the pixels go; here (not in ir_ray_buffers, which captured graphs
-                          hold by value) so that it may change from frame to frame */
 } ir_gpu_frame;
 
 /* Counts of the multi-kernel loop, all on the device. Each stage reads its input count and
@@ -192,8 +163,6 @@ static __device__ __forceinline__ void ir_stage_emit(const ir_stage_out &o, bool
 }
 
 #define IR_TIMELINE_EVENTS 1040
-/* Frames whose start and end events are kept: more than a window's ring of frames in flight. */
-#define IR_FRAME_EVENTS 8
 #define IR_RESIZE_SLOT 64
 #define IR_GRAPH_SLOTS (2 * IR_COMPACT_METHOD_COUNT)
 static inline int ir_graph_slot(bool paper, ir_compact_method m) { return (paper ? IR_COMPACT_METHOD_COUNT : 0) + (int)m; }
@@ -204,12 +173,7 @@ struct ir_gpu_volumes; /* gpu_volume.cu: the slots' arrays, staging buffers, sta
 struct ir_gpu_state {
   int device;
   cudaStream_t stream;
-  /* Each frame's start and end on the stream, a few frames kept, so that the newest finished
-   * frame's time can be read without waiting (ir_render_latest_time). */
-  cudaEvent_t ev_start[IR_FRAME_EVENTS], ev_stop[IR_FRAME_EVENTS];
-  unsigned long long frames_recorded; /* frames whose events were recorded */
-  unsigned long long frames_reported; /* the frame ir_render_latest_time gave last (+1; 0: none) */
-  cudaEvent_t ev_a, ev_b;
+  cudaEvent_t ev_start, ev_stop, ev_a, ev_b;
   struct ir_gpu_volumes *volumes;
   cudaTextureObject_t tex;       /* the slot in use's: linear filtering, the march */
   cudaTextureObject_t tex_point; /* point reads of the same array: exact trilinear */
@@ -259,9 +223,6 @@ struct ir_gpu_state {
   int mark_label[IR_TIMELINE_EVENTS], mark_round[IR_TIMELINE_EVENTS];
 
   int width, height; /* of the last frame */
-  unsigned long long surface;         /* the last frame's target (ir_frame_desc.surface; 0: d_image) */
-  unsigned long long surface_checked; /* the surface last found big enough for surface_w x surface_h */
-  int surface_w, surface_h;
   int trace_mode;    /* of the frame being rendered (trace.cuh), set by its parameters' upload */
   ir_persist_counters *d_persist; /* the persistent pipeline's, two (by frame parity) */
   ir_persist_counters *h_persist; /* pinned: read-backs */
@@ -285,6 +246,7 @@ typedef struct ir_ray_buffers {
   uint32_t *stack;
   size_t stride; /* = capacity */
   float4 *hit;
+  uint32_t *image;
   float *depth; /* per pixel: t of the (first) hit, INFINITY for background (ir_render_read_depth) */
   uint2 *seg; /* multi pipeline: per ray, the run of samples to march / where to resume */
   float4 *paint;    /* translucent frames, per pixel: the ray's paint so far (ir_paint) */
@@ -308,11 +270,11 @@ static __device__ __forceinline__ void ir_paint_load(const ir_trace_params &p, c
 
 /* After a march that did not end the ray: keeps what its translucent hits added, and shows it at
  * once, so that a ray that meets nothing more needs no further write. */
-static __device__ __forceinline__ void ir_paint_keep(const ir_image_out &out, const ir_ray_buffers &b, uint32_t pixel,
-                                                     const ir_paint &pt, float alpha_before, float first_t) {
+static __device__ __forceinline__ void ir_paint_keep(const ir_ray_buffers &b, uint32_t pixel, const ir_paint &pt,
+                                                     float alpha_before, float first_t) {
   if (pt.a == alpha_before) return;
   b.paint[pixel] = make_float4(pt.r, pt.g, pt.b, pt.a);
-  ir_image_store(out, pixel, ir_paint_pixel(&pt));
+  b.image[pixel] = ir_paint_pixel(&pt);
   b.depth[pixel] = first_t;
 }
 
@@ -343,10 +305,11 @@ cudaError_t ir_tail_finish_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b,
                                   ir_gpu_counters *counters, uint32_t max_rays, cudaStream_t stream);
 /* single_kernel.cu: brick walk and march per pixel, in one kernel over tiled ray ids (the frame
  * by value, read from the kernel's parameters). */
-cudaError_t ir_single_kernel_launch(const ir_gpu_frame &frame, float *depth, int width,
+cudaError_t ir_single_kernel_launch(const ir_gpu_frame &frame, uint32_t *image, float *depth, int width,
                                     int height, int mode, cudaStream_t stream);
 /* plain_caster.cu: the plain macrocell DDA caster (benchmark baseline), 16x8 thread blocks. */
-cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, float *depth, int width, int height, cudaStream_t stream);
+cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, uint32_t *image,
+                                   float *depth, int width, int height, cudaStream_t stream);
 
 /* The multi pipeline's stages (walk_*.cu). Its rays carry no stack: only seg, the run of
  * samples traversal found for intersection, or where traversal resumes (.x). */
@@ -371,6 +334,7 @@ cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, c
 
 /* persistent.cu: the persistent pipeline, one launch per frame (the frame by value). */
 typedef struct ir_persist_args {
+  uint32_t *image;
   float *depth;
   ir_persist_counters *counters; /* two, by frame parity: a frame zeroes the next one's */
   unsigned epoch;                /* the frame's number */

@@ -573,6 +573,7 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->b.stack = g->d_stack;
   p->b.stride = g->capacity;
   p->b.hit = g->d_hit;
+  p->b.image = g->d_image;
   p->b.depth = g->d_depth;
   p->b.seg = g->d_seg;
   p->b.paint = g->d_paint;

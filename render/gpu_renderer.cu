@@ -130,10 +130,8 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   /* A blocking stream: work on the legacy default stream (e.g. CUDA-GL interop in the window)
    * is ordered after the frame without extra synchronisation. */
   IR_CUDA(cudaStreamCreate(&g->stream));
-  for (int k = 0; k < IR_FRAME_EVENTS; k++) {
-    IR_CUDA(cudaEventCreate(&g->ev_start[k]));
-    IR_CUDA(cudaEventCreate(&g->ev_stop[k]));
-  }
+  IR_CUDA(cudaEventCreate(&g->ev_start));
+  IR_CUDA(cudaEventCreate(&g->ev_stop));
   for (; g->timeline_created < IR_TIMELINE_EVENTS; g->timeline_created++)
     IR_CUDA(cudaEventCreate(&g->timeline[g->timeline_created]));
   /* The brick and cell ranges frames read: the slot in use's, copied here when it is chosen
@@ -204,10 +202,8 @@ void ir_gpu_destroy(ir_renderer *r) {
   if (g->h_persist) cudaFreeHost(g->h_persist);
   if (g->cctx) ir_compact_ctx_destroy(g->cctx);
   for (int i = 0; i < g->timeline_created; i++) cudaEventDestroy(g->timeline[i]);
-  for (int k = 0; k < IR_FRAME_EVENTS; k++) {
-    if (g->ev_start[k]) cudaEventDestroy(g->ev_start[k]);
-    if (g->ev_stop[k]) cudaEventDestroy(g->ev_stop[k]);
-  }
+  if (g->ev_start) cudaEventDestroy(g->ev_start);
+  if (g->ev_stop) cudaEventDestroy(g->ev_stop);
   if (g->stream) cudaStreamDestroy(g->stream);
   free(g);
   r->gpu = NULL;
@@ -273,9 +269,6 @@ static ir_status prepare_frame(ir_renderer *r, const ir_frame_desc *f, ir_gpu_fr
   hf->pixels = (uint32_t)f->width * (uint32_t)f->height;
   hf->rays = ir_tiled_ray_count(f->width, f->height);
   hf->run_bricks = f->run_bricks;
-  hf->out.linear = g->d_image;
-  hf->out.surface = f->surface;
-  hf->out.width = (uint32_t)f->width;
   /* The single and persistent kernels walk the fine cells and test them against the isovalues
    * themselves, the plain caster the bricks (no BVH update in their frames); the multi-kernel
    * pipelines read this frame's tree. */
@@ -294,8 +287,8 @@ static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, const ir_g
   struct ir_gpu_state *g = r->gpu;
   if (timed) IR_CUDA(cudaEventRecord(g->timeline[0], g->stream));
   IR_CUDA(f->pipeline == IR_PIPELINE_PLAIN
-              ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_depth, f->width, f->height, g->stream)
-              : ir_single_kernel_launch(*hf, g->d_depth, f->width, f->height, g->trace_mode, g->stream));
+              ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, g->d_depth, f->width, f->height, g->stream)
+              : ir_single_kernel_launch(*hf, g->d_image, g->d_depth, f->width, f->height, g->trace_mode, g->stream));
   if (!timed) return IR_OK;
   IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
   IR_CUDA(cudaEventSynchronize(g->timeline[1]));
@@ -312,6 +305,7 @@ static ir_status persistent_frame(ir_renderer *r, const ir_frame_desc *f, const 
   int mode = g->trace_mode;
   if (!g->persist_blocks[mode]) IR_CUDA(ir_persistent_blocks(mode, &g->persist_blocks[mode]));
   ir_persist_args a;
+  a.image = g->d_image;
   a.depth = g->d_depth;
   a.counters = g->d_persist;
   a.epoch = ++g->persist_epoch;
@@ -363,13 +357,13 @@ static ir_status run_frame(ir_renderer *r, const ir_frame_desc *f, bool host_loo
 /* The running mean of accumulated frames (ir_frame_desc.accumulate): adds the frame's pixels to
  * the sums (when `add`; `first`: they replace them) and writes the mean, rounded as the CPU
  * renderer rounds it (ir_accumulate_pixel). */
-static __global__ void accumulate_kernel(ir_image_out image, float4 *__restrict__ sums, uint32_t n, bool add,
-                                         bool first, float count) {
+static __global__ void accumulate_kernel(uint32_t *__restrict__ image, float4 *__restrict__ sums, uint32_t n,
+                                         bool add, bool first, float count) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float4 s = sums[i];
   float q[4] = {s.x, s.y, s.z, s.w};
-  ir_image_store(image, i, ir_accumulate_pixel(ir_image_load(image, i), q, add, first, count));
+  image[i] = ir_accumulate_pixel(image[i], q, add, first, count);
   sums[i] = make_float4(q[0], q[1], q[2], q[3]);
 }
 
@@ -395,8 +389,7 @@ static ir_status accumulate_frame(ir_renderer *r, const ir_frame_desc *f, bool a
   }
   bool add = !again && g->accum_count < IR_ACCUMULATE_MAX, first = add && g->accum_count == 0;
   if (add) g->accum_count++;
-  ir_image_out out = {g->d_image, f->surface, (uint32_t)f->width};
-  accumulate_kernel<<<ir_grid_for(n), IR_BLOCK, 0, g->stream>>>(out, g->d_accum, (uint32_t)n, add, first,
+  accumulate_kernel<<<ir_grid_for(n), IR_BLOCK, 0, g->stream>>>(g->d_image, g->d_accum, (uint32_t)n, add, first,
                                                                 (float)g->accum_count);
   IR_CUDA(cudaGetLastError());
   g->accum_width = f->width;
@@ -404,67 +397,27 @@ static ir_status accumulate_frame(ir_renderer *r, const ir_frame_desc *f, bool a
   return IR_OK;
 }
 
-/* A surface target must be a 2D array of 4-byte texels holding the whole frame: surface writes
- * out of bounds trap. Checked when the surface or the size changes, not every frame. */
-static ir_status check_surface(struct ir_gpu_state *g, const ir_frame_desc *f, char err[IR_ERR_LEN]) {
-  if (f->surface == g->surface_checked && f->width == g->surface_w && f->height == g->surface_h) return IR_OK;
-  cudaResourceDesc res;
-  memset(&res, 0, sizeof res);
-  cudaError_t e = cudaGetSurfaceObjectResourceDesc(&res, (cudaSurfaceObject_t)f->surface);
-  if (e != cudaSuccess || res.resType != cudaResourceTypeArray) {
-    cudaGetLastError();
-    snprintf(err, IR_ERR_LEN, "surface %llu: not a surface object of a CUDA array (%s)", f->surface,
-             e != cudaSuccess ? cudaGetErrorString(e) : "another resource type");
-    return IR_ERR_INPUT;
-  }
-  cudaChannelFormatDesc ch;
-  cudaExtent extent;
-  unsigned flags = 0;
-  e = cudaArrayGetInfo(&ch, &extent, &flags, res.res.array.array);
-  if (e != cudaSuccess) {
-    cudaGetLastError(); /* not sticky: no later launch check may read it as its own */
-    snprintf(err, IR_ERR_LEN, "surface %llu: its array cannot be inspected (%s)", f->surface, cudaGetErrorString(e));
-    return IR_ERR_INPUT;
-  }
-  int bits = ch.x + ch.y + ch.z + ch.w;
-  if (bits != 32 || extent.width < (size_t)f->width || (extent.height ? extent.height : 1) < (size_t)f->height) {
-    snprintf(err, IR_ERR_LEN, "surface %llu: a %zux%zu array of %d-bit texels; a %dx%d frame needs one of 32-bit texels at least that big",
-             f->surface, extent.width, extent.height, bits, f->width, f->height);
-    return IR_ERR_INPUT;
-  }
-  g->surface_checked = f->surface;
-  g->surface_w = f->width;
-  g->surface_h = f->height;
-  return IR_OK;
-}
-
 ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_stats *stats, char err[IR_ERR_LEN]) {
   struct ir_gpu_state *g = r->gpu;
-  ir_status st = f->surface ? check_surface(g, f, err) : IR_OK;
-  if (st != IR_OK) return st;
   /* Per-ray buffers hold the tiled ray ids, a few more than the pixels. */
   size_t rays = ir_tiled_ray_count(f->width, f->height);
-  if ((st = ensure_capacity(r, rays, err)) != IR_OK) return st;
+  ir_status st = ensure_capacity(r, rays, err);
+  if (st != IR_OK) return st;
   bool multi = f->pipeline == IR_PIPELINE_MULTI || f->pipeline == IR_PIPELINE_PAPER;
   bool host_loop = f->host_loop || !ir_compact_supports_device_n(f->method);
 
-  /* Waited for on the device; the frame's time starts after it. */
-  if (f->wait_event) IR_CUDA(cudaStreamWaitEvent(g->stream, (cudaEvent_t)f->wait_event, 0));
-  int k = (int)(g->frames_recorded % IR_FRAME_EVENTS);
-  IR_CUDA(cudaEventRecord(g->ev_start[k], g->stream));
+  IR_CUDA(cudaEventRecord(g->ev_start, g->stream));
   if ((st = run_frame(r, f, host_loop, false, NULL, err)) != IR_OK) return st;
   if ((st = accumulate_frame(r, f, false, err)) != IR_OK) return st;
-  IR_CUDA(cudaEventRecord(g->ev_stop[k], g->stream));
-  g->frames_recorded++;
+  IR_CUDA(cudaEventRecord(g->ev_stop, g->stream));
   r->width = f->width;
   r->height = f->height;
-  g->surface = f->surface;
   if (!stats) return IR_OK;
 
   memset(stats, 0, sizeof *stats);
-  IR_CUDA(cudaEventSynchronize(g->ev_stop[k]));
+  IR_CUDA(cudaEventSynchronize(g->ev_stop));
   float ms = 0.0f;
-  IR_CUDA(cudaEventElapsedTime(&ms, g->ev_start[k], g->ev_stop[k]));
+  IR_CUDA(cudaEventElapsedTime(&ms, g->ev_start, g->ev_stop));
   stats->frame_ms = ms;
   if (multi) {
     IR_CUDA(cudaMemcpy(g->h_counters, g->d_counters, sizeof(ir_gpu_counters), cudaMemcpyDeviceToHost));
@@ -500,46 +453,12 @@ static ir_status read_back(struct ir_gpu_state *g, void *host, const void *devic
 }
 
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]) {
-  struct ir_gpu_state *g = r->gpu;
-  if (g->surface) { /* the frame is in the caller's array (a window's texture): one 2D copy out of it */
-    cudaResourceDesc res;
-    memset(&res, 0, sizeof res);
-    IR_CUDA(cudaGetSurfaceObjectResourceDesc(&res, (cudaSurfaceObject_t)g->surface));
-    size_t row = (size_t)r->width * 4;
-    IR_CUDA(cudaMemcpy2DFromArrayAsync(rgba, row, res.res.array.array, 0, 0, row, (size_t)r->height,
-                                       cudaMemcpyDeviceToHost, g->stream));
-    IR_CUDA(cudaStreamSynchronize(g->stream));
-    return IR_OK;
-  }
-  return read_back(g, rgba, g->d_image, (size_t)r->width * (size_t)r->height * 4, err);
+  return read_back(r->gpu, rgba, r->gpu->d_image, (size_t)r->width * (size_t)r->height * 4, err);
 }
 
 ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]) {
   return read_back(r->gpu, depth, r->gpu->d_depth, (size_t)r->width * (size_t)r->height * sizeof(float), err);
 }
 
-const void *ir_gpu_device_image(const ir_renderer *r) { return r->gpu && !r->gpu->surface ? r->gpu->d_image : NULL; }
-
-bool ir_gpu_latest_time(ir_renderer *r, double *ms) {
-  struct ir_gpu_state *g = r->gpu;
-  unsigned long long n = g->frames_recorded, oldest = n > IR_FRAME_EVENTS ? n - IR_FRAME_EVENTS : 0;
-  /* Newest first; the events of frames older than the ring were recorded over. */
-  for (unsigned long long f = n; f > oldest && f > g->frames_reported; f--) {
-    int k = (int)((f - 1) % IR_FRAME_EVENTS);
-    cudaError_t e = cudaEventQuery(g->ev_stop[k]);
-    if (e == cudaErrorNotReady) {
-      cudaGetLastError(); /* so that no later launch check reads it as its own failure */
-      continue;
-    }
-    float t = 0.0f;
-    if (e != cudaSuccess || cudaEventElapsedTime(&t, g->ev_start[k], g->ev_stop[k]) != cudaSuccess) {
-      cudaGetLastError(); /* not sticky; the frame's own call reports real failures */
-      return false;
-    }
-    g->frames_reported = f;
-    *ms = t;
-    return true;
-  }
-  return false;
-}
+const void *ir_gpu_device_image(const ir_renderer *r) { return r->gpu ? r->gpu->d_image : NULL; }
 const float *ir_gpu_device_depth(const ir_renderer *r) { return r->gpu ? r->gpu->d_depth : NULL; }

@@ -30,7 +30,7 @@ static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, 
     int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h, Mode);
     b.sp[ray] = (uint8_t)sp;
     b.seg[ray].x = (uint32_t)k_done;
-    ir_paint_keep(frame->out, b, ray, pt, alpha_before, first_t); /* translucent hits; shading adds the last */
+    ir_paint_keep(b, ray, pt, alpha_before, first_t); /* translucent hits; shading adds the last */
     if (s == IR_INTERSECT_HIT) {
       ir_hit_resolve(&p, &r, &h, Mode);
       ir_vec3 d = ir_hit_differences(&p, &r, h.t, (Mode & IR_TRACE_EXACT) != 0);

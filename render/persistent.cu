@@ -136,14 +136,14 @@ static __device__ __forceinline__ void pack_ray(uint32_t pixel, const ir_ray &r,
 /* Generation: the record of the ray of tiled id `id`, or false when it has no pixel or misses
  * the volume (the pixel then gets the background at once). */
 template <int Mode, int W>
-static __device__ __forceinline__ bool generate_ray(const ir_trace_params &p, uint32_t id, const ir_image_out &image, float *depth,
+static __device__ __forceinline__ bool generate_ray(const ir_trace_params &p, uint32_t id, uint32_t *image, float *depth,
                                                     uint32_t (&rec)[W]) {
   uint32_t pixel = ir_tiled_pixel(id, p.cam.width, p.cam.height);
   if (pixel == 0xffffffffu) return false;
   ir_ray r = ir_camera_ray(&p.cam, pixel);
   ir_span s;
   if (!ir_ray_span(&p, &r, &s)) {
-    ir_image_store(image, pixel, IR_BACKGROUND_RGBA);
+    image[pixel] = IR_BACKGROUND_RGBA;
     depth[pixel] = INFINITY;
     return false;
   }
@@ -157,7 +157,7 @@ static __device__ __forceinline__ bool generate_ray(const ir_trace_params &p, ui
  * registers serve both); DONE: the pixel is written. */
 template <int Mode, int RW>
 static __device__ __forceinline__ int step_ray(const ir_trace_params &p, int budget, uint32_t (&rec)[RW],
-                                               const ir_image_out &image, float *depth) {
+                                               uint32_t *image, float *depth) {
   static_assert(persist_words<Mode>::hit <= RW, "a hit record fits in a ray record");
   uint32_t(&hit)[RW] = rec;
   ir_ray r;
@@ -180,7 +180,7 @@ static __device__ __forceinline__ int step_ray(const ir_trace_params &p, int bud
   ir_hit h;
   const int outcome = ir_step_as(&p, &r, &s, &m, budget, &pt, &first_t, &h, Mode);
   if (outcome == IR_STEP_DONE) {
-    ir_image_store(image, pixel, ir_paint_pixel(&pt));
+    image[pixel] = ir_paint_pixel(&pt);
     depth[pixel] = first_t;
   } else if (outcome == IR_STEP_LIVE) {
     /* The whole record again from the parts the step used, so that the record's words need not
@@ -207,7 +207,7 @@ static __device__ __forceinline__ int step_ray(const ir_trace_params &p, int bud
 
 /* Shading: refine the hit, light it, composite it behind the paint and write the pixel. */
 template <int Mode, int W>
-static __device__ __forceinline__ void shade_hit(const ir_trace_params &p, const uint32_t (&hit)[W], const ir_image_out &image,
+static __device__ __forceinline__ void shade_hit(const ir_trace_params &p, const uint32_t (&hit)[W], uint32_t *image,
                                                  float *depth) {
   const uint32_t pixel = hit[HIT_PIXEL];
   ir_ray r = ir_camera_ray(&p.cam, pixel);
@@ -227,7 +227,7 @@ static __device__ __forceinline__ void shade_hit(const ir_trace_params &p, const
     pt.a = as_float(hit[HIT_PA]);
     first_t = as_float(hit[HIT_FIRST]);
   }
-  ir_image_store(image, pixel, ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode));
+  image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode);
   depth[pixel] = first_t;
 }
 
@@ -348,7 +348,7 @@ static __device__ __forceinline__ void trace_secondary_pool(const ir_trace_param
  * every thread of the block (barriers inside). */
 template <int Mode, ir_compact_method Method>
 static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &p, persist_shared<Mode> &sh,
-                                                         unsigned hits_n, const ir_image_out &image, float *depth, bool pool,
+                                                         unsigned hits_n, uint32_t *image, float *depth, bool pool,
                                                          int budget, phase_clock &clock) {
   constexpr int HW = persist_words<Mode>::hit;
   const ir_pool<HW> hits = {sh.hits, IR_PERSIST_BLOCK};
@@ -414,7 +414,7 @@ static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &
     __syncthreads();
     if (mine && t >= h0 && t < h0 + n) {
       ir_paint_add(&pt, ir_light_combine(&p, &L, base, &light[(t - h0) * R]), p.surf_alpha[surf]);
-      ir_image_store(image, pixel, ir_paint_pixel(&pt));
+      image[pixel] = ir_paint_pixel(&pt);
       depth[pixel] = first_t;
     }
     __syncthreads(); /* the next chunk's rays overwrite these results */
@@ -448,7 +448,7 @@ static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &fram
      * then the block meets. */
     for (;;) {
       if (outcome == IR_STEP_LIVE) {
-        outcome = step_ray<Mode>(p, a.step_batches, rec, frame.out, a.depth);
+        outcome = step_ray<Mode>(p, a.step_batches, rec, a.image, a.depth);
         if (outcome != IR_STEP_LIVE) atomicAdd(&sh.finished, 1u);
       }
       rounds++;
@@ -482,17 +482,17 @@ static __device__ __forceinline__ void persistent_frame(const ir_gpu_frame &fram
     if constexpr ((Mode & IR_TRACE_LIGHT) != 0) { /* only lit kernels carry that code */
       spread = a.secondary != IR_SECONDARY_INLINE;
       if (spread)
-        shade_hits_spread<Mode, Method>(p, sh, hits_n, frame.out, a.depth, a.secondary == IR_SECONDARY_POOL,
+        shade_hits_spread<Mode, Method>(p, sh, hits_n, a.image, a.depth, a.secondary == IR_SECONDARY_POOL,
                                         a.step_batches, clock);
     }
     if (!spread && t < hits_n) {
       hits.load(t, hit);
-      shade_hit<Mode>(p, hit, frame.out, a.depth);
+      shade_hit<Mode>(p, hit, a.image, a.depth);
     }
     clock.mark(IR_PHASE_SHADE);
     /* 5. generation, compacted into the pool behind the rays that go on */
     bool meets = false;
-    if (t < new_rays) meets = generate_ray<Mode>(p, first_tile * IR_TILE_RAYS + t, frame.out, a.depth, rec);
+    if (t < new_rays) meets = generate_ray<Mode>(p, first_tile * IR_TILE_RAYS + t, a.image, a.depth, rec);
     const unsigned added = ir_block_compact(Method, meets, rec, pool, kept, new_rays, sh.compact);
     generated += added;
     live = kept + added;

@@ -35,7 +35,7 @@ static __device__ bool plain_march(const ir_trace_params &p, const ir_ray &r, fl
 
 static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
     plain_caster_kernel(const ir_gpu_frame *__restrict__ frame, const ir_brick_range *__restrict__ ranges,
-                        float *__restrict__ depth) {
+                        uint32_t *__restrict__ image, float *__restrict__ depth) {
   const ir_trace_params &p = frame->p;
   int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x >= p.cam.width || y >= p.cam.height) return;
@@ -58,14 +58,15 @@ static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
       t = fmaxf(t, t_out);
     }
   }
-  ir_image_store(frame->out, pixel, color);
+  image[pixel] = color;
   depth[pixel] = hit_t;
 }
 
-cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, float *depth, int width, int height, cudaStream_t stream) {
+cudaError_t ir_plain_caster_launch(const ir_gpu_frame *d_frame, const ir_brick_range *d_ranges, uint32_t *image,
+                                   float *depth, int width, int height, cudaStream_t stream) {
   dim3 block(IR_PLAIN_BLOCK_X, IR_PLAIN_BLOCK_Y);
   dim3 grid((unsigned)(width + IR_PLAIN_BLOCK_X - 1) / IR_PLAIN_BLOCK_X,
             (unsigned)(height + IR_PLAIN_BLOCK_Y - 1) / IR_PLAIN_BLOCK_Y);
-  plain_caster_kernel<<<grid, block, 0, stream>>>(d_frame, d_ranges, depth);
+  plain_caster_kernel<<<grid, block, 0, stream>>>(d_frame, d_ranges, image, depth);
   return cudaGetLastError();
 }

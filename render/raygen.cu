@@ -18,7 +18,7 @@ static __global__ void raygen_kernel(const ir_gpu_frame *__restrict__ frame, ir_
       b.sp[i] = (uint8_t)sp;
       b.seg[i].x = 0; /* the last sample marched (ir_intersect) */
     }
-    ir_image_store(frame->out, i, IR_BACKGROUND_RGBA);
+    b.image[i] = IR_BACKGROUND_RGBA;
     b.depth[i] = INFINITY;
     ir_paint_clear(p, b, i);
   }

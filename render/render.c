@@ -325,10 +325,6 @@ static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char 
     snprintf(err, IR_ERR_LEN, "secondary %d: use IR_SECONDARY_INLINE, _SPREAD or _POOL", f->secondary);
     return IR_ERR_INPUT;
   }
-  if ((f->surface || f->wait_event) && r->device != IR_DEVICE_GPU) {
-    snprintf(err, IR_ERR_LEN, "a surface target is for the GPU renderer; the CPU one writes its own image");
-    return IR_ERR_INPUT;
-  }
   if (f->step_batches > IR_STEP_BATCHES_MAX) {
     snprintf(err, IR_ERR_LEN, "step batches %u: at most %d (0 for the default, %d)", f->step_batches,
              IR_STEP_BATCHES_MAX, IR_STEP_BATCHES_AUTO);
@@ -351,10 +347,6 @@ ir_status ir_render_frame(ir_renderer *r, const ir_frame_desc *frame, ir_frame_s
   }
   return r->device == IR_DEVICE_CPU ? ir_cpu_render_frame(r, frame, stats, err)
                                     : ir_gpu_render_frame(r, frame, stats, err);
-}
-
-bool ir_render_latest_time(ir_renderer *r, double *ms) {
-  return r && ms && r->device == IR_DEVICE_GPU && ir_gpu_latest_time(r, ms);
 }
 
 ir_status ir_render_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]) {

@@ -210,15 +210,6 @@ typedef struct ir_frame_desc {
                                    sample_frame 0 (progressive refinement); that frame starts it */
   int secondary;                /* persistent pipeline, lit frames: who traces the hits' occlusion
                                    and shadow rays (ir_secondary_mode; the same image each way) */
-  unsigned long long surface;   /* GPU: write the pixels through this cudaSurfaceObject_t of a 2D
-                                   CUDA array of 4-byte texels (RGBA8, row 0 at y 0), at least
-                                   width x height, instead of the renderer's own buffer: the same
-                                   bits (a window renders straight into the texture it draws).
-                                   The array must stay valid until the frame has run. 0, the
-                                   default: the renderer's buffer. The CPU refuses it (IR_ERR_INPUT) */
-  void *wait_event;             /* GPU: a cudaEvent_t the frame's work waits for on the device
-                                   (cudaStreamWaitEvent; the host does not wait), e.g. a display
-                                   done reading the surface; NULL: none. The CPU refuses it */
 } ir_frame_desc;
 
 /* How the persistent pipeline traces a block's secondary rays (ir_frame_desc.secondary). */
@@ -286,13 +277,7 @@ typedef struct ir_frame_stats {
 ir_status ir_render_frame(ir_renderer *r, const ir_frame_desc *frame, ir_frame_stats *stats,
                           char err[IR_ERR_LEN]);
 
-/* GPU: the frame time (as ir_frame_stats.frame_ms, from CUDA events) of the newest frame that has
- * finished on the device and was not given before, without waiting for any; false when there is
- * none (or on the CPU, whose frames return finished: ask ir_render_frame for stats). */
-bool ir_render_latest_time(ir_renderer *r, double *ms);
-
-/* Copies the last frame to host memory: width*height*4 bytes, row 0 at the top (from the
- * frame's surface when it had one, which must still be valid). */
+/* Copies the last frame to host memory: width*height*4 bytes, row 0 at the top. */
 ir_status ir_render_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]);
 /* The last frame's depth, width*height floats, row 0 at the top: the distance from the eye to
  * the surface along the pixel's (unit) ray in world units, +INFINITY where no surface was hit.
@@ -335,8 +320,7 @@ typedef struct ir_slot_times {
 ir_status ir_renderer_slot_times(ir_renderer *r, int slot, ir_slot_times *out, char err[IR_ERR_LEN]);
 
 /* GPU device only: device pointer to the last frame's RGBA8 pixels (for CUDA-GL interop);
- * NULL on the CPU device and after a frame drawn into a surface (ir_frame_desc.surface). Valid
- * until the next frame or a size change. */
+ * NULL on the CPU device. Valid until the next frame or a size change. */
 const void *ir_render_device_image(const ir_renderer *r);
 /* GPU device only: device pointer to the last frame's depth (as ir_render_read_depth gives it),
  * for compositing on the GPU (dist/); NULL on the CPU device. Valid like the image's. */

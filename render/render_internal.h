@@ -81,7 +81,6 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
 ir_status ir_gpu_read_image(ir_renderer *r, uint8_t *rgba, char err[IR_ERR_LEN]);
 ir_status ir_gpu_read_depth(ir_renderer *r, float *depth, char err[IR_ERR_LEN]);
 const void *ir_gpu_device_image(const ir_renderer *r);
-bool ir_gpu_latest_time(ir_renderer *r, double *ms);
 const float *ir_gpu_device_depth(const ir_renderer *r);
 /* Uploads r->color_volume (NULL: frees the texture) and sets r->color_view.tex. */
 ir_status ir_gpu_set_color_volume(ir_renderer *r, char err[IR_ERR_LEN]);

@@ -17,7 +17,7 @@ static __global__ void shade_kernel(const ir_gpu_frame *__restrict__ frame, ir_r
   ir_hit hit;
   hit.t = h.x;
   hit.surf = b.hit_surf[ray];
-  ir_image_store(frame->out, ray, ir_finish_hit(&p, &r, hit, ir_v3(h.y, h.z, h.w), &pt, 0)); /* no lit frames here (render.c) */
+  b.image[ray] = ir_finish_hit(&p, &r, hit, ir_v3(h.y, h.z, h.w), &pt, 0); /* no lit frames here (render.c) */
   b.depth[ray] = first_t < INFINITY ? first_t : h.x;
 }
 

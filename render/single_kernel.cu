@@ -13,7 +13,8 @@
  * only its own code at a hit, so an opaque frame does not pay the registers of compositing, nor
  * texture refinement those of exact reads (docs/render.md). */
 template <int Mode>
-static __device__ __forceinline__ void single_pixel(const ir_gpu_frame &frame, float *__restrict__ depth) {
+static __device__ __forceinline__ void single_pixel(const ir_gpu_frame &frame, uint32_t *__restrict__ image,
+                                                    float *__restrict__ depth) {
   /* p.ranges is set: bricks are tested against the isovalue as the walk meets them. The frame is
    * a kernel parameter: its fields are read from the constant bank, with no registers held for
    * them and no loads in the loop. */
@@ -21,34 +22,35 @@ static __device__ __forceinline__ void single_pixel(const ir_gpu_frame &frame, f
   uint32_t pixel = ir_tiled_pixel(blockIdx.x * blockDim.x + threadIdx.x, p.cam.width, p.cam.height);
   if (pixel == 0xffffffffu) return;
   float t;
-  ir_image_store(frame.out, pixel, ir_trace_pixel_runs_as(&p, pixel, NULL, &t, Mode));
+  image[pixel] = ir_trace_pixel_runs_as(&p, pixel, NULL, &t, Mode);
   depth[pixel] = t;
 }
 
 template <int Mode>
 static __global__ void __launch_bounds__(IR_SINGLE_BLOCK)
-    single_kernel(const __grid_constant__ ir_gpu_frame frame, float *__restrict__ depth) {
-  single_pixel<Mode>(frame, depth);
+    single_kernel(const __grid_constant__ ir_gpu_frame frame, uint32_t *__restrict__ image, float *__restrict__ depth) {
+  single_pixel<Mode>(frame, image, depth);
 }
 
 /* Opaque frames with exact refinement: at least 8 blocks per SM, at most 64 registers (the exact
  * hit code would take 80, a third of the occupancy, for code that runs once per ray). */
 static __global__ void __launch_bounds__(IR_SINGLE_BLOCK, 8)
-    single_kernel_exact(const __grid_constant__ ir_gpu_frame frame, float *__restrict__ depth) {
-  single_pixel<IR_TRACE_EXACT>(frame, depth);
+    single_kernel_exact(const __grid_constant__ ir_gpu_frame frame, uint32_t *__restrict__ image,
+                        float *__restrict__ depth) {
+  single_pixel<IR_TRACE_EXACT>(frame, image, depth);
 }
 
-cudaError_t ir_single_kernel_launch(const ir_gpu_frame &frame, float *depth, int width,
+cudaError_t ir_single_kernel_launch(const ir_gpu_frame &frame, uint32_t *image, float *depth, int width,
                                     int height, int mode, cudaStream_t stream) {
   unsigned grid = (ir_tiled_ray_count(width, height) + IR_SINGLE_BLOCK - 1) / IR_SINGLE_BLOCK;
   switch (mode) {
-  case 0: single_kernel<0><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, depth); break;
-  case 1: single_kernel<1><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, depth); break;
-  case 2: single_kernel_exact<<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, depth); break;
-  case 3: single_kernel<3><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, depth); break;
+  case 0: single_kernel<0><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
+  case 1: single_kernel<1><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
+  case 2: single_kernel_exact<<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
+  case 3: single_kernel<3><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
   /* Lit frames (secondary.cuh): each thread traces its pixel's occlusion and shadow rays. */
-  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: single_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, depth); break;
-  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT: single_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, depth); break;
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: single_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT: single_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT><<<grid, IR_SINGLE_BLOCK, 0, stream>>>(frame, image, depth); break;
   default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();

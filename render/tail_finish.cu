@@ -24,14 +24,14 @@ static __global__ void tail_finish_kernel(const ir_gpu_frame *__restrict__ frame
       ir_hit h;
       int s = ir_intersect(&p, &r, b.stack + ray, b.stride, &sp, &k_done, &pt, &first_t, &h, mode);
       if (s == IR_INTERSECT_HIT) {
-        ir_image_store(frame->out, ray, ir_end_at_hit(&p, &r, h, &pt, &first_t, mode));
+        b.image[ray] = ir_end_at_hit(&p, &r, h, &pt, &first_t, mode);
         b.depth[ray] = first_t;
         ended = true;
         hits++;
       }
       if (s != IR_INTERSECT_TRAVERSE) break;
     }
-    if (!ended) ir_paint_keep(frame->out, b, ray, pt, alpha_before, first_t);
+    if (!ended) ir_paint_keep(b, ray, pt, alpha_before, first_t);
   }
   if (hits) atomicAdd(&counters->hits, hits);
   if (blockIdx.x == 0 && threadIdx.x == 0) {

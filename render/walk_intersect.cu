@@ -40,10 +40,10 @@ static __device__ __forceinline__ void walk_intersect(const ir_gpu_frame *__rest
     ir_hit h;
     hit = ir_march_run_as(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &pt, &first_t, &h, Mode);
     if (hit) {
-      ir_image_store(frame->out, pixel, ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode));
+      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode);
       b.depth[pixel] = first_t;
     } else {
-      ir_paint_keep(frame->out, b, pixel, pt, alpha_before, first_t);
+      ir_paint_keep(b, pixel, pt, alpha_before, first_t);
       if ((int32_t)seg.y < s.k_end) {
         back = true;
         b.seg[ray].x = seg.y;
@@ -105,11 +105,11 @@ static __device__ __forceinline__ void walk_tail(const ir_gpu_frame *__restrict_
     float alpha_before = pt.a;
     ir_hit h;
     if (ir_walk_and_march_as(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &pt, &first_t, &h, Mode)) {
-      ir_image_store(frame->out, pixel, ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode));
+      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode);
       b.depth[pixel] = first_t;
       hits++;
     } else {
-      ir_paint_keep(frame->out, b, pixel, pt, alpha_before, first_t);
+      ir_paint_keep(b, pixel, pt, alpha_before, first_t);
     }
   }
   if (hits) atomicAdd(&counters->hits, hits);

@@ -17,7 +17,7 @@ static __global__ void walk_raygen_kernel(const ir_gpu_frame *__restrict__ frame
       ir_span s;
       keep = ir_ray_span(&p, &r, &s);
       if (keep) b.seg[i] = make_uint2(0, 0);
-      ir_image_store(frame->out, pixel, IR_BACKGROUND_RGBA);
+      b.image[pixel] = IR_BACKGROUND_RGBA;
       b.depth[pixel] = INFINITY;
       ir_paint_clear(p, b, pixel);
     }

@@ -37,13 +37,6 @@ if [[ $help != *--bench-window* ]]; then
   exit 1
 fi
 
-# NCCL (distributed compositing) is a 200 MB library the window never uses: a bundle with it is
-# ten times the size. Said, not refused: it still works.
-if ldd "$inkray" | grep -q libnccl; then
-  echo "window-gpu-libs: note: $inkray links NCCL (about 200 MB in the bundle); for a small bundle build the"
-  echo "  window with cmake -DINKRAY_NCCL=OFF"
-fi
-
 stage=$(mktemp -d "${TMPDIR:-/tmp}/inkray-window-libs-XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"

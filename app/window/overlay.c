@@ -107,11 +107,8 @@ const char *wnd_overlay_stage_title(const wnd_overlay_info *info) {
 static void main_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   const ir_compact_method_info *methods = ir_compact_methods();
   const ir_volume *v = info->volume;
-  /* Two clocks: the window's whole frame (wall clock: render, display, swap) and the renderer's
-   * own (GPU: CUDA events around each frame; CPU: its frame), so the display's share shows. */
-  add_line(lines, "FPS %.1f   window frame %.2f ms", info->fps, info->frame_ms);
-  add_line(lines, "render %.2f ms on %s (%s), display %s", info->render_ms, info->device,
-           strcmp(info->device, "gpu") == 0 ? "CUDA events" : "wall clock", info->display_path);
+  add_line(lines, "FPS %.1f   frame %.2f ms", info->fps, info->frame_ms);
+  add_line(lines, "render %.2f ms on %s, %s", info->render_ms, info->device, info->display_path);
   if (info->device_note) add_line(lines, "!%s", info->device_note);
   add_line(lines, "method %d/%d %s%s", info->method_index + 1, IR_COMPACT_METHOD_COUNT,
            methods[info->method_index].name,

@@ -40,9 +40,6 @@ typedef struct win_options {
   bool vsync_given;
   bool present_given;
   wnd_present_path present; /* --present */
-  int present_ring;         /* --present-ring: slots of the present ring */
-  bool present_gpu_sync;    /* --present-sync gpu */
-  int present_fifo;         /* --present-queue: 1 fifo, 0 mailbox, -1 not given: fifo with vsync off */
   bool bench;      /* --bench-window */
   int bench_frames;
   bool bench_frames_given;
@@ -73,13 +70,6 @@ static void print_help(FILE *to) {
         "                        --bench-window); --no-vsync is --vsync off\n"
         "  --present PATH        how frames reach the window: egl-image, pbo or host-copy (default:\n"
         "                        the first that works, in that order; docs/window.md)\n"
-        "  --present-ring N      frames in the display ring: the one shown and those in flight\n"
-        "                        (default 3, 2 to 8)\n"
-        "  --present-sync gpu|cpu  egl-image: who waits for the frames and for OpenGL: the GPU\n"
-        "                        (EGL syncs, where offered) or the CPU, polling (default cpu)\n"
-        "  --present-queue fifo|mailbox  egl-image with CPU waits: draw every frame in order\n"
-        "                        (fifo), or the newest done, dropping older ones (mailbox);\n"
-        "                        default: fifo with vsync off, mailbox with vsync on\n"
         "  --bench-window        measure: the same scene headless and in the window, for each\n"
         "                        pipeline of the P cycle (or --pipeline), printing both FPS and\n"
         "                        their ratio, then exit\n"
@@ -132,8 +122,7 @@ __attribute__((format(printf, 1, 2))) static int bad_option(const char *format, 
 /* Returns -1 to go on, else the exit status (0 after --help). */
 static int parse_options(int argc, char **argv, win_options *o) {
   *o = (win_options){.device = IR_DEVICE_GPU, .method = IR_COMPACT_INK_COMPACT, .pipeline = IR_PIPELINE_DEFAULT,
-                     .vsync = -1, .bench_frames = 2000, .rate = 10.0,
-                     .present_ring = WND_PRESENT_RING, .present_fifo = -1};
+                     .vsync = -1, .bench_frames = 2000, .rate = 10.0};
   o->volume.level = IR_LEVEL_AUTO; /* multiscale sources: the finest level the device holds */
   app_look_init(&o->look);
   for (int i = 1; i < argc; i++) {
@@ -167,7 +156,7 @@ static int parse_options(int argc, char **argv, win_options *o) {
     }
     static const char *const with_value[] = {"--device", "--size", "--window", "--script", "--method",
                                              "--pipeline", "--iso", "--threads", "--up", "--mesh-dir", "--vsync",
-                                             "--present", "--present-ring", "--present-sync", "--present-queue", "--bench-frames", "--rate", NULL};
+                                             "--present", "--bench-frames", "--rate", NULL};
     bool known = false;
     for (int k = 0; with_value[k]; k++) known |= strcmp(opt, with_value[k]) == 0;
     if (!known) return bad_option("unknown option '%s'", opt);
@@ -211,18 +200,6 @@ static int parse_options(int argc, char **argv, win_options *o) {
       if (!wnd_present_path_parse(value, &o->present))
         return bad_option("--present '%s': use egl-image, pbo or host-copy", value);
       o->present_given = true;
-    } else if (strcmp(opt, "--present-sync") == 0) {
-      if (strcmp(value, "gpu") != 0 && strcmp(value, "cpu") != 0)
-        return bad_option("--present-sync '%s': use gpu or cpu", value);
-      o->present_gpu_sync = strcmp(value, "gpu") == 0;
-    } else if (strcmp(opt, "--present-queue") == 0) {
-      if (strcmp(value, "fifo") != 0 && strcmp(value, "mailbox") != 0)
-        return bad_option("--present-queue '%s': use fifo or mailbox", value);
-      o->present_fifo = strcmp(value, "fifo") == 0 ? 1 : 0;
-    } else if (strcmp(opt, "--present-ring") == 0) {
-      if (!cli_parse_int(value, 2, WND_PRESENT_RING_MAX, &number))
-        return bad_option("--present-ring '%s': expected a whole number from 2 to %d", value, WND_PRESENT_RING_MAX);
-      o->present_ring = (int)number;
     } else if (strcmp(opt, "--rate") == 0) {
       if (!cli_parse_float(value, &o->rate) || !(o->rate >= 0.1 && o->rate <= 1000.0))
         return bad_option("--rate '%s': expected time series steps a second, from 0.1 to 1000", value);
@@ -241,10 +218,6 @@ static int parse_options(int argc, char **argv, win_options *o) {
   /* A benchmark measures the renderer and the display path, not the display's refresh. */
   o->vsync_given = o->vsync >= 0;
   if (o->vsync < 0) o->vsync = o->bench ? 0 : 1;
-  /* Waiting for the refresh, the newest frame is what a person should see next (mailbox); with
-   * no refresh to wait for, every frame is drawn in order, so that the frame rate is that of
-   * frames on the screen (fifo). */
-  if (o->present_fifo < 0) o->present_fifo = !o->vsync;
   return -1;
 }
 
@@ -296,18 +269,12 @@ typedef struct win_state {
   char mesh_note[96];      /* the last mesh, for the overlay */
 
   long frames;
-  double last_drawn; /* when the last frame drawn was swapped */
   double smoothed_frame_ms, smoothed_render_ms;
   long render_samples;
   bool overlay_dirty;      /* input since the overlay was built */
   double overlay_built;    /* when it was */
   unsigned long overlay_version; /* changes with every build (gl_draw uploads it then) */
   bool bench_running;      /* --bench-window measuring: no diagnostic frames */
-  /* The frame loop's CPU time in its parts that may wait (--bench-window prints them): getting
-   * the target slot, submitting and picking the frame to draw, the swap; seconds. */
-  struct {
-    double target_s, render_s, ready_s, draw_s, swap_s;
-  } loop;
   /* A time series (opened.series): the step drawn, playback, a skipped step's message. */
   size_t step;
   size_t played;           /* steps shown since play began */
@@ -1077,33 +1044,16 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   s->desc = desc;
   s->desc_step = s->step;
   s->desc_renderer = s->renderer;
-  /* egl-image: the frame is drawn straight into the texture it will be shown from. */
-  double tp = now_seconds();
-  if (!wnd_present_target(&s->present, render_width, render_height, &desc.surface, &desc.wait_event, err)) {
-    fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
-    return false;
-  }
-  s->loop.target_s += now_seconds() - tp;
   ir_frame_stats stats = {0};
   bool timed = cpu || stage_frame;
-  tp = now_seconds();
-  ir_status st = ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err);
-  if (st != IR_OK && desc.surface) {
-    /* Costs speed, never the picture: the frame again into the renderer's image, copied. */
-    wnd_present_refuse_surfaces(&s->present, err);
-    desc.surface = 0;
-    st = ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err);
-  }
-  if (st != IR_OK) {
+  if (ir_render_frame(s->renderer, &desc, timed ? &stats : NULL, err) != IR_OK) {
     fprintf(stderr, "inkray: rendering a %dx%d frame failed: %s\n", render_width, render_height, err);
     return false;
   }
-  s->loop.render_s += now_seconds() - tp;
-  if (timed) s->last = stats;
-  /* The renderer's time: on the GPU that of the newest frame done (CUDA events, not waited for). */
-  double render_ms = 0;
-  if (cpu) record_render_time(s, stats.frame_ms, false);
-  else if (ir_render_latest_time(s->renderer, &render_ms)) record_render_time(s, render_ms, false);
+  if (timed) {
+    s->last = stats;
+    record_render_time(s, stats.frame_ms, !cpu);
+  }
   if (stage_frame) {
     s->stages = stats;
     s->have_stages = true;
@@ -1112,20 +1062,16 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
   } else {
     s->plain_since_stages++;
   }
-  tp = now_seconds();
   if (!wnd_present_submit(&s->present, s->renderer, render_width, render_height, err)) {
     fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
     return false;
   }
   /* A screenshot shows the frame just rendered, so that its line describes what it shows. */
   const wnd_frame_slot *slot = wnd_present_ready(&s->present, s->screenshot_pending || s->drain, err);
-  s->loop.ready_s += now_seconds() - tp;
-  if (!slot && !err[0]) return true; /* --present-queue fifo: no new frame done yet; nothing to draw */
   if (!slot) {
     fprintf(stderr, "inkray: showing the frame failed: %s\n", err);
     return false;
   }
-  tp = now_seconds();
   if (overlay_due(s, t0)) build_overlay(s, width, height);
   if (!wnd_gl_draw(&s->gl, slot->texture, slot->width, slot->height, width, height, s->overlay ? &s->overlay_mesh : NULL,
                    s->overlay_version, err)) {
@@ -1133,18 +1079,13 @@ static bool frame(win_state *s, int width, int height, int render_width, int ren
     return false;
   }
   wnd_present_drawn(&s->present);
-  s->loop.draw_s += now_seconds() - tp;
   if (s->screenshot_pending) take_screenshot(s, width, height);
-  tp = now_seconds();
   SDL_GL_SwapWindow(s->window);
-  s->loop.swap_s += now_seconds() - tp;
   if (!wnd_gl_check("swapping buffers", err)) {
     fprintf(stderr, "inkray: %s\n", err);
     return false;
   }
-  /* A frame lasts from the end of the one drawn before (iterations that drew nothing included). */
-  double now = now_seconds(), ms = (now - (s->last_drawn > 0 ? s->last_drawn : t0)) * 1000.0;
-  s->last_drawn = now;
+  double ms = (now_seconds() - t0) * 1000.0;
   /* Diagnostic frames time each stage separately and would drag the FPS down. */
   if (!stage_frame) record_frame_time(s, ms);
   s->frames++;
@@ -1518,12 +1459,7 @@ static int open_window(win_state *s, const win_options *o) {
   }
   printf("inkray: OpenGL %s on %s (%s)\n", (const char *)glGetString(GL_VERSION),
          (const char *)glGetString(GL_RENDERER), (const char *)glGetString(GL_VENDOR));
-  wnd_present_setup(&s->present, &(wnd_present_desc){.gpu_renderer = s->device == IR_DEVICE_GPU,
-                                                     .path_given = o->present_given,
-                                                     .path = o->present,
-                                                     .ring = o->present_ring,
-                                                     .gpu_sync = o->present_gpu_sync,
-                                                     .fifo = o->present_fifo == 1});
+  wnd_present_setup(&s->present, s->device == IR_DEVICE_GPU, o->present_given, o->present);
   printf("inkray: %s renderer, frames shown through %s, vsync %s\n", ir_device_name(s->device),
          wnd_present_path_name(s->present.path), o->vsync ? "on" : "off");
   fflush(stdout);
@@ -1584,27 +1520,8 @@ static int run(win_state *s, const win_options *o, win_script *script) {
  *             the end.
  * The ratio is window FPS / headless FPS; the display overhead the difference in frame time. */
 typedef struct bench_figures {
-  double headless_ms, back_to_back_ms, window_ms, loop_ms;
-  double target_ms, render_ms, ready_ms, draw_ms, swap_call_ms; /* the loop's CPU time in each part, per frame */
-  unsigned long shown, repeats, dropped, ring_waits, gl_waits, idle; /* present.c's counts, measured frames */
+  double headless_ms, back_to_back_ms, window_ms;
 } bench_figures;
-
-/* The swap alone: empty frames (a clear and a swap), wall clock with GL drained at the end: what
- * the display costs a frame with no picture, the floor under the window's overhead. */
-static double bench_swap(win_state *s, int frames) {
-  for (int k = 0; k < frames / 10 + 3; k++) {
-    glClear(GL_COLOR_BUFFER_BIT);
-    SDL_GL_SwapWindow(s->window);
-  }
-  glFinish();
-  double t0 = now_seconds();
-  for (int k = 0; k < frames; k++) {
-    glClear(GL_COLOR_BUFFER_BIT);
-    SDL_GL_SwapWindow(s->window);
-  }
-  glFinish();
-  return (now_seconds() - t0) * 1000.0 / frames;
-}
 
 static int compare_doubles(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -1658,21 +1575,8 @@ static bool bench_loop(win_state *s, const win_options *o, int frames) {
 static bool bench_window(win_state *s, const win_options *o, int frames, bench_figures *out) {
   s->bench_running = true;
   bool ok = bench_loop(s, o, frames / 10 + 3);
-  memset(&s->loop, 0, sizeof s->loop);
-  wnd_present before = s->present;
   double t0 = now_seconds();
   ok = ok && bench_loop(s, o, frames - 1);
-  out->target_ms = s->loop.target_s * 1000.0 / (frames - 1);
-  out->ready_ms = s->loop.ready_s * 1000.0 / (frames - 1);
-  out->render_ms = s->loop.render_s * 1000.0 / (frames - 1);
-  out->draw_ms = s->loop.draw_s * 1000.0 / (frames - 1);
-  out->swap_call_ms = s->loop.swap_s * 1000.0 / (frames - 1);
-  out->shown = s->present.frames_shown - before.frames_shown;
-  out->repeats = s->present.repeats - before.repeats;
-  out->dropped = s->present.dropped - before.dropped;
-  out->ring_waits = s->present.ring_waits - before.ring_waits;
-  out->gl_waits = s->present.gl_waits - before.gl_waits;
-  out->idle = s->present.idle - before.idle;
   /* The last frame shows the newest one and everything is drained, so that the wall time
    * covers every frame on the screen. */
   s->drain = true;
@@ -1680,11 +1584,7 @@ static bool bench_window(win_state *s, const win_options *o, int frames, bench_f
   s->drain = false;
   glFinish();
   if (s->device == IR_DEVICE_GPU) cudaDeviceSynchronize();
-  /* Per frame that reached the screen: a frame rendered and never drawn does not count. */
-  double wall = (now_seconds() - t0) * 1000.0;
-  unsigned long shown = s->present.frames_shown - before.frames_shown;
-  out->window_ms = wall / (double)(shown ? shown : 1);
-  out->loop_ms = wall / frames;
+  out->window_ms = (now_seconds() - t0) * 1000.0 / frames;
   s->bench_running = false;
   return ok;
 }
@@ -1717,9 +1617,6 @@ static int run_bench(win_state *s, const win_options *o) {
   int rw = o->size_fixed ? o->width : width, rh = o->size_fixed ? o->height : height;
   printf("inkray: bench-window %dx%d, %d frames a measurement, vsync %s, method %s\n", rw, rh, frames,
          o->vsync ? "on" : "off", method_name(s));
-  double swap_ms = bench_swap(s, frames);
-  printf("inkray: bench-window swap alone (clear + swap, %dx%d window): %.4f ms a frame (%.1f FPS)\n", width, height,
-         swap_ms, 1000.0 / swap_ms);
   fflush(stdout);
   double worst_ratio = INFINITY;
   for (int pi = 0; pi < pipeline_count; pi++) {
@@ -1727,12 +1624,7 @@ static int run_bench(win_state *s, const win_options *o) {
     for (int di = 0; di < path_count; di++) {
       if (paths[di] != s->present.path) {
         wnd_present_shutdown(&s->present);
-        wnd_present_setup(&s->present, &(wnd_present_desc){.gpu_renderer = s->device == IR_DEVICE_GPU,
-                                                           .path_given = true,
-                                                           .path = paths[di],
-                                                           .ring = o->present_ring,
-                                                           .gpu_sync = o->present_gpu_sync,
-                                                           .fifo = o->present_fifo == 1});
+        wnd_present_setup(&s->present, s->device == IR_DEVICE_GPU, true, paths[di]);
       }
       /* The headless frames draw the scene the window's next frame would. */
       s->camera = wnd_view_camera(&s->view, &s->volume);
@@ -1751,20 +1643,14 @@ static int run_bench(win_state *s, const win_options *o) {
       double ratio = f.headless_ms / f.window_ms;
       if (s->present.path == paths[0] && ratio < worst_ratio) worst_ratio = ratio;
       printf("inkray: bench-window pipeline=%s method=%s size=%dx%d display=%s headless_fps=%.1f headless_ms=%.4f "
-             "back_to_back_ms=%.4f window_fps=%.1f window_ms=%.4f ratio=%.3f overhead_ms=%.4f swap_ms=%.4f loop_ms=%.4f "
-             "direct=%s cpu_target_ms=%.4f cpu_render_ms=%.4f cpu_present_ms=%.4f cpu_draw_ms=%.4f cpu_swap_ms=%.4f shown=%lu repeats=%lu dropped=%lu "
-             "ring=%d ring_waits=%lu gl_waits=%lu idle=%lu sync=%s queue=%s\n",
+             "back_to_back_ms=%.4f window_fps=%.1f window_ms=%.4f ratio=%.3f overhead_ms=%.4f\n",
              ir_pipeline_name(s->pipeline), method_name(s), rw, rh, wnd_present_path_name(s->present.path),
              1000.0 / f.headless_ms, f.headless_ms, f.back_to_back_ms, 1000.0 / f.window_ms, f.window_ms, ratio,
-             f.window_ms - f.headless_ms, swap_ms, f.loop_ms,
-             s->present.path == WND_PRESENT_EGL && !s->present.egl_copy ? "yes" : "no", f.target_ms, f.render_ms,
-             f.ready_ms, f.draw_ms, f.swap_call_ms, f.shown, f.repeats, f.dropped, s->present.ring, f.ring_waits, f.gl_waits,
-             f.idle, s->present.gl_waits_cuda ? (s->present.cuda_waits_gl ? "gpu" : "gpu-gl") : "cpu",
-             s->present.gl_waits_cuda || s->present.fifo ? "fifo" : "mailbox");
+             f.window_ms - f.headless_ms);
       fflush(stdout);
     }
   }
-  printf("inkray: bench-window done: lowest window/headless ratio %.3f on %s (target 0.95)\n", worst_ratio,
+  printf("inkray: bench-window done: lowest window/headless ratio %.3f on %s (target 0.9)\n", worst_ratio,
          wnd_present_path_name(paths[0]));
   return 0;
 }

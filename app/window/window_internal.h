@@ -157,7 +157,7 @@ typedef struct wnd_timeline {
 typedef struct wnd_overlay_info {
   int window_width, window_height;
   double fps, frame_ms;     /* smoothed, whole frames as the person sees them */
-  double render_ms;         /* the renderer's own frame time, smoothed (GPU: CUDA events) */
+  double render_ms;         /* the renderer's own frame time, smoothed */
   const char *device;       /* "gpu" | "cpu" */
   const char *device_note;  /* e.g. why the CPU renderer is used; NULL if none */
   const char *display_path; /* "CUDA-GL interop" | "host copy" */
