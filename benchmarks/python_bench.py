@@ -97,9 +97,16 @@ def warp_marching_cubes(volume: np.ndarray, repeats: int):
     wp.init()
     field = wp.array(volume.astype(np.float32), dtype=wp.float32, device="cuda:0")
     nz, ny, nx = volume.shape
-    # Capacities for the versions that need them (the newer ones size their output themselves).
-    mc = wp.MarchingCubes(nx=nz, ny=ny, nz=nx, max_verts=volume.size // 8, max_tris=volume.size // 4,
-                          device="cuda:0")
+    try:
+        import warp.geometry  # noqa: F401  (a submodule: not an attribute until imported)
+    except ImportError:
+        pass
+    iso_surface = getattr(getattr(wp, "geometry", None), "IsoSurfaceMarchingCubes", None)
+    if iso_surface is not None:  # Warp 1.18 on: sizes its output itself
+        mc = iso_surface(nx=nz, ny=ny, nz=nx)
+    else:  # earlier versions: wp.MarchingCubes with capacities
+        mc = wp.MarchingCubes(nx=nz, ny=ny, nz=nx, max_verts=volume.size // 8, max_tris=volume.size // 4,
+                              device="cuda:0")
 
     def run():
         mc.surface(field, 127.5)
