@@ -125,7 +125,8 @@ typedef struct app_mesh_saved {
   size_t vertices, triangles;
   double extract_ms, write_ms; /* host clock: extraction (GPU: to device buffers), file writing (and the download) */
 } app_mesh_saved;
-/* Extracts d to host arrays and writes them to `path` (ir_mesh_write: temporary name, rename). */
+/* Extracts d (GPU: to device arrays, downloaded while the file is written; CPU: to host arrays)
+ * and writes them to `path` (ir_mesh_write: temporary name, rename). */
 ir_status app_mesh_save(ir_extractor *ex, const ir_extract_desc *d, const char *path, app_mesh_saved *out,
                         char err[IR_ERR_LEN]);
 

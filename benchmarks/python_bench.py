@@ -85,9 +85,10 @@ def cli_device_ms(n: int, runs: int) -> float:
 
 
 def warp_marching_cubes(volume: np.ndarray, repeats: int):
-    """NVIDIA Warp's wp.MarchingCubes on the same volume as a float32 device array (Warp reads
-    float32 fields only; converted before the clock starts): (median ms, vertices, triangles),
-    or None with a line saying why when Warp is not installed."""
+    """NVIDIA Warp's marching cubes (warp.geometry.IsoSurfaceMarchingCubes from Warp 1.18 on, else
+    wp.MarchingCubes) on the same volume as a float32 device array (Warp reads float32 fields only;
+    converted before the clock starts): (median ms, vertices, triangles, what ran), or None with a
+    line saying why when Warp is not installed."""
     try:
         import warp as wp
     except ImportError:
@@ -113,7 +114,8 @@ def warp_marching_cubes(volume: np.ndarray, repeats: int):
         wp.synchronize_device("cuda:0")
 
     ms = median_time(run, repeats)
-    return ms, int(mc.verts.shape[0]), int(mc.indices.shape[0]) // 3
+    name = "geometry.IsoSurfaceMarchingCubes" if iso_surface is not None else "MarchingCubes"
+    return ms, int(mc.verts.shape[0]), int(mc.indices.shape[0]) // 3, f"Warp {wp.config.version} wp.{name}"
 
 
 def bench_marching_cubes(sizes, quick: bool) -> None:
@@ -143,7 +145,7 @@ def bench_marching_cubes(sizes, quick: bool) -> None:
             warp = warp_marching_cubes(volume, 20)
             if warp:
                 base["Warp"] = warp[0]
-                row("marching_cubes", f"{n}^3 NVIDIA Warp wp.MarchingCubes, device in and out", warp[0], "ms")
+                row("marching_cubes", f"{n}^3 NVIDIA {warp[3]}, device in and out", warp[0], "ms")
                 print(f"     Warp: {warp[1]} vertices, {warp[2]} triangles (its own welding)")
             base["inkray extract"] = cli_device_ms(n, 20)
             row("marching_cubes", f"{n}^3 inkray extract --repeat 20: device time", base["inkray extract"], "ms")

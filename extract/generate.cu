@@ -246,12 +246,13 @@ static __device__ __forceinline__ void list_triangles(uint32_t nibbles, uint32_t
   }
 }
 
-/* Five blocks of 38.8 KB of shared memory fit an SM; the register cap (48) lets all five run.
- * Turing's SMs hold 1024 threads, so four blocks there. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define IR_GX_GENERATE_BLOCKS_PER_SM 4
-#else
+/* On Hopper five blocks of 38.8 KB of shared memory fit an SM, and the register cap that asks
+ * for five (48) lets all five run. Elsewhere shared memory fits fewer (Turing one, Ampere and
+ * Ada two to four), so no cap: the registers the code wants. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define IR_GX_GENERATE_BLOCKS_PER_SM 5
+#else
+#define IR_GX_GENERATE_BLOCKS_PER_SM 1
 #endif
 template <int TYPE>
 static __global__ void __launch_bounds__(IR_GX_GENERATE_THREADS, IR_GX_GENERATE_BLOCKS_PER_SM)

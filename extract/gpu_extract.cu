@@ -256,11 +256,17 @@ static ir_status reserve_slots(ir_extractor *ex, size_t active, int mode, char e
 
 /* Grows a mesh buffer to `bytes`, keeping its first `kept` bytes (surfaces extracted before). */
 static ir_status grow_keep(void **ptr, size_t bytes, size_t kept, cudaStream_t stream, char err[IR_ERR_LEN]) {
-  if (!kept) return reallocate(ptr, bytes, "the mesh", err);
+  /* Nothing to keep, or no buffer wanted (colours not asked for this time): a plain reallocation. */
+  if (!kept || !bytes) return reallocate(ptr, bytes, "the mesh", err);
   void *fresh = NULL;
   IR_GX_CUDA(cudaMalloc(&fresh, bytes));
-  IR_GX_CUDA(cudaMemcpyAsync(fresh, *ptr, kept, cudaMemcpyDeviceToDevice, stream));
-  IR_GX_CUDA(cudaStreamSynchronize(stream));
+  cudaError_t e = cudaMemcpyAsync(fresh, *ptr, kept, cudaMemcpyDeviceToDevice, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) {
+    cudaFree(fresh);
+    snprintf(err, IR_ERR_LEN, "GPU error keeping the mesh's earlier surfaces while it grows: %s", cudaGetErrorString(e));
+    return IR_ERR_RUNTIME;
+  }
   IR_GX_CUDA(cudaFree(*ptr));
   *ptr = fresh;
   return IR_OK;
@@ -485,8 +491,8 @@ static ir_status count_surface(ir_extractor *ex, const ir_mc_job *job, int s, bo
   size_t active = x->h_counters->active;
   if (stats) stats->active_bricks += active;
   if (active == 0) return IR_OK;
-  if (active > IR_GX_MAX_ACTIVE_BRICKS) {
-    snprintf(err, IR_ERR_LEN, "isovalue %g: %zu active bricks, more than the %zu the GPU extractor numbers in 32 "
+  if (active >= IR_GX_MAX_ACTIVE_BRICKS) { /* candidates (active * 4096) must stay below 2^32 */
+    snprintf(err, IR_ERR_LEN, "isovalue %g: %zu active bricks; the GPU extractor numbers fewer than %zu in 32 "
              "bits; extract a region or use --device cpu", (double)iso, active, IR_GX_MAX_ACTIVE_BRICKS);
     return IR_ERR_INPUT;
   }
@@ -620,20 +626,36 @@ static ir_status extract_into_caller(ir_extractor *ex, const ir_mc_job *job, ir_
   ir_mesh_arrays dest = {mesh->positions, mesh->normals, mesh->values, mesh->colors, mesh->triangles};
   const void *given[5] = {dest.positions, dest.normals, dest.values, dest.colors, dest.triangles};
   static const char *const names[5] = {"positions", "normals", "values", "colors", "triangles"};
-  for (int a = 0; a < 5; a++)
+  for (int a = 0; a < 5; a++) {
     if (!device_writable(given[a], x->device)) {
       snprintf(err, IR_ERR_LEN, "the allocate function gave %s array %p, which is not device memory of CUDA device %d "
                "(the GPU extractor's)", names[a], given[a], x->device);
       return IR_ERR_INPUT;
     }
+    /* The kernels store 4-byte words: a misaligned array would fault and end the CUDA context. */
+    if ((uintptr_t)given[a] % 4 != 0) {
+      snprintf(err, IR_ERR_LEN, "the allocate function gave %s array %p, not aligned to 4 bytes", names[a], given[a]);
+      return IR_ERR_INPUT;
+    }
+  }
   for (int j = 0; j <= last; j++) {
     int s = j == 0 ? last : j - 1;
+    const size_t span_v = (s == last ? v : mesh->surface_vertex_start[s + 1]) - mesh->surface_vertex_start[s];
+    const size_t span_t = (s == last ? t : mesh->surface_triangle_start[s + 1]) - mesh->surface_triangle_start[s];
     if (s != last) {
+      if (span_v == 0 && span_t == 0) continue; /* an empty surface: nothing to generate */
       ir_extract_stats again; /* counted twice: the tally of bricks and cells once */
       memset(&again, 0, sizeof again);
       st = count_surface(ex, job, s, false, mesh->surface_vertex_start[s], mesh->surface_triangle_start[s], &k,
                          &again, err);
       if (st != IR_OK) return st;
+    }
+    /* The arrays were sized from the first count: a surface that counts otherwise now (its grid
+     * changed under the allocate callback) would be written past them. */
+    if (k.vertices != span_v || k.triangles != span_t) {
+      snprintf(err, IR_ERR_LEN, "surface %d counted %zu vertices and %zu triangles, then %zu and %zu: the grid "
+               "changed during the extraction", s, span_v, span_t, k.vertices, k.triangles);
+      return IR_ERR_RUNTIME;
     }
     st = generate_surface(ex, job, s, k, dest, mesh->surface_vertex_start[s], mesh->surface_triangle_start[s], stats,
                           err);
@@ -648,17 +670,25 @@ static ir_status extract_into_caller(ir_extractor *ex, const ir_mc_job *job, ir_
  * download), or blocks of the pinned cache, written by the DMA directly (transfer.h). */
 static ir_status download(struct ir_gpu_extract *x, ir_mesh *mesh, bool colors, bool pinned, char err[IR_ERR_LEN]) {
   size_t v = mesh->vertex_count, t = mesh->triangle_count;
-  void *(*alloc)(size_t) = pinned ? ir_xfer_host_alloc : ir_xfer_host_pages;
-  mesh->pinned = pinned;
-  mesh->positions = (float *)alloc((v ? v : 1) * 3 * sizeof(float));
-  mesh->normals = (float *)alloc((v ? v : 1) * 3 * sizeof(float));
-  mesh->values = (float *)alloc((v ? v : 1) * sizeof(float));
-  mesh->triangles = (uint32_t *)alloc((t ? t : 1) * 3 * sizeof(uint32_t));
-  mesh->colors = colors ? (uint8_t *)alloc((v ? v : 1) * 4) : NULL;
-  if (!mesh->positions || !mesh->normals || !mesh->values || !mesh->triangles || (colors && !mesh->colors)) {
-    snprintf(err, IR_ERR_LEN, "out of %s host memory for a mesh of %zu vertices and %zu triangles",
-             pinned ? "pinned" : "", v, t);
-    return IR_ERR_RUNTIME;
+  for (int attempt = pinned ? 0 : 1; attempt < 2; attempt++) {
+    /* Pinned blocks where asked for; where the system has no more to pin, plain pages (slower
+     * to download into, but the mesh comes). */
+    void *(*alloc)(size_t) = attempt == 0 ? ir_xfer_host_alloc : ir_xfer_host_pages;
+    mesh->pinned = attempt == 0;
+    mesh->positions = (float *)alloc((v ? v : 1) * 3 * sizeof(float));
+    mesh->normals = (float *)alloc((v ? v : 1) * 3 * sizeof(float));
+    mesh->values = (float *)alloc((v ? v : 1) * sizeof(float));
+    mesh->triangles = (uint32_t *)alloc((t ? t : 1) * 3 * sizeof(uint32_t));
+    mesh->colors = colors ? (uint8_t *)alloc((v ? v : 1) * 4) : NULL;
+    if (mesh->positions && mesh->normals && mesh->values && mesh->triangles && (!colors || mesh->colors)) break;
+    void *arrays[5] = {mesh->positions, mesh->normals, mesh->values, mesh->colors, mesh->triangles};
+    for (int k = 0; k < 5; k++) attempt == 0 ? ir_xfer_host_free(arrays[k]) : free(arrays[k]);
+    mesh->positions = mesh->normals = mesh->values = NULL, mesh->colors = NULL, mesh->triangles = NULL;
+    mesh->pinned = false;
+    if (attempt == 1) {
+      snprintf(err, IR_ERR_LEN, "out of host memory for a mesh of %zu vertices and %zu triangles", v, t);
+      return IR_ERR_RUNTIME;
+    }
   }
   ir_xfer_pool *pool = NULL;
   ir_status st = ir_xfer_pool_of(x->device, &pool, err);

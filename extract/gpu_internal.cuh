@@ -63,7 +63,8 @@ static inline int ir_gx_mode(ir_compact_method m) {
   return ir_compact_method_get(m)->in_place ? IR_GX_REMOVE : IR_GX_FLAGS;
 }
 
-/* Counts the kernels leave on the device; the host reads them twice per surface. */
+/* Counts the kernels leave on the device; the host reads them twice per surface (InK-Compact once,
+ * in the steady state: count_surface in gpu_extract.cu). */
 typedef struct ir_gx_counters {
   uint32_t active;       /* active bricks */
   uint32_t points;       /* candidate points */

@@ -209,10 +209,18 @@ static ir_status acquire(ir_xfer_pool *p, bool wait, ir_xfer_buffer **out, char 
     if (p->count < p->max_buffers) {
       /* Grown on demand: as many as the threads copying at once keep busy. */
       pool_buffer *c = &p->buffers[p->count];
-      if ((e = buffer_create(p, &c->pub)) != cudaSuccess) break;
-      p->count++;
-      b = c;
-      break;
+      if ((e = buffer_create(p, &c->pub)) == cudaSuccess) {
+        p->count++;
+        b = c;
+        break;
+      }
+      if (p->count == 0) break; /* not even one: the copy cannot go through the pool */
+      /* Pinned memory is short: the pool stays at the buffers it has, and this copy waits for
+       * one of them (those are held by copies that will give them back). */
+      (void)cudaGetLastError();
+      e = cudaSuccess;
+      p->max_buffers = p->count;
+      continue;
     }
     if (!wait) break;
     pthread_cond_wait(&p->freed, &p->lock);
@@ -223,7 +231,7 @@ static ir_status acquire(ir_xfer_pool *p, bool wait, ir_xfer_buffer **out, char 
   }
   pthread_mutex_unlock(&p->lock);
   if (!b && !wait) {
-    (void)cudaGetLastError(); /* a buffer that could not be made now is one fewer, not a failure */
+    if (e != cudaSuccess) (void)cudaGetLastError(); /* a buffer that could not be made is one fewer, not a failure */
     return IR_OK;
   }
   if (!b) return cuda_failed(e, "allocating a pinned staging buffer", err);

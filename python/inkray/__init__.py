@@ -540,12 +540,14 @@ def _place(volume: Any, device: Optional[str]) -> Tuple[Any, bool, str, int]:
     return volume, on_gpu, kind, cuda_device
 
 
-def _extract_mesh(impl: Any, like: Any, on_gpu: bool, level: float, output: str, compaction: str, values: str,
+def _extract_mesh(impl: Any, like: Any, level: float, output: str, compaction: str, values: str,
                   gradient_direction: str) -> Tuple[Any, Any, Any, Any]:
     """One extraction from impl's grid, returned as marching_cubes returns it. Device arrays come
     from the allocator of like's library (CuPy for a host volume, else PyTorch) and are written
     by the extraction itself, on the volume's device."""
-    to_device = impl.device == "gpu" and (output == "device" or on_gpu)
+    # NumPy output of a device volume comes through the binding's own download (pinned, at the
+    # link's speed), not through device arrays copied down by their library.
+    to_device = impl.device == "gpu" and output == "device"
     options = dict(method=compaction, values=values, array_axes=True, ascent=gradient_direction == "ascent")
     if to_device:
         allocate, stream = _arrays.mesh_allocator(_arrays.device_library(like), impl.cuda_device)
@@ -555,8 +557,6 @@ def _extract_mesh(impl: Any, like: Any, on_gpu: bool, level: float, output: str,
         pos, nrm, val, tri = (np.asarray(a) for a in (pos, nrm, val, tri))
     if len(tri) == 0:
         raise ValueError(f"no surface at level {level}: the volume's values do not cross it")
-    if output == "numpy" and to_device:
-        pos, tri, nrm, val = (_arrays.to_numpy(a) for a in (pos, tri, nrm, val))
     return pos, tri, nrm, val
 
 
@@ -614,12 +614,12 @@ def marching_cubes(
     if level is None:
         lo, hi = _arrays.value_range(volume)
         level = 0.5 * (lo + hi)
-    volume, on_gpu, kind, cuda_device = _place(volume, device)
+    volume, _, kind, cuda_device = _place(volume, device)
     extractor, lock = _extractor(kind, cuda_device, threads)
     with lock:
         extractor.set_grid(volume, spacing, stream=_arrays.current_stream(volume))
         try:
-            return _extract_mesh(extractor, volume, on_gpu, float(level), output, compaction, values,
+            return _extract_mesh(extractor, volume, float(level), output, compaction, values,
                                  gradient_direction)
         finally:
             extractor.release_grid()  # a cached extractor keeps no volume alive
@@ -655,7 +655,6 @@ class Extractor:
         volume, on_gpu, kind, cuda_device = _place(_extractable(volume), device)
         self._lock = threading.Lock()
         self._impl = _inkray.Extractor(kind, cuda_device=cuda_device, threads=threads)
-        self._on_gpu = False
         self._range: Optional[Tuple[float, float]] = None
         self._like: Any = None
         self._take(volume, on_gpu, spacing)
@@ -683,7 +682,6 @@ class Extractor:
             volume = _arrays.snapshot(volume)
         with self._lock:
             self._impl.set_grid(volume, spacing, stream=_arrays.current_stream(volume))
-            self._on_gpu = on_gpu
             self._range = None if kept else _arrays.value_range(volume)
             # The snapshot (for the value range and the library of the device arrays returned);
             # for an uploaded host array only its library matters.
@@ -711,7 +709,7 @@ class Extractor:
                 if self._range is None:
                     self._range = _arrays.value_range(self._like)
                 level = 0.5 * (self._range[0] + self._range[1])
-            return _extract_mesh(self._impl, self._like, self._on_gpu, float(level), output, compaction, values,
+            return _extract_mesh(self._impl, self._like, float(level), output, compaction, values,
                                  gradient_direction)
 
 

@@ -355,7 +355,7 @@ def test_gpu_extractor_is_a_snapshot(cupy):
 def test_device_output_on_the_callers_stream(cupy):
     """The arrays come from CuPy's pool on the caller's current stream, which may hand back memory
     that arrays freed with work still queued on that stream used: the extraction writes after that
-    work (DLPack's stream argument), and returns the mesh complete."""
+    work (an event on that stream), and returns the mesh complete."""
     host = torus(48)
     reference = inkray.marching_cubes(host, 0.0, device="cpu")
     stream = cupy.cuda.Stream(non_blocking=True)
