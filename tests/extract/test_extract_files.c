@@ -202,19 +202,6 @@ static void test_obj_reads_back_as_written(void) {
   ir_mesh_free(&m);
 }
 
-/* A whole file (its size in *bytes); NULL when it cannot be opened. */
-static unsigned char *read_all(const char *path, size_t *bytes) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
-  *bytes = p && n >= 0 && fread(p, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
-  fclose(f);
-  return p;
-}
-
 /* The writer of device meshes packs the chunks the download hands over, each as a mesh of its own:
  * fed a host mesh in chunks of any size (one item, a few, a prime, more than the packer's tasks,
  * all at once) it writes the same bytes as the plain writer, in every format, with and without

@@ -217,19 +217,6 @@ static void test_device_grid_and_output(void) {
   free(v);
 }
 
-/* A whole file (its size in *bytes); NULL when it cannot be opened. */
-static unsigned char *read_all(const char *path, size_t *bytes) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
-  *bytes = p && n >= 0 && fread(p, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
-  fclose(f);
-  return p;
-}
-
 /* A device mesh written chunk by chunk through the staging buffers gives the same file, byte for
  * byte, as its host copy (PLY, STL, OBJ, with and without colours, meshes of many chunks); a
  * pinned host mesh equals the plain one and its blocks go back to the cache. */
