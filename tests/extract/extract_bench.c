@@ -350,7 +350,11 @@ static double copy_rate(xfer_way way, bool up, bool fresh, bool huge, void *dev,
   for (int r = 0; r < 5 && ok; r++) {
     void *host = warm;
     if (fresh) host = huge ? ir_xfer_host_pages(bytes) : malloc(bytes);
-    if (!host) return 0;
+    if (!host) {
+      if (way == WAY_PINNED_CACHE) ir_xfer_host_free(warm);
+      else free(warm);
+      return 0;
+    }
     if (fresh && up) memset(host, 1, bytes); /* an upload's source has been written */
     double t0 = now_ms();
     ok = copy_once(way, up, host, dev, bytes, pool);
@@ -363,12 +367,17 @@ static double copy_rate(xfer_way way, bool up, bool fresh, bool huge, void *dev,
 }
 
 static int bench_transfers(size_t up_bytes, size_t down_bytes) {
-  char err[IR_ERR_LEN];
+  char err[IR_ERR_LEN] = "";
   ir_xfer_pool *pool = NULL;
   void *dev = NULL;
   size_t bytes = up_bytes > down_bytes ? up_bytes : down_bytes;
-  if (ir_xfer_pool_of(0, &pool, err) != IR_OK || cudaMalloc(&dev, bytes) != cudaSuccess) {
+  if (ir_xfer_pool_of(0, &pool, err) != IR_OK) {
     fprintf(stderr, "extract_bench: transfers: %s\n", err);
+    return 1;
+  }
+  cudaError_t e = cudaMalloc(&dev, bytes);
+  if (e != cudaSuccess) {
+    fprintf(stderr, "extract_bench: transfers: cannot allocate %zu bytes on the GPU: %s\n", bytes, cudaGetErrorString(e));
     return 1;
   }
   cudaMemset(dev, 3, bytes);
