@@ -28,6 +28,14 @@
  * the frame is one launch with no BVH update. The tile queue and the frame's counters are
  * double-buffered by frame parity: a launch zeroes the other frame's, so no memset precedes it.
  */
+/* The shading phase traces a hit's secondary rays with the warp's lanes full (the pool's hits
+ * are compacted): eight samples in flight per ray pay there, while the single kernel, whose
+ * lit warps run part-empty, is faster with four (docs/PERFORMANCE.md). The batch changes no
+ * result (secondary.cuh). */
+#ifndef IR_PERSIST_SECONDARY_BATCH
+#define IR_PERSIST_SECONDARY_BATCH 8
+#endif
+#define IR_SECONDARY_BATCH IR_PERSIST_SECONDARY_BATCH
 #include "compaction/compaction_block.cuh"
 #include "render/gpu_internal.cuh"
 
@@ -526,8 +534,11 @@ static __global__ void __launch_bounds__(IR_PERSIST_BLOCK, 4)
 }
 
 /* Translucent frames carry more per ray; two blocks per SM leave them the registers. */
+#ifndef IR_PERSIST_COMPOSITE_BLOCKS
+#define IR_PERSIST_COMPOSITE_BLOCKS 2
+#endif
 template <int Mode, ir_compact_method Method>
-static __global__ void __launch_bounds__(IR_PERSIST_BLOCK, 2)
+static __global__ void __launch_bounds__(IR_PERSIST_BLOCK, IR_PERSIST_COMPOSITE_BLOCKS)
     persistent_composite_kernel(const __grid_constant__ ir_gpu_frame frame, const __grid_constant__ ir_persist_args a) {
   persistent_frame<Mode, Method>(frame, a);
 }

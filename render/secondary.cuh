@@ -15,8 +15,9 @@
  * An occlusion or shadow ray starts half a voxel off the hit along the normal, on the viewer's
  * side, and has its own sample grid: half-voxel steps from its entry into the drawn part of the
  * volume (the clip box cut by the clip plane, ir_ray_clip) to RADIUS voxels (occlusion) or the
- * exit (shadow). It walks the primary rays' cells with ir_next_run and marches each run in
- * batches of samples tested in order; a crossing counts where its interpolated t lies in the
+ * exit (shadow). A long one walks the primary rays' cells with ir_next_run and marches each run
+ * in batches of samples tested in order; a short one (IR_SHORT_RAY_SAMPLES: the occlusion rays)
+ * is marched whole, without the walk; a crossing counts where its interpolated t lies in the
  * drawn part, as for primary rays, and the ray stops at the first opaque one.
  *
  * Sampling: hit h of pixel x in frame f takes the samples [f N, f N + N) of one sequence, the
@@ -158,8 +159,22 @@ static inline IR_HD ir_secondary_state ir_secondary_start(void) {
   return m;
 }
 
+/* A secondary ray of at most this many samples is marched whole, without the walk: an occlusion
+ * ray of the default 16 voxels has 32, starts half a voxel off a surface and so crosses mostly
+ * valid cells, where setting up the walk and its runs costs more than the samples it skips. The
+ * segments marched are a cover of the valid cells' like any other: the same light (trace.cuh,
+ * "One sample grid per ray"). */
+#ifndef IR_SHORT_RAY_SAMPLES
+#define IR_SHORT_RAY_SAMPLES 40
+#endif
+/* Samples a secondary ray fetches before testing them (a kernel's file may set its own: the
+ * persistent kernel's shading phase takes 8). */
+#ifndef IR_SECONDARY_BATCH
+#define IR_SECONDARY_BATCH IR_MARCH_BATCH
+#endif
+
 /* Walks and marches a secondary ray on from m: runs of valid cells (ir_next_run), each marched
- * in batches of IR_MARCH_BATCH samples fetched first and then tested in order (as
+ * in batches of IR_SECONDARY_BATCH samples fetched first and then tested in order (as
  * ir_march_part_as). Every crossing in the drawn part multiplies m->light by 1 - opacity; it
  * stops at 0 once below what makes a primary ray opaque. With `bounded`, at most `budget`
  * batches: returns false when the ray goes on in a later step (m says where), true when it is
@@ -169,8 +184,8 @@ static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ra
                                            ir_secondary_state *m, bool bounded, int budget) {
   for (;;) {
     if (m->kb < 0) {
-      int32_t ka, kb;
-      if (!ir_next_run(p, r, s, m->k, p->run_cells, &ka, &kb)) return true;
+      int32_t ka = m->k, kb = s->k_end;
+      if (s->k_end > IR_SHORT_RAY_SAMPLES && !ir_next_run(p, r, s, m->k, p->run_cells, &ka, &kb)) return true;
       m->k = ka + 1;
       m->kb = kb;
       m->sa = ir_sample(&p->vol, ir_ray_at(r, ir_span_t(s, ka)));
@@ -184,14 +199,14 @@ static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ra
         m->sa = sa;
         return false;
       }
-      float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
+      float tbs[IR_SECONDARY_BATCH], sbs[IR_SECONDARY_BATCH];
       IR_UNROLL
-      for (int b = 0; b < IR_MARCH_BATCH; b++) {
+      for (int b = 0; b < IR_SECONDARY_BATCH; b++) {
         tbs[b] = ir_span_t(s, k + b <= kb ? k + b : kb);
         sbs[b] = ir_sample(&p->vol, ir_ray_at(r, tbs[b]));
       }
       IR_UNROLL
-      for (int b = 0; b < IR_MARCH_BATCH; b++) {
+      for (int b = 0; b < IR_SECONDARY_BATCH; b++) {
         if (k + b > kb) break;
         float tb = tbs[b], sb = sbs[b];
         if (sa == sa && sb == sb && sa != sb) {
@@ -210,7 +225,7 @@ static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ra
         ta = tb;
         sa = sb;
       }
-      k += IR_MARCH_BATCH;
+      k += IR_SECONDARY_BATCH;
     }
     if (kb >= s->k_end) return true;
     m->k = kb; /* the walk resumes at the run's last sample */
