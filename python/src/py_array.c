@@ -320,7 +320,9 @@ static cudaStream_t stream_of_cai_value(uintptr_t v) {
 
 /* CAI v3: the producer's work on `producer` must be complete before `consumer` uses the data. */
 static int wait_for_producer(cudaStream_t producer, cudaStream_t consumer, int device) {
-  if (producer == consumer) return 0;
+  /* 0 is the legacy default stream here (no per-thread default stream in this build), which CAI
+   * names 1: CuPy's default stream as consumer and producer needs no event. */
+  if (producer == consumer || (producer == cudaStreamLegacy && consumer == NULL)) return 0;
   irpy_device_guard guard;
   cudaError_t e = irpy_device_enter(device, &guard);
   cudaEvent_t ev = NULL;
