@@ -9,9 +9,9 @@
  * transfer module's cache, given back with ir_mesh_free when the last of them goes); device meshes
  * as DeviceArrays over the extractor's buffers, valid until its next call; or (output='caller') in
  * arrays a Python function allocates once the counts are known, written by the extraction itself
- * (IR_MESH_CALLER); or (output='buffer') in one array of bytes it allocates, laid out by
- * mesh_layout: the package hands CuPy and PyTorch arrays back so, without a copy, as four views
- * of one allocation (one allocation and one array read per call, not four of each).
+ * (IR_MESH_CALLER); or (output='buffer') in one array of bytes it allocates, the four arrays laid
+ * out in it by layout_of: the package hands CuPy and PyTorch arrays back so, without a copy, as
+ * four views of one allocation (one allocation and one array read per call, not four of each).
  * values='local' asks the extraction for scikit-image's per-vertex values (the largest value
  * range of the cells around the vertex's edge, IR_EXTRACT_VALUES_LOCAL_RANGE), computed as each
  * vertex is written on whichever device extracts.
