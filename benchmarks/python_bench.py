@@ -205,7 +205,8 @@ def _device_split(volume: np.ndarray) -> dict:
     """The library's own device time of the extraction for each kind of values (CUDA events, its
     stats; into its own buffers, as the program times it), returned; and where the time of a call
     goes beside it: the brick ranges of a new grid (set_grid), the extraction's device time and
-    the wall clock of the binding's call that writes into new CuPy arrays."""
+    the wall clock of the binding's call that writes into a new CuPy buffer (the four arrays of
+    output='device' are views of it)."""
     try:
         import cupy
     except ImportError:
@@ -225,12 +226,12 @@ def _device_split(volume: np.ndarray) -> dict:
         device, walls = [], []
         for r in range(23):
             start = time.perf_counter()
-            stats = impl.extract(127.5, values=values, array_axes=True, output="caller", allocate=allocate,
-                                 stream=stream)[4]
+            stats = impl.extract(127.5, values=values, array_axes=True, output="buffer", allocate=allocate,
+                                 stream=stream)[2]
             if r >= 3:
                 walls.append((time.perf_counter() - start) * 1e3)
                 device.append(stats["device_ms"])
-        row("marching_cubes", f"split: values='{values}': extraction device_ms (CUDA events), into CuPy arrays",
+        row("marching_cubes", f"split: values='{values}': extraction device_ms (CUDA events), into a CuPy buffer",
             statistics.median(device), "ms")
         row("marching_cubes", f"split: values='{values}': the binding's extract() call, wall",
             statistics.median(walls), "ms")

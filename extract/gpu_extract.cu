@@ -419,10 +419,15 @@ typedef struct surface_counts {
   bool generated;             /* InK-Compact's speculative generation already wrote the surface */
 } surface_counts;
 
+/* How far InK-Compact's count phase goes before the host reads the counts, once a surface has
+ * sized the buffers: not at all, classification and the scan, or generation into the
+ * extractor's buffers too. */
+typedef enum count_ahead { AHEAD_NONE, AHEAD_CLASSIFY, AHEAD_GENERATE } count_ahead;
+
 /* The count phase of surface s (brick test, classification, the scan of the brick counts) into
- * *k. With `speculate`, InK-Compact (once a surface has sized the buffers) also generates into
- * the extractor's buffers from vertex v0 and triangle t0 before the host knows the counts. */
-static ir_status count_surface(ir_extractor *ex, const ir_mc_job *job, int s, bool speculate, size_t v0, size_t t0,
+ * *k. `ahead`: AHEAD_GENERATE also generates into the extractor's buffers from vertex v0 and
+ * triangle t0 before the host knows the counts. */
+static ir_status count_surface(ir_extractor *ex, const ir_mc_job *job, int s, count_ahead ahead, size_t v0, size_t t0,
                                surface_counts *k, ir_extract_stats *stats, char err[IR_ERR_LEN]) {
   struct ir_gpu_extract *x = ex->gpu;
   const ir_mc_grid &g = ex->grid;
@@ -465,9 +470,10 @@ static ir_status count_surface(ir_extractor *ex, const ir_mc_job *job, int s, bo
    * generate, that the mesh fits the buffers; one host read then says whether they ran, and the
    * stages run again at the sizes it gave where they did not (a larger surface). So the steady
    * state reads the counts once, after generation, instead of twice between the stages. Into the
-   * caller's arrays there is no speculation: their size comes from the counts. */
+   * caller's arrays only classification and the scan go ahead (AHEAD_CLASSIFY): the arrays' size
+   * comes from the counts, which one host read then gives instead of two. */
   bool classified = false;
-  if (speculate && mode == IR_GX_INK_COMPACT && x->last_active > 0 && x->slot_cap > 0) {
+  if (ahead != AHEAD_NONE && mode == IR_GX_INK_COMPACT && x->last_active > 0 && x->slot_cap > 0) {
     const size_t want = x->last_active + x->last_active / 8 + 32;
     const uint32_t grid = (uint32_t)(want < x->slot_cap ? want : x->slot_cap);
     ir_gx_spec spec = {c, 0, 0};
@@ -477,14 +483,17 @@ static ir_status count_surface(ir_extractor *ex, const ir_mc_job *job, int s, bo
                                      x->stream));
     if ((st = scan_counts(x, t, n, err)) != IR_OK) return st;
     IR_GX_CUDA(cudaEventRecord(x->ev[1], x->stream));
-    IR_GX_CUDA(cudaEventRecord(x->ev[2], x->stream));
-    IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, grid,
-                                            mesh_out_of(x, job, s, own_arrays(x), v0, t0), spec, x->stream));
-    IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
+    if (ahead == AHEAD_GENERATE) {
+      IR_GX_CUDA(cudaEventRecord(x->ev[2], x->stream));
+      IR_GX_CUDA(ir_gx_launch_bricks_generate(g, iso, x->d_voxels, x->d_cases, t, grid,
+                                              mesh_out_of(x, job, s, own_arrays(x), v0, t0), spec, x->stream));
+      IR_GX_CUDA(cudaEventRecord(x->ev[3], x->stream));
+    }
     if ((st = read_counters(x, err)) != IR_OK) return st;
     const ir_gx_counters &h = *x->h_counters;
     classified = h.active <= grid;
-    k->generated = classified && h.vertices <= spec.room_vertices && h.triangles <= spec.room_triangles;
+    k->generated = ahead == AHEAD_GENERATE && classified && h.vertices <= spec.room_vertices &&
+                   h.triangles <= spec.room_triangles;
   } else if ((st = read_counters(x, err)) != IR_OK) {
     return st;
   }
@@ -573,7 +582,7 @@ static ir_status extract_appending(ir_extractor *ex, const ir_mc_job *job, ir_me
     size_t v0 = mesh->vertex_count, t0 = mesh->triangle_count;
     mesh->surface_vertex_start[s] = v0;
     mesh->surface_triangle_start[s] = t0;
-    ir_status st = count_surface(ex, job, s, true, v0, t0, &k, stats, err);
+    ir_status st = count_surface(ex, job, s, AHEAD_GENERATE, v0, t0, &k, stats, err);
     if (st != IR_OK) return st;
     if (k.active == 0) continue;
     size_t vn = v0 + k.vertices, tn = t0 + k.triangles;
@@ -610,7 +619,7 @@ static ir_status extract_into_caller(ir_extractor *ex, const ir_mc_job *job, ir_
   surface_counts k;
   size_t v = 0, t = 0;
   for (int s = 0; s <= last; s++) {
-    ir_status st = count_surface(ex, job, s, false, v, t, &k, stats, err);
+    ir_status st = count_surface(ex, job, s, AHEAD_CLASSIFY, v, t, &k, stats, err);
     if (st != IR_OK) return st;
     /* A surface counted only for the totals: its count phase is device time of its own. */
     if (stats && s != last && k.active) {
@@ -646,7 +655,7 @@ static ir_status extract_into_caller(ir_extractor *ex, const ir_mc_job *job, ir_
       if (span_v == 0 && span_t == 0) continue; /* an empty surface: nothing to generate */
       ir_extract_stats again; /* counted twice: the tally of bricks and cells once */
       memset(&again, 0, sizeof again);
-      st = count_surface(ex, job, s, false, mesh->surface_vertex_start[s], mesh->surface_triangle_start[s], &k,
+      st = count_surface(ex, job, s, AHEAD_CLASSIFY, mesh->surface_vertex_start[s], mesh->surface_triangle_start[s], &k,
                          &again, err);
       if (st != IR_OK) return st;
     }

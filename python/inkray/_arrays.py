@@ -143,30 +143,46 @@ def device_library(like: Any) -> str:
 
 
 def mesh_allocator(lib: str, device_id: int) -> tuple:
-    """(allocate, stream): allocate(vertices, triangles) -> (positions (V, 3), normals (V, 3),
-    values (V,) float32, triangles (F, 3) int32), new uninitialised arrays of lib ('cupy' or
-    'torch') on device_id from the library's allocator, on its current stream there, whose
-    cudaStream_t (an int) comes second: the extraction orders its writes after that stream's work."""
+    """(allocate, stream): allocate(nbytes) -> a new uninitialised 1-D uint8 array of lib ('cupy'
+    or 'torch') on device_id from the library's allocator, on its current stream there, whose
+    cudaStream_t (an int) comes second: the extraction (output='buffer') writes the whole mesh
+    into that one array after that stream's work, and :func:`mesh_views` makes its four arrays."""
     if lib == "cupy":
         import cupy
 
-        def allocate_cupy(vertices: int, triangles: int) -> tuple:
+        def allocate_cupy(nbytes: int) -> Any:
             with cupy.cuda.Device(device_id):
-                return (cupy.empty((vertices, 3), cupy.float32), cupy.empty((vertices, 3), cupy.float32),
-                        cupy.empty(vertices, cupy.float32), cupy.empty((triangles, 3), cupy.int32))
+                return cupy.empty(nbytes, cupy.uint8)
 
         return allocate_cupy, int(cupy.cuda.get_current_stream(device_id).ptr)
     import torch
 
     device = torch.device("cuda", device_id)
 
-    def allocate_torch(vertices: int, triangles: int) -> tuple:
-        return (torch.empty((vertices, 3), dtype=torch.float32, device=device),
-                torch.empty((vertices, 3), dtype=torch.float32, device=device),
-                torch.empty(vertices, dtype=torch.float32, device=device),
-                torch.empty((triangles, 3), dtype=torch.int32, device=device))
+    def allocate_torch(nbytes: int) -> Any:
+        return torch.empty(nbytes, dtype=torch.uint8, device=device)
 
     return allocate_torch, int(torch.cuda.current_stream(device).cuda_stream)
+
+
+def mesh_views(buffer: Any, layout: tuple) -> tuple:
+    """The arrays of a mesh written into one buffer (the binding's output='buffer'): for each
+    (offset in bytes, shape, dtype) of layout, a C-ordered view of buffer's memory of its library
+    (NumPy, CuPy or PyTorch), without a copy. Each view keeps the buffer's memory alive, so the
+    arrays are independent of each other and of buffer for the caller (the memory goes when the
+    last of them does)."""
+    lib = library_of(buffer)
+    if lib == "torch":
+        import torch
+
+        typed = {"float32": buffer.view(torch.float32), "int32": buffer.view(torch.int32)}
+        return tuple(typed[dtype].as_strided(shape, (shape[1], 1) if len(shape) == 2 else (1,), offset // 4)
+                     for offset, shape, dtype in layout)
+    if lib == "cupy":
+        import cupy
+
+        return tuple(cupy.ndarray(shape, dtype, memptr=buffer.data + offset) for offset, shape, dtype in layout)
+    return tuple(np.ndarray(shape, dtype, buffer=buffer, offset=offset) for offset, shape, dtype in layout)
 
 
 def contiguous(volume: Any) -> bool:

@@ -94,8 +94,12 @@ class Extractor:
     def extract(
         self, isovalue: float, *, method: str = "ink-compact", output: str = "numpy", values: str = "isovalue",
         array_axes: bool = False, ascent: bool = False,
-        allocate: Optional[Callable[[int, int], Tuple[Any, Any, Any, Any]]] = None, stream: Optional[int] = None,
-    ) -> Tuple[Any, Any, Any, Any, Dict[str, Any]]: ...
+        allocate: Optional[Callable[..., Any]] = None, stream: Optional[int] = None,
+    ) -> Tuple[Any, ...]:
+        """(positions, normals, values, triangles, stats); output='caller': allocate(V, F) returns the four
+        arrays; output='buffer': allocate(nbytes) returns one array, and the result is (buffer, layout,
+        stats), layout ((offset, shape, dtype) of the four arrays in it)."""
+        ...
     @property
     def device(self) -> str: ...
     def release_grid(self) -> None: ...

@@ -320,7 +320,9 @@ static cudaStream_t stream_of_cai_value(uintptr_t v) {
 
 /* CAI v3: the producer's work on `producer` must be complete before `consumer` uses the data. */
 static int wait_for_producer(cudaStream_t producer, cudaStream_t consumer, int device) {
-  if (producer == consumer) return 0;
+  /* 0 is the legacy default stream here (no per-thread default stream in this build), which CAI
+   * names 1: CuPy's default stream as consumer and producer needs no event. */
+  if (producer == consumer || (producer == cudaStreamLegacy && consumer == NULL)) return 0;
   irpy_device_guard guard;
   cudaError_t e = irpy_device_enter(device, &guard);
   cudaEvent_t ev = NULL;
@@ -336,9 +338,8 @@ static int wait_for_producer(cudaStream_t producer, cudaStream_t consumer, int d
   return 0;
 }
 
-static int get_cai(PyObject *obj, const char *what, cudaStream_t stream, irpy_array *out) {
-  PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
-  if (!cai) return -1;
+/* Reads `cai`, an object's __cuda_array_interface__ (a new reference, kept as the owner). */
+static int read_cai(PyObject *cai, const char *what, cudaStream_t stream, irpy_array *out) {
   out->owner = cai;
   if (!PyDict_Check(cai)) {
     irpy_error(PyExc_TypeError, "%s: __cuda_array_interface__ is not a dict", what);
@@ -398,14 +399,21 @@ static int get_cai(PyObject *obj, const char *what, cudaStream_t stream, irpy_ar
   return 0;
 }
 
+static int get_cai(PyObject *obj, const char *what, cudaStream_t stream, irpy_array *out) {
+  PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
+  return cai ? read_cai(cai, what, stream, out) : -1;
+}
+
 /* ---- Entry points ---------------------------------------------------------------------------------- */
 int irpy_array_get(PyObject *obj, const char *what, cudaStream_t stream, irpy_array *out) {
   memset(out, 0, sizeof *out);
   int rc;
   /* A device array may speak the buffer protocol too, only to refuse it (CuPy 14 raises
    * TypeError from __getbuffer__ for device memory): the device protocols come first for it. */
-  bool device_array = PyObject_HasAttrString(obj, "__cuda_array_interface__");
-  if (PyObject_CheckBuffer(obj) && !device_array) rc = get_buffer(obj, what, out);
+  /* Asked only of objects with a buffer protocol: PyTorch's property builds the whole interface
+   * in Python, tens of microseconds for a tensor that has no buffer protocol to refuse anyway. */
+  if (PyObject_CheckBuffer(obj) && !PyObject_HasAttrString(obj, "__cuda_array_interface__"))
+    rc = get_buffer(obj, what, out);
   else if (PyObject_HasAttrString(obj, "__dlpack__")) rc = get_dlpack(obj, what, stream, out);
   else if (PyObject_HasAttrString(obj, "__cuda_array_interface__")) rc = get_cai(obj, what, stream, out);
   else {
@@ -415,6 +423,19 @@ int irpy_array_get(PyObject *obj, const char *what, cudaStream_t stream, irpy_ar
                  what, Py_TYPE(obj)->tp_name);
     return -1;
   }
+  if (rc != 0) irpy_array_release(out);
+  return rc;
+}
+
+int irpy_array_get_ordered(PyObject *obj, const char *what, cudaStream_t stream, irpy_array *out) {
+  memset(out, 0, sizeof *out);
+  PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
+  if (!cai) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+    PyErr_Clear();
+    return irpy_array_get(obj, what, stream, out);
+  }
+  int rc = read_cai(cai, what, stream, out);
   if (rc != 0) irpy_array_release(out);
   return rc;
 }

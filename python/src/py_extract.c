@@ -9,7 +9,9 @@
  * transfer module's cache, given back with ir_mesh_free when the last of them goes); device meshes
  * as DeviceArrays over the extractor's buffers, valid until its next call; or (output='caller') in
  * arrays a Python function allocates once the counts are known, written by the extraction itself
- * (IR_MESH_CALLER): the package hands CuPy and PyTorch arrays back so, without a copy.
+ * (IR_MESH_CALLER); or (output='buffer') in one array of bytes it allocates, the four arrays laid
+ * out in it by layout_of: the package hands CuPy and PyTorch arrays back so, without a copy, as
+ * four views of one allocation (one allocation and one array read per call, not four of each).
  * values='local' asks the extraction for scikit-image's per-vertex values (the largest value
  * range of the cells around the vertex's edge, IR_EXTRACT_VALUES_LOCAL_RANGE), computed as each
  * vertex is written on whichever device extracts.
@@ -208,8 +210,31 @@ static PyObject *extract_stats(const ir_extract_stats *s) {
 }
 
 /* ---- output='caller': the mesh in arrays a Python function allocates ------------------------------------- */
+/* output='buffer': where each array lies in the one buffer. Each starts on a 256-byte boundary
+ * of the buffer, the alignment cudaMalloc gives every array of its own (whole 128-byte lines
+ * for the kernels' coalesced writes); the buffer's size is a multiple of 256 too. */
+#define MESH_BUFFER_ALIGN 256
+typedef struct mesh_layout {
+  size_t offset[4]; /* positions, normals, values, triangles: bytes from the buffer's start */
+  size_t bytes;     /* the buffer's size */
+} mesh_layout;
+
+static size_t buffer_align(size_t bytes) { return (bytes + MESH_BUFFER_ALIGN - 1) / MESH_BUFFER_ALIGN * MESH_BUFFER_ALIGN; }
+
+static mesh_layout layout_of(size_t vertices, size_t triangles) {
+  const size_t sizes[4] = {vertices * 3 * sizeof(float), vertices * 3 * sizeof(float), vertices * sizeof(float),
+                           triangles * 3 * sizeof(uint32_t)};
+  mesh_layout l = {.bytes = 0};
+  for (int k = 0; k < 4; k++) l.offset[k] = l.bytes, l.bytes += buffer_align(sizes[k]);
+  return l;
+}
+
 typedef struct caller_alloc {
-  PyObject *allocate;       /* allocate(vertices, triangles) -> (positions, normals, values, triangles) */
+  PyObject *allocate;       /* allocate(vertices, triangles) -> (positions, normals, values, triangles);
+                               output='buffer': allocate(bytes) -> one array of that many bytes */
+  bool buffer;              /* output='buffer' */
+  mesh_layout layout;       /* output='buffer': where the arrays lie */
+  size_t vertices, triangles;
   bool gpu;
   int cuda_device;
   cudaStream_t stream;      /* the extractor's */
@@ -249,6 +274,76 @@ static int check_caller_array(const caller_alloc *c, const irpy_array *a, const 
   return -1;
 }
 
+/* output='buffer': checks the one array allocate(bytes) returned, as check_caller_array checks each
+ * of four (device, element type known, 1-D, C-contiguous, writable, exactly the layout's bytes, its
+ * start aligned to 4 bytes: the kernels store 4-byte words, and every offset is a multiple of 256).
+ * Raises ValueError and returns -1 otherwise. */
+static int check_caller_buffer(const caller_alloc *c, const irpy_array *a) {
+  size_t bytes = irpy_array_count(a) * irpy_dtype_size(a->dtype);
+  char shape[96];
+  irpy_shape_text(a, shape, sizeof shape);
+  if (c->gpu && (!a->device || a->device_id != c->cuda_device))
+    irpy_error(PyExc_ValueError, "allocate: the buffer must be a device array on CUDA device %d (the extractor's)",
+               c->cuda_device);
+  else if (!c->gpu && a->device)
+    irpy_error(PyExc_ValueError, "allocate: the buffer must be a host array for the CPU extractor");
+  else if (a->dtype == IRPY_DTYPE_OTHER || a->ndim != 1)
+    irpy_error(PyExc_ValueError, "allocate: the buffer is %s of shape %s; give a 1-D uint8 array of %zu bytes",
+               irpy_dtype_name(a->dtype), shape, c->layout.bytes);
+  else if (bytes != c->layout.bytes)
+    irpy_error(PyExc_ValueError, "allocate: the buffer has %zu bytes; give %zu", bytes, c->layout.bytes);
+  else if (!irpy_array_c_contiguous(a) || a->readonly)
+    irpy_error(PyExc_ValueError, "allocate: the buffer must be C-contiguous and writable");
+  else if ((uintptr_t)a->data % 4 != 0)
+    irpy_error(PyExc_ValueError, "allocate: the buffer starts at %p, not aligned to 4 bytes", a->data);
+  else
+    return 0;
+  return -1;
+}
+
+/* Makes the extraction's writes wait for the work queued on the allocating stream. */
+static int order_after_allocation(caller_alloc *c) {
+  if (!c->wait) return 0;
+  /* Memory a stream-ordered pool hands back may still be in use by work queued on the allocating
+   * stream: the extraction's writes go after it. One event for the arrays (the producers saw
+   * their own stream as the consumer's, or were not asked: nothing to order on their side). */
+  cudaError_t e = *c->ordered ? cudaSuccess : cudaEventCreateWithFlags(c->ordered, cudaEventDisableTiming);
+  if (e == cudaSuccess) e = cudaEventRecord(*c->ordered, c->allocating);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, *c->ordered, 0);
+  if (e != cudaSuccess) {
+    irpy_raise_cuda(e, "ordering the extraction after the arrays' stream");
+    return -1;
+  }
+  return 0;
+}
+
+/* output='buffer': one array of the layout's bytes, read once; the four arrays' addresses are the
+ * layout's offsets into it. */
+static int allocate_buffer(caller_alloc *c, ir_mesh_arrays *out) {
+  c->layout = layout_of(c->vertices, c->triangles);
+  PyObject *r = PyObject_CallFunction(c->allocate, "n", (Py_ssize_t)c->layout.bytes);
+  if (!r) return -1;
+  irpy_array *a = &c->views[0];
+  /* With the allocating stream named the binding orders the writes itself (order_after_allocation):
+   * the producer need not. */
+  int rc = c->wait ? irpy_array_get_ordered(r, "buffer", c->allocating, a)
+                   : irpy_array_get(r, "buffer", c->gpu ? c->allocating : NULL, a);
+  if (rc != 0) {
+    Py_DECREF(r);
+    return -1;
+  }
+  c->viewed = 1;
+  if (check_caller_buffer(c, a) != 0 || order_after_allocation(c) != 0) {
+    Py_DECREF(r);
+    return -1;
+  }
+  char *base = a->data;
+  out->positions = (float *)(base + c->layout.offset[0]), out->normals = (float *)(base + c->layout.offset[1]);
+  out->values = (float *)(base + c->layout.offset[2]), out->triangles = (uint32_t *)(base + c->layout.offset[3]);
+  c->items[0] = r;
+  return 0;
+}
+
 /* ir_mesh_allocate_fn, called inside ir_extract with the GIL released: takes the GIL back for the
  * Python function, borrows its arrays' memory and hands it to the extraction. */
 static ir_status allocate_from_python(void *user, size_t vertices, size_t triangles, bool colors, ir_mesh_arrays *out,
@@ -258,7 +353,14 @@ static ir_status allocate_from_python(void *user, size_t vertices, size_t triang
   static const int columns[4] = {3, 3, 1, 3};
   (void)colors; /* the package asks for no colours */
   PyGILState_STATE gil = PyGILState_Ensure();
-  PyObject *fast = NULL, *r = PyObject_CallFunction(c->allocate, "nn", (Py_ssize_t)vertices, (Py_ssize_t)triangles);
+  c->vertices = vertices, c->triangles = triangles;
+  PyObject *fast = NULL, *r = NULL;
+  if (c->buffer) {
+    if (allocate_buffer(c, out) != 0) goto raised;
+    PyGILState_Release(gil);
+    return IR_OK;
+  }
+  r = PyObject_CallFunction(c->allocate, "nn", (Py_ssize_t)vertices, (Py_ssize_t)triangles);
   if (!r) goto raised;
   fast = PySequence_Fast(r, "allocate must return (positions, normals, values, triangles)");
   if (!fast) goto raised;
@@ -274,18 +376,7 @@ static ir_status allocate_from_python(void *user, size_t vertices, size_t triang
     c->viewed++;
     if (check_caller_array(c, a, names[k], k == 3, k == 3 ? triangles : vertices, columns[k]) != 0) goto raised;
   }
-  if (c->wait) {
-    /* Memory a stream-ordered pool hands back may still be in use by work queued on the allocating
-     * stream: the extraction's writes go after it. One event for the four arrays (the producers
-     * saw their own stream as the consumer's: nothing to order on their side). */
-    cudaError_t e = *c->ordered ? cudaSuccess : cudaEventCreateWithFlags(c->ordered, cudaEventDisableTiming);
-    if (e == cudaSuccess) e = cudaEventRecord(*c->ordered, c->allocating);
-    if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, *c->ordered, 0);
-    if (e != cudaSuccess) {
-      irpy_raise_cuda(e, "ordering the extraction after the arrays' stream");
-      goto raised;
-    }
-  }
+  if (order_after_allocation(c) != 0) goto raised;
   out->positions = c->views[0].data, out->normals = c->views[1].data, out->values = c->views[2].data;
   out->triangles = c->views[3].data;
   for (int k = 0; k < 4; k++) c->items[k] = Py_NewRef(PySequence_Fast_GET_ITEM(fast, k));
@@ -302,6 +393,17 @@ raised:
   return IR_ERR_RUNTIME;
 }
 
+/* output='buffer': ((offset, shape, dtype) of positions, normals, values, triangles), the views of
+ * the buffer the package makes (offsets in bytes; dtype NumPy's name). Every index < 2^31
+ * (extract.h): the uint32 indices read the same as int32. */
+static PyObject *buffer_layout(const caller_alloc *c) {
+  const Py_ssize_t v = (Py_ssize_t)c->vertices, t = (Py_ssize_t)c->triangles;
+  const size_t *o = c->layout.offset;
+  return Py_BuildValue("((n(nn)s)(n(nn)s)(n(n)s)(n(nn)s))", (Py_ssize_t)o[0], v, (Py_ssize_t)3, "float32",
+                       (Py_ssize_t)o[1], v, (Py_ssize_t)3, "float32", (Py_ssize_t)o[2], v, "float32",
+                       (Py_ssize_t)o[3], t, (Py_ssize_t)3, "int32");
+}
+
 /* Lets go of the borrowed memory (the arrays themselves stay in items). */
 static void release_caller_views(caller_alloc *c) {
   for (int k = 0; k < c->viewed; k++) irpy_array_release(&c->views[k]);
@@ -316,6 +418,11 @@ static void release_caller_views(caller_alloc *c) {
  * are known; the extraction writes into them and they are returned. stream: the CUDA stream allocate
  * allocates on (the library's current one); the extraction's writes wait for the work queued on it
  * (without it, each array's producer is asked to order its work before the extractor's stream).
+ * output='buffer': allocate(bytes) returns one 1-D array of exactly that many bytes (any element
+ * type; on the device as above, C order, its start aligned to 4 bytes), called once the counts are
+ * known; the extraction writes the four arrays into it at 256-byte-aligned offsets, and the result
+ * is (buffer, layout, stats): layout ((offset, shape, dtype) of positions, normals, values,
+ * triangles) says which views of the buffer the mesh is.
  * array_axes: positions and normals in the array's axis order (z, y, x for a C-order array) and
  * triangles wound as scikit-image winds them for gradient_direction 'descent' (or 'ascent'),
  * written so by the extraction itself. */
@@ -338,13 +445,14 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   if (!ir_compact_method_parse(method, &desc.method))
     return irpy_error(PyExc_ValueError,
                       "compaction '%s': use one of ink-compact, ink-collate, thrust, jumping-jack, redzone", method);
-  bool device_out = strcmp(output, "device") == 0, caller_out = strcmp(output, "caller") == 0;
+  bool device_out = strcmp(output, "device") == 0, buffer_out = strcmp(output, "buffer") == 0;
+  bool caller_out = buffer_out || strcmp(output, "caller") == 0;
   if (!device_out && !caller_out && strcmp(output, "numpy") != 0)
-    return irpy_error(PyExc_ValueError, "output '%s': use numpy, device or caller", output);
+    return irpy_error(PyExc_ValueError, "output '%s': use numpy, device, caller or buffer", output);
   if (device_out && self->device != IR_EXTRACT_GPU)
     return irpy_error(PyExc_ValueError, "output='device' needs the GPU extractor (device='gpu')");
   if (caller_out != (allocate != Py_None) || (caller_out && !PyCallable_Check(allocate)))
-    return irpy_error(PyExc_ValueError, "allocate: give a function with output='caller' (and only then)");
+    return irpy_error(PyExc_ValueError, "allocate: give a function with output='caller' or 'buffer' (and only then)");
   desc.output = caller_out ? IR_MESH_CALLER : device_out ? IR_MESH_DEVICE : IR_MESH_HOST;
   if (strcmp(values, "isovalue") == 0) desc.values = IR_EXTRACT_VALUES_ISOVALUE;
   else if (strcmp(values, "gradient") == 0) desc.values = IR_EXTRACT_VALUES_GRADIENT;
@@ -370,7 +478,7 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   bool gpu = self->device == IR_EXTRACT_GPU;
   caller_alloc caller;
   memset(&caller, 0, sizeof caller);
-  caller.allocate = allocate, caller.gpu = gpu, caller.cuda_device = self->cuda_device;
+  caller.allocate = allocate, caller.buffer = buffer_out, caller.gpu = gpu, caller.cuda_device = self->cuda_device;
   caller.stream = ir_extractor_stream(self->ex);
   caller.wait = gpu && stream_obj != Py_None;
   caller.allocating = caller.wait ? allocating : caller.stream;
@@ -387,7 +495,9 @@ static PyObject *extractor_extract(PyObject *obj, PyObject *args, PyObject *kwar
   if (st != IR_OK || caller_out) {
     Py_DECREF(owner);
     PyObject *stats_dict = st == IR_OK ? extract_stats(&stats) : NULL, *result = NULL;
-    if (stats_dict)
+    if (stats_dict && buffer_out)
+      result = Py_BuildValue("(ONN)", caller.items[0], buffer_layout(&caller), stats_dict);
+    else if (stats_dict)
       result = Py_BuildValue("(OOOON)", caller.items[0], caller.items[1], caller.items[2], caller.items[3], stats_dict);
     for (int k = 0; k < 4; k++) Py_XDECREF(caller.items[k]);
     if (st != IR_OK && !caller.raised) irpy_raise(st, err);
@@ -437,7 +547,8 @@ static PyMethodDef extractor_methods[] = {
     {"extract", (PyCFunction)(void (*)(void))extractor_extract, METH_VARARGS | METH_KEYWORDS,
      "extract(isovalue, *, method, output, values, array_axes, ascent, allocate, stream) -> (positions, normals, "
      "values, triangles, stats); output='caller': allocate(V, F) -> the four arrays the extraction writes into, "
-     "allocated on `stream`"},
+     "allocated on `stream`; output='buffer': allocate(bytes) -> one array for all four, and the result is "
+     "(buffer, layout, stats), layout ((offset in bytes, shape, dtype) of positions, normals, values, triangles)"},
     {"release_grid", extractor_release_grid, METH_NOARGS,
      "release_grid(): drop the volume (the next extract needs set_grid first)."},
     {NULL, NULL, 0, NULL},

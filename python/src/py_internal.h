@@ -74,6 +74,12 @@ typedef struct irpy_array {
  * for on it. On failure raises (TypeError when obj is no array at all, ValueError for arrays
  * inkray cannot read: big-endian, sub-byte types) naming `what`, and returns -1. */
 int irpy_array_get(PyObject *obj, const char *what, cudaStream_t stream, irpy_array *out);
+/* The same for memory whose producer's work the caller orders itself on `stream` (an event it
+ * records there): __cuda_array_interface__ first where the object has one (one dict, its v3
+ * stream waited for when it is not `stream`), for no DLPack export asks the producer to order
+ * work that is ordered already (PyTorch's __dlpack__ runs tens of microseconds of Python to find
+ * that out); else as irpy_array_get. */
+int irpy_array_get_ordered(PyObject *obj, const char *what, cudaStream_t stream, irpy_array *out);
 void irpy_array_release(irpy_array *a);
 size_t irpy_array_count(const irpy_array *a);
 bool irpy_array_c_contiguous(const irpy_array *a);

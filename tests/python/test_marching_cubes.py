@@ -3,7 +3,8 @@ table inkray's extraction uses): on a sphere and a torus the same vertices (with
 after sorting), the same triangle count, the same triangles as sets of vertex positions,
 scikit-image's winding, normals and values; axis order, spacing and Fortran order; bad input.
 inkray.Extractor against fresh calls and the CPU path, and its snapshot rule; the mesh written
-into the caller's arrays (output='caller'). GPU cases (the GPU extraction, CuPy and PyTorch
+into the caller's arrays (output='caller') and into one buffer of the caller's (output='buffer',
+the four arrays views of one allocation). GPU cases (the GPU extraction, CuPy and PyTorch
 arrays) skip without a device."""
 
 from __future__ import annotations
@@ -293,6 +294,85 @@ def test_an_allocator_exception_comes_through():
         impl.extract(0.0, output="caller")
 
 
+def assert_views_of_one_buffer(arrays, buffer, layout):
+    """The four arrays lie in buffer at the layout's offsets, each on a 256-byte boundary of it,
+    with the layout's shapes and dtypes (mesh_views' contract, for any of the three libraries)."""
+    def address(a):
+        lib = inkray._arrays.library_of(a)
+        return a.data_ptr() if lib == "torch" else a.data.ptr if lib == "cupy" else a.ctypes.data
+
+    assert [a for a, _, _ in layout] == sorted(a for a, _, _ in layout)
+    for a, (offset, shape, dtype) in zip(arrays, layout):
+        assert offset % 256 == 0
+        assert tuple(a.shape) == tuple(shape) and str(a.dtype).replace("torch.", "") == dtype
+        assert address(a) == address(buffer) + offset
+        assert a.is_contiguous() if inkray._arrays.library_of(a) == "torch" else a.flags.c_contiguous
+    nbytes = [int(np.prod(shape)) * 4 for _, shape, _ in layout]
+    ends = [offset + n for (offset, _, _), n in zip(layout, nbytes)]
+    assert all(end <= nxt for end, (nxt, _, _) in zip(ends, layout[1:])), "the arrays do not overlap"
+    assert ends[-1] <= len(buffer) and len(buffer) % 256 == 0
+
+
+def test_buffer_output_on_the_cpu_gives_views_of_one_allocation():
+    impl = inkray._inkray.Extractor("cpu")
+    impl.set_grid(torus(30))
+    reference = [np.asarray(a) for a in impl.extract(0.0, values="local", array_axes=True)[:4]]
+    sizes = []
+
+    def allocate(nbytes):
+        sizes.append(nbytes)
+        return np.empty(nbytes, np.uint8)
+
+    buffer, layout, stats = impl.extract(0.0, values="local", array_axes=True, output="buffer", allocate=allocate)
+    assert sizes == [len(buffer)] and stats["total_ms"] >= 0
+    arrays = inkray._arrays.mesh_views(buffer, layout)
+    assert_views_of_one_buffer(arrays, buffer, layout)
+    for a, b in zip(arrays, reference):
+        assert a.base is buffer
+        np.testing.assert_array_equal(a, b)
+    del buffer
+    np.testing.assert_array_equal(arrays[3], reference[3])  # each view keeps the memory
+    empty, layout, _ = impl.extract(1e6, output="buffer", allocate=allocate)
+    assert sizes[-1] == 0 and [shape for _, shape, _ in layout] == [(0, 3), (0, 3), (0,), (0, 3)]
+    assert [a.shape for a in inkray._arrays.mesh_views(empty, layout)] == [(0, 3), (0, 3), (0,), (0, 3)]
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda n: np.empty(n + 256, np.uint8), r"the buffer has \d+ bytes; give \d+"),
+        (lambda n: np.empty((n // 4, 4), np.uint8), "1-D uint8 array"),
+        (lambda n: np.empty(2 * n, np.uint8)[::2], "C-contiguous"),
+        (lambda n: np.frombuffer(bytes(n), np.uint8), "C-contiguous and writable"),
+        (lambda n: np.empty(n + 1, np.uint8)[1:], "not aligned to 4 bytes"),
+        (lambda n: "bytes", "expected an array"),
+    ],
+)
+def test_buffers_that_do_not_fit_are_refused(bad, message):
+    impl = inkray._inkray.Extractor("cpu")
+    impl.set_grid(sphere(16))
+    with pytest.raises((ValueError, TypeError), match=message):
+        impl.extract(0.0, output="buffer", allocate=bad)
+    impl.extract(0.0)  # the extractor works on
+
+
+def test_buffer_views_of_torch_tensors():
+    """mesh_views on a PyTorch buffer (CPU tensors here, the same code as for CUDA tensors)."""
+    torch = pytest.importorskip("torch")
+    impl = inkray._inkray.Extractor("cpu")
+    impl.set_grid(torus(30))
+    reference = [np.asarray(a) for a in impl.extract(0.0, array_axes=True)[:4]]
+    buffer, layout, _ = impl.extract(0.0, array_axes=True, output="buffer",
+                                     allocate=lambda n: torch.empty(n, dtype=torch.uint8))
+    arrays = inkray._arrays.mesh_views(buffer, layout)
+    assert_views_of_one_buffer(arrays, buffer, layout)
+    assert len({a.untyped_storage().data_ptr() for a in arrays}) == 1
+    del buffer
+    for a, b in zip(arrays, reference):
+        assert isinstance(a, torch.Tensor)
+        np.testing.assert_array_equal(a.numpy(), b)
+
+
 # ---- GPU: device arrays written in place, and the Extractor on device volumes ----------------------------
 
 
@@ -302,17 +382,59 @@ def test_gpu_caller_arrays_equal_the_extractors_own(cupy):
     volume = cupy.asarray(inkray.load("builtin:fractal:64").array)
     impl.set_grid(volume)
     reference = [np.asarray(a) for a in impl.extract(127.5, values="local", array_axes=True)[:4]]
+    def four(v, t):
+        return (cupy.empty((v, 3), cupy.float32), cupy.empty((v, 3), cupy.float32), cupy.empty(v, cupy.float32),
+                cupy.empty((t, 3), cupy.int32))
+
     allocate, stream = inkray._arrays.mesh_allocator("cupy", 0)
     for compaction in [m["name"] for m in inkray.compaction_methods()]:
         # with the allocating stream named (one wait in the binding) and without (DLPack's order)
+        named = {"stream": stream} if compaction != "thrust" else {}
         result = impl.extract(127.5, method=compaction, values="local", array_axes=True, output="caller",
-                              allocate=allocate, **({"stream": stream} if compaction != "thrust" else {}))
-        for a, b in zip(result[:4], reference):
-            assert isinstance(a, cupy.ndarray)
+                              allocate=four, **named)
+        buffer, layout, _ = impl.extract(127.5, method=compaction, values="local", array_axes=True,
+                                         output="buffer", allocate=allocate, **named)
+        views = inkray._arrays.mesh_views(buffer, layout)
+        assert_views_of_one_buffer(views, buffer, layout)
+        for a, c, b in zip(result[:4], views, reference):
+            assert isinstance(a, cupy.ndarray) and isinstance(c, cupy.ndarray)
             np.testing.assert_array_equal(cupy.asnumpy(a), b)
+            np.testing.assert_array_equal(cupy.asnumpy(c), b)
     host = lambda v, t: host_allocator([])(v, t)  # noqa: E731
     with pytest.raises(ValueError, match="must be a device array"):
         impl.extract(127.5, output="caller", allocate=host)
+    with pytest.raises(ValueError, match="the buffer must be a device array"):
+        impl.extract(127.5, output="buffer", allocate=lambda n: np.empty(n, np.uint8))
+
+
+@requires_gpu
+@pytest.mark.parametrize("library", ["cupy", "torch"])
+def test_device_output_is_four_views_of_one_allocation(library, request):
+    """marching_cubes(output='device') allocates the mesh once: the four arrays are views of one
+    buffer of the caller's library, each at its offset, correct, and each kept alive on its own
+    (the others dropped and their memory's pool handed more work)."""
+    lib = request.getfixturevalue("cupy" if library == "cupy" else "torch_cuda")
+    host = torus(48)
+    reference = inkray.marching_cubes(host, 0.0, device="cpu")
+    volume = lib.asarray(host) if library == "cupy" else lib.from_numpy(host).cuda()
+    for result in (inkray.marching_cubes(volume, 0.0, output="device"),
+                   inkray.Extractor(volume).marching_cubes(0.0, output="device")):
+        assert all(inkray._arrays.library_of(a) == library for a in result)
+        verts, faces, normals, values = result
+        if library == "torch":
+            assert len({a.untyped_storage().data_ptr() for a in result}) == 1
+            start = [a.data_ptr() for a in result]
+        else:
+            assert all(a.data.mem is verts.data.mem for a in result)
+            start = [a.data.ptr for a in result]
+        # the allocation's order: positions, normals, values, triangles, each on a 256-byte boundary
+        assert [start[0], start[2], start[3], start[1]] == sorted(start) and all(p % 256 == 0 for p in start)
+        assert_same_mesh(result, reference)
+        del verts, normals, values
+        # new arrays of the library, which would reuse the memory if it had been freed
+        busy = [lib.ones(1 << 20) if library == "cupy" else lib.ones(1 << 20, device="cuda") for _ in range(8)]
+        np.testing.assert_array_equal(inkray._arrays.to_numpy(faces), reference[1])
+        del busy, faces
 
 
 @requires_gpu
