@@ -16,6 +16,7 @@ struct ir_dist {
   int rank, size;
   int local_rank, local_size; /* among the ranks of this host (shared memory) */
   bool initialized_here;
+  bool broken; /* a rank may never meet the others again (ir_dist_mark_broken) */
   /* Translucent compositing: the strips received from every rank and the blended strip; per-rank
    * counts and offsets. Grown, never shrunk. */
   uint64_t *strips, *blended;
@@ -160,6 +161,8 @@ void ir_dist_finalize(ir_dist *d) {
     watch_ranks = NULL;
     watch_pids = NULL;
   }
+  /* A broken run cannot finalize with a lost rank: the launcher ends every rank (status 1). */
+  if (d->broken && d->initialized_here) MPI_Abort(MPI_COMM_WORLD, 1);
   if (d->initialized_here) MPI_Finalize();
   free(d->strips);
   free(d->blended);
@@ -170,7 +173,10 @@ void ir_dist_finalize(ir_dist *d) {
 int ir_dist_rank(const ir_dist *d) { return d->rank; }
 int ir_dist_size(const ir_dist *d) { return d->size; }
 
+void ir_dist_mark_broken(ir_dist *d) { d->broken = true; }
+
 int ir_dist_agree(ir_dist *d, int status) {
+  if (d->broken) return status > IR_ERR_RUNTIME ? status : IR_ERR_RUNTIME;
   int worst = status;
   if (MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
     return status > IR_ERR_RUNTIME ? status : IR_ERR_RUNTIME;

@@ -17,6 +17,11 @@ ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR
  * MPI; and this rank's place among them, 0 .. local size - 1. */
 int ir_dist_local_size(const ir_dist *d);
 int ir_dist_local_rank(const ir_dist *d);
+/* After a failure that may leave a rank unable to meet the others (one that never joined NCCL,
+ * a collective aborted at its deadline): ir_dist_agree answers without MPI (at least
+ * IR_ERR_RUNTIME), and ir_dist_finalize ends the whole run with MPI_Abort instead of waiting in
+ * MPI_Finalize. */
+void ir_dist_mark_broken(ir_dist *d);
 
 /* ---- Compositing on the GPUs through NCCL (nccl.cu; nccl_none.c without NCCL) ----------------- */
 typedef struct ir_dist_gpu ir_dist_gpu;

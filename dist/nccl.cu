@@ -14,13 +14,20 @@
  *
  * Waits poll the stream and NCCL's asynchronous error with a deadline (INKRAY_DIST_TIMEOUT
  * seconds, default 20): a peer that died or hangs aborts the communicator (ncclCommAbort) and the
- * frame fails with one line, instead of the rank waiting forever in a collective. */
+ * frame fails with one line, instead of the rank waiting forever in a collective. The
+ * communicator is non-blocking (ncclConfig_t.blocking = 0) for the same reason: its init returns
+ * at once and is polled to the same deadline, so a rank that never joins (dead or hung before
+ * NCCL's init) fails the others' init instead of holding them forever; NCCL calls that answer
+ * ncclInProgress are polled the same way (settle). A failure after which the ranks may not meet
+ * again marks the run broken (ir_dist_mark_broken): no MPI collective waits on the lost rank, and
+ * the run ends through MPI_Abort. */
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dist/dist_internal.h"
 #include "dist/over.cuh"
@@ -57,6 +64,39 @@ static ir_status nccl_fail(char err[IR_ERR_LEN], int rank, ncclResult_t e, const
   snprintf(err, IR_ERR_LEN, "rank %d: NCCL error in %s: %s", rank, call, ncclGetErrorString(e));
   return IR_ERR_RUNTIME;
 }
+
+/* Gives up on the communicator: aborted, and the run may not meet in a collective again. */
+static void abandon(ir_dist_gpu *g) {
+  if (g->comm) ncclCommAbort(g->comm);
+  g->comm = NULL;
+  ir_dist_mark_broken(g->d);
+}
+
+/* A non-blocking communicator's call that answered ncclInProgress, polled until it is done (its
+ * asynchronous state leaves ncclInProgress) or the deadline passes (ncclInProgress returned). */
+static ncclResult_t settle(ir_dist_gpu *g, ncclResult_t e) {
+  double start = ir_dist_now_ms();
+  while (e == ncclInProgress && g->comm) {
+    ncclResult_t state = ncclInProgress;
+    ncclResult_t q = ncclCommGetAsyncError(g->comm, &state);
+    if (q != ncclSuccess) return q;
+    e = state;
+    if (e == ncclInProgress) {
+      if (ir_dist_now_ms() - start > g->timeout_ms) return ncclInProgress;
+      sched_yield();
+    }
+  }
+  return e;
+}
+
+/* An NCCL call's failure: a call still in progress at the deadline abandons the communicator. */
+static ir_status nccl_call_fail(ir_dist_gpu *g, char err[IR_ERR_LEN], ncclResult_t e, const char *call) {
+  if (e != ncclInProgress) return nccl_fail(err, g->rank, e, call);
+  abandon(g);
+  snprintf(err, IR_ERR_LEN, "rank %d: %s did not finish within %.0f s: a peer rank died or hangs; NCCL aborted",
+           g->rank, call, g->timeout_ms / 1000.0);
+  return IR_ERR_RUNTIME;
+}
 #define DIST_CUDA(call)                                                                   \
   do {                                                                                    \
     cudaError_t e_ = (call);                                                              \
@@ -64,17 +104,17 @@ static ir_status nccl_fail(char err[IR_ERR_LEN], int rank, ncclResult_t e, const
   } while (0)
 #define DIST_NCCL(call)                                                                   \
   do {                                                                                    \
-    ncclResult_t e_ = (call);                                                             \
-    if (e_ != ncclSuccess) return nccl_fail(err, g->rank, e_, #call);                    \
+    ncclResult_t e_ = settle(g, (call));                                                  \
+    if (e_ != ncclSuccess) return nccl_call_fail(g, err, e_, #call);                     \
   } while (0)
 /* Inside ncclGroupStart .. ncclGroupEnd: a failure closes the group before returning, so that the
  * communicator is not left in a group that a later call (or the abort) would stumble on. */
 #define DIST_NCCL_IN_GROUP(call)                                                          \
   do {                                                                                    \
-    ncclResult_t e_ = (call);                                                             \
+    ncclResult_t e_ = settle(g, (call));                                                  \
     if (e_ != ncclSuccess) {                                                              \
-      (void)ncclGroupEnd();                                                               \
-      return nccl_fail(err, g->rank, e_, #call);                                          \
+      (void)settle(g, ncclGroupEnd());                                                    \
+      return nccl_call_fail(g, err, e_, #call);                                           \
     }                                                                                     \
   } while (0)
 
@@ -110,15 +150,13 @@ static ir_status wait_stream(ir_dist_gpu *g, const char *what, char err[IR_ERR_L
     ncclResult_t async = ncclSuccess;
     if (g->comm && ncclCommGetAsyncError(g->comm, &async) == ncclSuccess && async != ncclSuccess &&
         async != ncclInProgress) {
-      ncclCommAbort(g->comm);
-      g->comm = NULL;
+      abandon(g);
       snprintf(err, IR_ERR_LEN, "rank %d: NCCL failed during %s: %s (a peer rank died or lost its link); aborted",
                g->rank, what, ncclGetErrorString(async));
       return IR_ERR_RUNTIME;
     }
     if (ir_dist_now_ms() - start > g->timeout_ms) {
-      if (g->comm) ncclCommAbort(g->comm);
-      g->comm = NULL;
+      abandon(g);
       snprintf(err, IR_ERR_LEN, "rank %d: %s did not finish within %.0f s: a peer rank died or hangs; NCCL aborted",
                g->rank, what, g->timeout_ms / 1000.0);
       return IR_ERR_RUNTIME;
@@ -144,7 +182,12 @@ void ir_dist_gpu_destroy(ir_dist_gpu *g) {
   free_buffers(g);
   cudaFree(g->order);
   cudaFreeHost(g->host_order);
-  if (g->comm) ncclCommDestroy(g->comm);
+  if (g->comm) {
+    /* Finalizing flushes the communicator's work with its peers; one that does not finish in
+     * time is aborted instead. */
+    if (settle(g, ncclCommFinalize(g->comm)) == ncclSuccess) ncclCommDestroy(g->comm);
+    else ncclCommAbort(g->comm);
+  }
   if (g->stream) cudaStreamDestroy(g->stream);
   free(g);
 }
@@ -155,6 +198,40 @@ static ir_status setup_local(ir_dist_gpu *g, char err[IR_ERR_LEN]) {
   DIST_CUDA(cudaMalloc(&g->order, (size_t)g->size * sizeof *g->order));
   DIST_CUDA(cudaMallocHost(&g->host_order, (size_t)g->size * sizeof *g->host_order));
   return IR_OK;
+}
+
+/* For the fault tests: INKRAY_DIST_STALL_RANK=R makes rank R hang before it joins the
+ * communicator, as a rank whose GPU or host stalls would (it sleeps until it is killed). */
+static void stall_if_asked(int rank) {
+  const char *s = getenv("INKRAY_DIST_STALL_RANK");
+  if (!s || !*s || atoi(s) != rank) return;
+  for (;;) sleep(60);
+}
+
+/* ncclCommInitRankConfig on a non-blocking communicator, polled to the deadline: every rank must
+ * join within it, else the init is aborted and the run marked broken. */
+static ir_status join_communicator(ir_dist_gpu *g, const ncclUniqueId *id, char err[IR_ERR_LEN]) {
+  stall_if_asked(g->rank);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t e = ncclCommInitRankConfig(&g->comm, g->size, *id, g->rank, &config);
+  if (e != ncclSuccess && e != ncclInProgress) {
+    if (g->comm) ncclCommAbort(g->comm);
+    g->comm = NULL;
+    return nccl_fail(err, g->rank, e, "ncclCommInitRankConfig");
+  }
+  e = settle(g, e);
+  if (e == ncclSuccess) return IR_OK;
+  abandon(g);
+  if (e == ncclInProgress)
+    snprintf(err, IR_ERR_LEN,
+             "rank %d: the NCCL communicator of %d ranks was not complete within %.0f s: a rank did not join "
+             "(it died or hangs before NCCL's init; INKRAY_DIST_TIMEOUT sets the wait); NCCL aborted",
+             g->rank, g->size, g->timeout_ms / 1000.0);
+  else
+    snprintf(err, IR_ERR_LEN, "rank %d: joining the NCCL communicator failed: %s; NCCL aborted", g->rank,
+             ncclGetErrorString(e));
+  return IR_ERR_RUNTIME;
 }
 
 /* What rank 0 broadcasts: its status and, when it is IR_OK, the communicator's id. */
@@ -199,12 +276,8 @@ ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, cha
   }
   int worst = ir_dist_agree(d, st != IR_OK ? (int)st : boot.status);
   if (worst == IR_OK) {
-    ncclResult_t e = ncclCommInitRank(&g->comm, g->size, boot.id, rank);
-    if (e != ncclSuccess) {
-      g->comm = NULL;
-      st = nccl_fail(err, rank, e, "ncclCommInitRank");
-    }
-    worst = ir_dist_agree(d, (int)st);
+    st = join_communicator(g, &boot.id, err);
+    worst = ir_dist_agree(d, (int)st); /* broken (no MPI) where a rank never joined */
   }
   if (worst != IR_OK) {
     if (st == IR_OK) snprintf(err, IR_ERR_LEN, "another rank failed to set up NCCL (its message is above)");

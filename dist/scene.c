@@ -35,6 +35,7 @@ struct ir_dist_scene {
   int *order; /* translucent frames: the ranks front to back */
   ir_dist_gpu *gpu; /* compositing on the GPUs through NCCL; NULL: on the host through MPI */
   const char *compositing; /* how frames are composited, for the run's header */
+  bool whole_frames; /* INKRAY_DIST_WINDOW=off: trace every pixel, not the brick's window */
 };
 
 const char *ir_dist_scene_compositing(const ir_dist_scene *s) { return s->compositing; }
@@ -199,6 +200,10 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
     return ir_dist_agree(d, IR_ERR_RUNTIME) == IR_ERR_INPUT ? IR_ERR_INPUT : IR_ERR_RUNTIME;
   }
   s->d = d;
+  /* Each rank's own choice (the composited frame is the same either way), for measuring what the
+   * window saves. */
+  const char *window = getenv("INKRAY_DIST_WINDOW");
+  s->whole_frames = window && strcmp(window, "off") == 0;
   s->order = malloc((size_t)ir_dist_size(d) * sizeof *s->order);
   /* The header and the decomposition are the same on every rank, and so are their errors. */
   ir_volume_desc hd = desc->volume;
@@ -250,9 +255,12 @@ static ir_status ensure_buffers(ir_dist_scene *s, size_t pixels, char err[IR_ERR
 /* The frame moved into the brick's own frame (see the top of the file). The frame's own clip
  * box, in the whole volume's voxels, narrows the part the brick draws; a brick outside it draws
  * an empty box. The clip plane needs no move: the renderer places it in the whole volume's world
- * through the brick volume's origin (render/camera.c). */
+ * through the brick volume's origin (render/camera.c). Only the pixels whose rays may meet the
+ * drawn box are traced (ir_camera_box_window, within the frame's own window if it has one): the
+ * others would be background with depth +INF anyway, which the renderer writes for them. */
 static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *frame) {
   ir_frame_desc f = *frame;
+  double box_lo[3], box_hi[3];
   bool user_box = false;
   for (int k = 0; k < 3; k++) user_box = user_box || frame->clip_lo[k] != 0.0f || frame->clip_hi[k] != 0.0f;
   for (int k = 0; k < 3; k++) {
@@ -267,7 +275,21 @@ static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *fr
     }
     f.clip_lo[k] = lo - (float)s->brick.load_lo[k];
     f.clip_hi[k] = hi - (float)s->brick.load_lo[k];
+    box_lo[k] = (double)lo * (double)s->whole.spacing[k];
+    box_hi[k] = (double)hi * (double)s->whole.spacing[k];
   }
+  if (s->whole_frames) return f;
+  int w[4];
+  ir_camera_box_window(&frame->camera, frame->width, frame->height, box_lo, box_hi, w);
+  if (frame->window_on) {
+    w[0] = w[0] > frame->window[0] ? w[0] : frame->window[0];
+    w[1] = w[1] > frame->window[1] ? w[1] : frame->window[1];
+    w[2] = w[2] < frame->window[2] ? w[2] : frame->window[2];
+    w[3] = w[3] < frame->window[3] ? w[3] : frame->window[3];
+    if (w[2] < w[0] || w[3] < w[1]) w[0] = w[1] = w[2] = w[3] = 0;
+  }
+  f.window_on = true;
+  memcpy(f.window, w, sizeof w);
   return f;
 }
 

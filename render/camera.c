@@ -58,8 +58,9 @@ static void cross3(const double a[3], const double b[3], double out[3]) {
   out[2] = a[0] * b[1] - a[1] * b[0];
 }
 
-void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int height, ir_cam_basis *out) {
-  double f[3], up[3], right[3], u[3];
+/* The camera's unit forward, right and up vectors and tan(fov/2), in world space. */
+static double camera_frame(const ir_camera *cam, double f[3], double right[3], double u[3]) {
+  double up[3];
   for (int k = 0; k < 3; k++) {
     f[k] = (double)cam->target[k] - cam->eye[k];
     up[k] = cam->up[k];
@@ -76,7 +77,47 @@ void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int 
   normalize3(right);
   cross3(right, f, u);
   normalize3(u);
-  double tan_half = tan(0.5 * fov_or_default(cam->fov_y_degrees) * IR_PI / 180.0);
+  return tan(0.5 * fov_or_default(cam->fov_y_degrees) * IR_PI / 180.0);
+}
+
+void ir_camera_box_window(const ir_camera *cam, int width, int height, const double lo[3], const double hi[3],
+                          int window[4]) {
+  double f[3], right[3], u[3];
+  double tan_half = camera_frame(cam, f, right, u), aspect = (double)width / (double)height;
+  double sx_lo = INFINITY, sx_hi = -INFINITY, sy_lo = INFINITY, sy_hi = -INFINITY;
+  bool whole = false;
+  for (int c = 0; c < 8 && !whole; c++) {
+    double d[3], z = 0, x = 0, y = 0, len = 0;
+    for (int k = 0; k < 3; k++) {
+      d[k] = ((c >> k & 1) ? hi[k] : lo[k]) - (double)cam->eye[k];
+      z += d[k] * f[k], x += d[k] * right[k], y += d[k] * u[k], len += d[k] * d[k];
+    }
+    /* A corner on or behind the eye's plane (the eye inside the box has one): its projection is
+     * unbounded, so every pixel may see the box. */
+    if (!(z > 1e-6 * sqrt(len))) whole = true;
+    double sx = x / (z * tan_half * aspect), sy = y / (z * tan_half);
+    sx_lo = fmin(sx_lo, sx), sx_hi = fmax(sx_hi, sx), sy_lo = fmin(sy_lo, sy), sy_hi = fmax(sy_hi, sy);
+  }
+  if (whole) {
+    window[0] = window[1] = 0, window[2] = width, window[3] = height;
+    return;
+  }
+  /* Pixel px's ray has sx = (px + 0.5) 2 / width - 1, row py's sy = 1 - (py + 0.5) 2 / height:
+   * the pixels whose centres fall in the projected range, and one more on each side for the
+   * float rounding of the rays (the renderer's camera moves with a brick's origin). */
+  double x0 = floor((sx_lo + 1.0) * 0.5 * width - 0.5) - 1.0, x1 = ceil((sx_hi + 1.0) * 0.5 * width - 0.5) + 2.0;
+  double y0 = floor((1.0 - sy_hi) * 0.5 * height - 0.5) - 1.0, y1 = ceil((1.0 - sy_lo) * 0.5 * height - 0.5) + 2.0;
+  x0 = fmax(x0, 0.0), y0 = fmax(y0, 0.0), x1 = fmin(x1, (double)width), y1 = fmin(y1, (double)height);
+  if (!(x1 > x0 && y1 > y0)) { /* off screen: no pixel sees it */
+    window[0] = window[1] = window[2] = window[3] = 0;
+    return;
+  }
+  window[0] = (int)x0, window[1] = (int)y0, window[2] = (int)x1, window[3] = (int)y1;
+}
+
+void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int height, ir_cam_basis *out) {
+  double f[3], right[3], u[3];
+  double tan_half = camera_frame(cam, f, right, u);
   double aspect = (double)width / (double)height;
   out->forward = ir_v3((float)f[0], (float)f[1], (float)f[2]);
   out->right = ir_v3((float)(right[0] * tan_half * aspect), (float)(right[1] * tan_half * aspect),
@@ -89,6 +130,9 @@ void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int 
   out->two_over_h = (float)(2.0 / height);
   out->width = width;
   out->height = height;
+  out->win_x0 = out->win_y0 = 0;
+  out->win_w = width;
+  out->win_h = height;
 }
 
 _Static_assert(IR_ISO_SET_MAX == IR_MAX_SURFACES, "one isovalue per surface");
@@ -125,6 +169,14 @@ static void ir_trace_surfaces_fill(const ir_frame_desc *f, ir_trace_params *p) {
 
 void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace_params *p) {
   ir_camera_prepare(&f->camera, r->volume, f->width, f->height, &p->cam);
+  int win[4];
+  ir_frame_window(f, win);
+  p->cam.win_x0 = win[0];
+  p->cam.win_y0 = win[1];
+  p->cam.win_w = win[2] - win[0];
+  p->cam.win_h = win[3] - win[1];
+  /* An empty rectangle traces nothing, whichever side is empty. */
+  if (p->cam.win_w == 0 || p->cam.win_h == 0) p->cam.win_w = p->cam.win_h = 0;
   p->vol = r->view;
   p->nodes = NULL;
   const ir_volume *v = r->volume;

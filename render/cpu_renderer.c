@@ -26,7 +26,8 @@ typedef struct frame_job {
   int step_batches; /* the persistent pipeline: its rays' work in steps of this many batches; 0: in one */
   uint32_t *pixels;
   float *depth;
-  int width, height;
+  int width;
+  int x0, y0, x1, y1; /* the traced pixels (ir_cam_basis window) */
   atomic_int next_row;
   pthread_mutex_t lock;
   ir_round_counts total;
@@ -48,11 +49,11 @@ static void *frame_worker(void *arg) {
   memset(&counts, 0, sizeof counts);
   uint32_t stack[IR_BVH_MAX_LEVELS];
   for (;;) {
-    int row0 = atomic_fetch_add(&job->next_row, ROWS_PER_TASK);
-    if (row0 >= job->height) break;
-    int row1 = row0 + ROWS_PER_TASK < job->height ? row0 + ROWS_PER_TASK : job->height;
+    int row0 = job->y0 + atomic_fetch_add(&job->next_row, ROWS_PER_TASK);
+    if (row0 >= job->y1) break;
+    int row1 = row0 + ROWS_PER_TASK < job->y1 ? row0 + ROWS_PER_TASK : job->y1;
     for (int y = row0; y < row1; y++)
-      for (int x = 0; x < job->width; x++) {
+      for (int x = job->x0; x < job->x1; x++) {
         uint32_t pixel = (uint32_t)y * (uint32_t)job->width + (uint32_t)x;
         float *depth = &job->depth[pixel];
         job->pixels[pixel] = job->bvh ? ir_trace_pixel(job->p, pixel, stack, &counts, depth)
@@ -66,6 +67,22 @@ static void *frame_worker(void *arg) {
   add_counts(&job->total, &counts);
   pthread_mutex_unlock(&job->lock);
   return NULL;
+}
+
+/* Pixels outside the frame's window: background, depth +INF, as a ray that meets nothing. */
+static void fill_outside(const ir_cam_basis *c, uint32_t *pixels, float *depth) {
+  for (int y = 0; y < c->height; y++) {
+    bool row_in = y >= c->win_y0 && y < c->win_y0 + c->win_h && c->win_w > 0;
+    for (int x = 0; x < c->width; x++) {
+      if (row_in && x >= c->win_x0 && x < c->win_x0 + c->win_w) {
+        x = c->win_x0 + c->win_w - 1;
+        continue;
+      }
+      size_t i = (size_t)y * (size_t)c->width + (size_t)x;
+      pixels[i] = IR_BACKGROUND_RGBA;
+      depth[i] = INFINITY;
+    }
+  }
 }
 
 static ir_status ensure_buffers(ir_renderer *r, size_t image_bytes, char err[IR_ERR_LEN]) {
@@ -137,7 +154,10 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
 
   frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER,
                    .step_batches = f->pipeline == IR_PIPELINE_PERSISTENT ? ir_frame_step_batches(f) : 0,
-                   .pixels = (uint32_t *)(void *)r->image, .depth = r->depth, .width = f->width, .height = f->height};
+                   .pixels = (uint32_t *)(void *)r->image, .depth = r->depth, .width = f->width,
+                   .x0 = p.cam.win_x0, .y0 = p.cam.win_y0, .x1 = p.cam.win_x0 + p.cam.win_w,
+                   .y1 = p.cam.win_y0 + p.cam.win_h};
+  if (f->window_on) fill_outside(&p.cam, job.pixels, job.depth);
   atomic_init(&job.next_row, 0);
   pthread_mutex_init(&job.lock, NULL);
   int threads = ir_cpu_thread_count(r->threads);

@@ -23,20 +23,31 @@
 #define IR_RAYGEN_BLOCK 1024
 
 /* ---- Tiled ray ids ---------------------------------------------------------------------------
- * The single kernel and the multi pipeline number their rays over 8x8 pixel tiles: ray id i is
- * pixel (8 tx + i % 8, 8 ty + i / 8 % 8) of tile i / 64, tiles row-major. A warp's 32 rays are
- * an 8x4 block of pixels instead of 32 pixels of one row, so they meet the same bricks and
- * texels and finish at similar depths. Ids past the image's right or bottom edge are unused. */
+ * The single kernel and the multi pipeline number their rays over 8x8 pixel tiles of the frame's
+ * window (ir_cam_basis win_*, the whole image without one): ray id i is window pixel
+ * (8 tx + i % 8, 8 ty + i / 8 % 8) of tile i / 64, tiles row-major. A warp's 32 rays are an 8x4
+ * block of pixels instead of 32 pixels of one row, so they meet the same bricks and texels and
+ * finish at similar depths. Ids past the window's right or bottom edge are unused. Threads are
+ * launched for the window's tiles only. */
 #define IR_TILE 8
 static inline __host__ __device__ uint32_t ir_tiled_ray_count(int width, int height) {
   return (uint32_t)((width + IR_TILE - 1) / IR_TILE) * (uint32_t)((height + IR_TILE - 1) / IR_TILE) * IR_TILE *
          IR_TILE;
 }
-/* The pixel of ray `id`, or UINT32_MAX for an id outside the image. */
-static inline __device__ uint32_t ir_tiled_pixel(uint32_t id, int width, int height) {
-  uint32_t tiles_x = (uint32_t)(width + IR_TILE - 1) / IR_TILE, tile = id / (IR_TILE * IR_TILE);
+/* The image pixel of ray `id`, or UINT32_MAX for an id outside the window. */
+static inline __device__ uint32_t ir_tiled_pixel(uint32_t id, const ir_cam_basis &c) {
+  uint32_t tiles_x = (uint32_t)(c.win_w + IR_TILE - 1) / IR_TILE, tile = id / (IR_TILE * IR_TILE);
+  if (tiles_x == 0) return 0xffffffffu;
   uint32_t x = tile % tiles_x * IR_TILE + id % IR_TILE, y = tile / tiles_x * IR_TILE + id / IR_TILE % IR_TILE;
-  return x < (uint32_t)width && y < (uint32_t)height ? y * (uint32_t)width + x : 0xffffffffu;
+  return x < (uint32_t)c.win_w && y < (uint32_t)c.win_h
+             ? (y + (uint32_t)c.win_y0) * (uint32_t)c.width + x + (uint32_t)c.win_x0
+             : 0xffffffffu;
+}
+/* The image pixel of window pixel `i` in row-major order (the paper's pipeline numbers its rays
+ * by pixel and generates them over the window this way). */
+static inline __device__ uint32_t ir_window_pixel(uint32_t i, const ir_cam_basis &c) {
+  uint32_t w = (uint32_t)c.win_w;
+  return ((uint32_t)c.win_y0 + i / w) * (uint32_t)c.width + (uint32_t)c.win_x0 + i % w;
 }
 
 /* Records "what failed where" in err and returns IR_ERR_RUNTIME. */
@@ -338,7 +349,7 @@ typedef struct ir_persist_args {
   float *depth;
   ir_persist_counters *counters; /* two, by frame parity: a frame zeroes the next one's */
   unsigned epoch;                /* the frame's number */
-  unsigned tiles;                /* 8x8 pixel tiles of the image (ir_persist_tiles) */
+  unsigned tiles;                /* 8x8 pixel tiles of the window (ir_persist_tiles) */
   int step_batches;              /* batches a ray marches per step */
   ir_compact_method method;      /* how the blocks compact their pools */
   unsigned blocks;               /* resident blocks to launch (ir_persistent_blocks) */

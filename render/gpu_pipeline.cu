@@ -54,7 +54,7 @@ static ir_ink_sections sections_of(const struct ir_gpu_state *g, int stage) {
   return ir_ink_sections_bind((char *)g->d_sections + (size_t)stage * g->sections_stride, blocks, threads);
 }
 
-static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m) {
+static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m, bool paper) {
   ir_gpu_counters *c = g->d_counters;
   ir_wiring w;
   memset(&w, 0, sizeof w);
@@ -72,6 +72,9 @@ static ir_wiring wire(const struct ir_gpu_state *g, ir_compact_method m) {
   case IR_OUT_FLAGS:
     w.gen.flags = w.trav.flags = w.to_shade.flags = g->d_flags_a;
     w.to_trav.flags = g->d_flags_b;
+    /* The paper's rays are pixels, not positions in the generation list (a window's pixels are
+     * not 0..n): generation writes them into the list traversal fills later (compact_gen). */
+    if (paper) w.gen.list = g->d_list_i;
     break;
   default: /* Redzone: lists shrink in place; the hit list starts as a copy of the input. */
     w.isect_list = g->d_list_t;
@@ -252,9 +255,14 @@ static ir_status compact_gen(ir_pass *p) {
   struct ir_gpu_state *g = p->g;
   ir_gpu_counters *c = g->d_counters;
   cudaError_t e = cudaSuccess;
-  if (p->w.mode == IR_OUT_FLAGS)
-    e = ir_compact_flagged(g->cctx, p->method, g->d_identity, g->d_flags_a, g->d_list_t, &c->trav_in, p->gen_n,
-                           p->stream);
+  /* In a graph gen_n is the whole image's (the graph serves every window); the frame's count is
+   * the one ray generation wrote. */
+  const uint32_t *in = p->paper ? g->d_list_i : g->d_identity;
+  if (p->w.mode == IR_OUT_FLAGS && p->host_n)
+    e = ir_compact_flagged(g->cctx, p->method, in, g->d_flags_a, g->d_list_t, &c->trav_in, p->gen_n, p->stream);
+  else if (p->w.mode == IR_OUT_FLAGS)
+    e = ir_compact_flagged_dn(g->cctx, p->method, in, g->d_flags_a, g->d_list_t, &c->trav_in, &c->pixels, p->gen_n,
+                              p->stream);
   else if (p->w.mode == IR_OUT_REMOVE)
     e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_list_t, &c->pixels, p->gen_n, g->d_remove_a,
                                      &c->k_gen, p->gen_n, &c->trav_in, p->stream);
@@ -568,7 +576,7 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->paper = f->pipeline == IR_PIPELINE_PAPER;
   p->slot = ir_graph_slot(p->paper, f->method);
   p->method = f->method;
-  p->w = wire(g, f->method);
+  p->w = wire(g, f->method, p->paper);
   p->b.sp = g->d_sp;
   p->b.stack = g->d_stack;
   p->b.stride = g->capacity;
@@ -579,6 +587,9 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->b.paint = g->d_paint;
   p->b.hit_surf = g->d_hit_surf;
   p->stream = g->stream;
+  /* Ray generation's launch: in a graph the whole image's pixels or tiled ids, which bound every
+   * window's (the kernels read the frame's count), so one graph serves all windows; in the host
+   * loop the window's (below). */
   p->pixels = (uint32_t)f->width * (uint32_t)f->height;
   p->gen_n = p->paper ? p->pixels : ir_tiled_ray_count(f->width, f->height);
   p->tail_rays = ir_frame_tail_rays(f);
@@ -598,6 +609,10 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   bool use_graph = !host_loop_mode && g->graph[p->slot] && ir_compact_supports_device_n(f->method);
   g->last_graph = use_graph;
   if (st == IR_OK && !use_graph) {
+    int win[4];
+    ir_frame_window(f, win);
+    p->pixels = (uint32_t)(win[2] - win[0]) * (uint32_t)(win[3] - win[1]);
+    p->gen_n = p->paper ? p->pixels : ir_tiled_ray_count(win[2] - win[0], win[3] - win[1]);
     p->host_n = true;
     st = host_loop(p);
   } else if (st == IR_OK) {

@@ -28,6 +28,40 @@ static __global__ void iota_kernel(uint32_t *out, uint32_t n) {
   if (i < n) out[i] = i;
 }
 
+/* Pixels outside a frame's window (ir_frame_desc.window): background with depth +INF. One
+ * thread per outside pixel only, numbered over the rows above the window, the parts of its rows
+ * left and right of it, and the rows below, so a small window costs a pass over the rest of the
+ * image and no idle threads inside it. The pipelines write every pixel inside. */
+static __global__ void fill_outside_kernel(uint32_t *__restrict__ image, float *__restrict__ depth, uint32_t width,
+                                           uint32_t x0, uint32_t y0, uint32_t win_w, uint32_t win_h, uint32_t n) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  uint32_t top = y0 * width, side = width - win_w, middle = win_h * side, pixel;
+  if (i < top) {
+    pixel = i;
+  } else if (i - top < middle) {
+    uint32_t j = i - top, x = j % side;
+    pixel = (y0 + j / side) * width + (x < x0 ? x : x + win_w);
+  } else {
+    pixel = (y0 + win_h) * width + (i - top - middle);
+  }
+  image[pixel] = IR_BACKGROUND_RGBA;
+  depth[pixel] = INFINITY;
+}
+
+static ir_status fill_outside(struct ir_gpu_state *g, const ir_frame_desc *f, const ir_cam_basis *c,
+                              char err[IR_ERR_LEN]) {
+  uint32_t n = (uint32_t)f->width * (uint32_t)f->height - (uint32_t)c->win_w * (uint32_t)c->win_h;
+  if (n == 0) return IR_OK;
+  /* An empty window is all outside: its origin row starts the rows below it. */
+  uint32_t x0 = c->win_w ? (uint32_t)c->win_x0 : 0, y0 = c->win_w ? (uint32_t)c->win_y0 : 0;
+  fill_outside_kernel<<<ir_grid_for(n), IR_BLOCK, 0, g->stream>>>((uint32_t *)g->d_image, g->d_depth,
+                                                                  (uint32_t)f->width, x0, y0, (uint32_t)c->win_w,
+                                                                  (uint32_t)c->win_h, n);
+  IR_CUDA(cudaGetLastError());
+  return IR_OK;
+}
+
 /* ---- Volume texture ------------------------------------------------------------------------ */
 static cudaChannelFormatDesc channel_of(ir_voxel_type t) {
   switch (t) {
@@ -266,8 +300,8 @@ static ir_status prepare_frame(ir_renderer *r, const ir_frame_desc *f, ir_gpu_fr
   hf->p.root = ir_bvh_root(&r->layout);
   hf->p.cmap = g->d_colormaps + (size_t)f->colormap * IR_COLORMAP_SIZE * 3;
   g->trace_mode = ir_trace_mode(&hf->p);
-  hf->pixels = (uint32_t)f->width * (uint32_t)f->height;
-  hf->rays = ir_tiled_ray_count(f->width, f->height);
+  hf->pixels = (uint32_t)hf->p.cam.win_w * (uint32_t)hf->p.cam.win_h;
+  hf->rays = ir_tiled_ray_count(hf->p.cam.win_w, hf->p.cam.win_h);
   hf->run_bricks = f->run_bricks;
   /* The single and persistent kernels walk the fine cells and test them against the isovalues
    * themselves, the plain caster the bricks (no BVH update in their frames); the multi-kernel
@@ -287,8 +321,10 @@ static ir_status single_frame(ir_renderer *r, const ir_frame_desc *f, const ir_g
   struct ir_gpu_state *g = r->gpu;
   if (timed) IR_CUDA(cudaEventRecord(g->timeline[0], g->stream));
   IR_CUDA(f->pipeline == IR_PIPELINE_PLAIN
-              ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, g->d_depth, f->width, f->height, g->stream)
-              : ir_single_kernel_launch(*hf, g->d_image, g->d_depth, f->width, f->height, g->trace_mode, g->stream));
+              ? ir_plain_caster_launch(g->d_frame, g->d_ranges, g->d_image, g->d_depth, hf->p.cam.win_w,
+                                       hf->p.cam.win_h, g->stream)
+              : ir_single_kernel_launch(*hf, g->d_image, g->d_depth, hf->p.cam.win_w, hf->p.cam.win_h,
+                                        g->trace_mode, g->stream));
   if (!timed) return IR_OK;
   IR_CUDA(cudaEventRecord(g->timeline[1], g->stream));
   IR_CUDA(cudaEventSynchronize(g->timeline[1]));
@@ -309,7 +345,7 @@ static ir_status persistent_frame(ir_renderer *r, const ir_frame_desc *f, const 
   a.depth = g->d_depth;
   a.counters = g->d_persist;
   a.epoch = ++g->persist_epoch;
-  a.tiles = ir_persist_tiles(f->width, f->height);
+  a.tiles = ir_persist_tiles(hf->p.cam.win_w, hf->p.cam.win_h);
   a.step_batches = ir_frame_step_batches(f);
   a.method = f->method;
   a.blocks = g->persist_blocks[mode];
@@ -345,7 +381,8 @@ static ir_status run_frame(ir_renderer *r, const ir_frame_desc *f, bool host_loo
                            char err[IR_ERR_LEN]) {
   ir_gpu_frame hf;
   ir_status st = prepare_frame(r, f, &hf, err);
-  if (st != IR_OK) return st;
+  if (st == IR_OK && f->window_on) st = fill_outside(r->gpu, f, &hf.p.cam, err);
+  if (st != IR_OK || hf.pixels == 0) return st; /* an empty window: no rays */
   switch (f->pipeline) {
   case IR_PIPELINE_MULTI:
   case IR_PIPELINE_PAPER: return ir_gpu_multi_frame(r, f, host_loop, timed, stats, err);
@@ -419,7 +456,10 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   float ms = 0.0f;
   IR_CUDA(cudaEventElapsedTime(&ms, g->ev_start, g->ev_stop));
   stats->frame_ms = ms;
-  if (multi) {
+  int win[4];
+  ir_frame_window(f, win);
+  bool traced = win[2] > win[0] && win[3] > win[1]; /* an empty window runs no pipeline */
+  if (multi && traced) {
     IR_CUDA(cudaMemcpy(g->h_counters, g->d_counters, sizeof(ir_gpu_counters), cudaMemcpyDeviceToHost));
     const ir_gpu_counters *c = g->h_counters;
     stats->rays_generated = c->generated;
@@ -431,7 +471,7 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
     stats->graph = g->last_graph;
     stats->graph_resized =
         g->last_graph && g->graph_sized[ir_graph_slot(f->pipeline == IR_PIPELINE_PAPER, f->method)] && c->resize_errors == 0;
-  } else if (f->pipeline == IR_PIPELINE_PERSISTENT) {
+  } else if (f->pipeline == IR_PIPELINE_PERSISTENT && traced) {
     IR_CUDA(cudaMemcpy(g->h_persist, g->d_persist + (g->persist_epoch & 1u), sizeof(ir_persist_counters),
                        cudaMemcpyDeviceToHost));
     stats->rays_generated = g->h_persist->generated;

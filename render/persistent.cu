@@ -146,7 +146,7 @@ static __device__ __forceinline__ void pack_ray(uint32_t pixel, const ir_ray &r,
 template <int Mode, int W>
 static __device__ __forceinline__ bool generate_ray(const ir_trace_params &p, uint32_t id, uint32_t *image, float *depth,
                                                     uint32_t (&rec)[W]) {
-  uint32_t pixel = ir_tiled_pixel(id, p.cam.width, p.cam.height);
+  uint32_t pixel = ir_tiled_pixel(id, p.cam);
   if (pixel == 0xffffffffu) return false;
   ir_ray r = ir_camera_ray(&p.cam, pixel);
   ir_span s;

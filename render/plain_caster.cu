@@ -38,8 +38,8 @@ static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
                         uint32_t *__restrict__ image, float *__restrict__ depth) {
   const ir_trace_params &p = frame->p;
   int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-  if (x >= p.cam.width || y >= p.cam.height) return;
-  uint32_t pixel = (uint32_t)y * (uint32_t)p.cam.width + (uint32_t)x;
+  if (x >= p.cam.win_w || y >= p.cam.win_h) return;
+  uint32_t pixel = (uint32_t)(y + p.cam.win_y0) * (uint32_t)p.cam.width + (uint32_t)(x + p.cam.win_x0);
   ir_ray r = ir_camera_ray(&p.cam, pixel);
   uint32_t color = IR_BACKGROUND_RGBA;
   float t, t_end, hit_t = INFINITY;

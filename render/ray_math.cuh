@@ -57,6 +57,9 @@ typedef struct ir_cam_basis {
   ir_vec3 inv_spacing;  /* 1 / spacing: world direction -> voxel direction */
   float two_over_w, two_over_h;
   int width, height;
+  /* The traced pixels (ir_frame_desc.window; the whole image without one): rays are numbered
+   * over this rectangle and placed in the image by its origin. */
+  int win_x0, win_y0, win_w, win_h;
 } ir_cam_basis;
 
 typedef struct ir_ray {

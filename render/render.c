@@ -258,6 +258,14 @@ static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char 
       return IR_ERR_INPUT;
     }
   }
+  if (f->window_on) {
+    const int *w = f->window;
+    if (w[0] < 0 || w[1] < 0 || w[0] > w[2] || w[1] > w[3] || w[2] > f->width || w[3] > f->height) {
+      snprintf(err, IR_ERR_LEN, "window %d,%d,%d,%d: needs 0 <= x0 <= x1 <= %d and 0 <= y0 <= y1 <= %d (the image)",
+               w[0], w[1], w[2], w[3], f->width, f->height);
+      return IR_ERR_INPUT;
+    }
+  }
   if (f->clip_plane_on) {
     bool finite = true;
     for (int k = 0; k < 4; k++) finite = finite && isfinite(f->clip_plane[k]);

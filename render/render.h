@@ -69,6 +69,13 @@ typedef struct ir_camera {
 ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float elevation_degrees,
                           float distance, ir_axis up);
 
+/* The pixels of a width x height frame whose rays may meet the box lo..hi (world space), as an
+ * ir_frame_desc.window (x0, y0, x1, y1): the rectangle around its corners' projections, one
+ * pixel wider on each side; the whole image when a corner is on or behind the eye's plane (the
+ * eye inside the box too); an empty one (all zero) when the box is off screen. */
+void ir_camera_box_window(const ir_camera *cam, int width, int height, const double lo[3], const double hi[3],
+                          int window[4]);
+
 /* ---- Surfaces and colour ----------------------------------------------------------------------- */
 /* Up to IR_MAX_SURFACES isosurfaces are drawn in one frame. A ray composites the surfaces it
  * crosses front to back (premultiplied "over") and goes on past translucent ones until it is
@@ -180,6 +187,12 @@ typedef struct ir_frame_desc {
                                    [0, dims]): only surfaces inside it are drawn; all zero, the
                                    default: the whole volume. Distributed runs give each brick
                                    the part of the whole volume it owns (dist/dist.h). */
+  bool window_on;               /* trace only the pixels of a rectangle of the image: */
+  int window[4];                /* x0, y0, x1, y1: pixels x0 <= x < x1, y0 <= y < y1 (row 0 at
+                                   the top); an empty one (x0 == x1 or y0 == y1) traces none.
+                                   Pixels outside are background with depth +INF, and those
+                                   inside are what the whole frame draws there, bit for bit.
+                                   Distributed runs give each brick its projection's rectangle */
   bool clip_plane_on;           /* also clip by a plane: */
   float clip_plane[4];          /* (nx, ny, nz, d): keeps the world points x with n.x + d >= 0
                                    (world space: the volume spans [0, dims * spacing]) */

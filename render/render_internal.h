@@ -60,6 +60,14 @@ uint32_t ir_bvh_root_or_none(const ir_bvh_node *root, uint32_t root_index);
 /* Number of worker threads for `requested` (0 = all cores). */
 int ir_cpu_thread_count(int requested);
 
+/* The frame's traced pixels as x0, y0, x1, y1 (ir_frame_desc.window; the whole image without
+ * one). */
+static inline void ir_frame_window(const ir_frame_desc *f, int win[4]) {
+  win[0] = f->window_on ? f->window[0] : 0;
+  win[1] = f->window_on ? f->window[1] : 0;
+  win[2] = f->window_on ? f->window[2] : f->width;
+  win[3] = f->window_on ? f->window[3] : f->height;
+}
 /* Per-frame camera basis (camera.c). */
 void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int height, ir_cam_basis *out);
 /* The parts of ir_trace_params that do not depend on the device. The walk's grid is the bricks,

@@ -19,7 +19,7 @@ static __device__ __forceinline__ void single_pixel(const ir_gpu_frame &frame, u
    * a kernel parameter: its fields are read from the constant bank, with no registers held for
    * them and no loads in the loop. */
   const ir_trace_params &p = frame.p;
-  uint32_t pixel = ir_tiled_pixel(blockIdx.x * blockDim.x + threadIdx.x, p.cam.width, p.cam.height);
+  uint32_t pixel = ir_tiled_pixel(blockIdx.x * blockDim.x + threadIdx.x, p.cam);
   if (pixel == 0xffffffffu) return;
   float t;
   image[pixel] = ir_trace_pixel_runs_as(&p, pixel, NULL, &t, Mode);

@@ -28,7 +28,7 @@ static __device__ __forceinline__ void walk_intersect(const ir_gpu_frame *__rest
   if (active) {
     ray = in[i];
     const ir_trace_params &p = frame->p;
-    uint32_t pixel = ir_tiled_pixel(ray, p.cam.width, p.cam.height);
+    uint32_t pixel = ir_tiled_pixel(ray, p.cam);
     ir_ray r = ir_camera_ray(&p.cam, pixel);
     ir_span s;
     ir_ray_span(&p, &r, &s);
@@ -95,7 +95,7 @@ static __device__ __forceinline__ void walk_tail(const ir_gpu_frame *__restrict_
   uint32_t n = counters->trav_in, hits = 0;
   const ir_trace_params &p = frame->p;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    uint32_t ray = in[i], pixel = ir_tiled_pixel(ray, p.cam.width, p.cam.height);
+    uint32_t ray = in[i], pixel = ir_tiled_pixel(ray, p.cam);
     ir_ray r = ir_camera_ray(&p.cam, pixel);
     ir_span s;
     ir_ray_span(&p, &r, &s);

@@ -11,7 +11,7 @@ static __global__ void walk_raygen_kernel(const ir_gpu_frame *__restrict__ frame
   if (active) {
     if (i == 0) counters->pixels = n;
     const ir_trace_params &p = frame->p;
-    uint32_t pixel = ir_tiled_pixel(i, p.cam.width, p.cam.height);
+    uint32_t pixel = ir_tiled_pixel(i, p.cam);
     if (pixel != 0xffffffffu) {
       ir_ray r = ir_camera_ray(&p.cam, pixel);
       ir_span s;

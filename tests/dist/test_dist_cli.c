@@ -27,6 +27,8 @@ static const char *device = "cpu", *pipeline = "multi", *tail_rays = "auto";
 static bool coverage_only;
 /* "INKRAY_DIST_COMPOSITE=gpu" to have the ranks composite through NCCL (or fail saying why). */
 static const char *composite_env;
+/* "INKRAY_DIST_WINDOW=off" to have every rank trace the whole image. */
+static const char *window_env;
 
 /* inkray with `args` in one process (ranks 0) or under mpirun with that many ranks. CI runs as
  * root on two cores: --allow-run-as-root and --oversubscribe. */
@@ -46,6 +48,10 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
     if (composite_env) {
       argv[n++] = "-x";
       argv[n++] = composite_env;
+    }
+    if (window_env) {
+      argv[n++] = "-x";
+      argv[n++] = window_env;
     }
   }
   argv[n++] = inkray_binary();
@@ -492,6 +498,57 @@ static void test_three_ranks_write_the_single_process_depth(void) {
   remove_scratch(dir);
 }
 
+static bool same_file(const char *a, const char *b) {
+  FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+  bool same = fa && fb;
+  while (same) {
+    int ca = fgetc(fa), cb = fgetc(fb);
+    same = ca == cb;
+    if (ca == EOF) break;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+/* Each rank traces only the pixels its brick's projection covers (dist/scene.c); the composited
+ * image and depth are those of ranks tracing every pixel, byte for byte: opaque and translucent
+ * surfaces, a clip box, a view from inside the volume (every brick's window the whole image)
+ * and one close enough that bricks leave the screen. */
+static int window_max_ranks = 4; /* NCCL: one rank per GPU */
+static void test_the_pixel_window_changes_no_bit_of_the_composited_frame(void) {
+  char dir[64], png[2][128], pfm[2][128];
+  make_scratch(dir);
+  const char *looks[][8] = {
+      {"--surface", "127.5", "--distance", "1", NULL},
+      {"--surface", "60:red:0.5", "--surface", "127.5", "--distance", "0.6", NULL},
+      {"--surface", "127.5", "--clip-box", "0.1,0.9,0,1,0.2,0.8", "--distance", "1.3", NULL},
+      {"--surface", "100:orange:0.4", "--surface", "150", "--distance", "0.15", NULL},
+  };
+  const int ranks[] = {3, 4, 4, 3};
+  for (int k = 0; k < 4; k++) {
+    for (int pass = 0; pass < 2; pass++) {
+      snprintf(png[pass], sizeof png[pass], "%s/w%d.png", dir, pass);
+      snprintf(pfm[pass], sizeof pfm[pass], "%s/w%d.pfm", dir, pass);
+      const char *args[48] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                              "120x90", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30",
+                              "--quiet", "--png", png[pass], "--depth", pfm[pass]};
+      int n = 22;
+      for (int j = 0; looks[k][j]; j++) args[n++] = looks[k][j];
+      args[n++] = "builtin:fractal:64";
+      args[n] = NULL;
+      window_env = pass ? "INKRAY_DIST_WINDOW=off" : NULL;
+      run_ranks(ranks[k] < window_max_ranks ? ranks[k] : window_max_ranks, args, &result);
+      window_env = NULL;
+      CHECK_MSG(result.status == 0, "look %d, window %s: exit %d: %s", k, pass ? "off" : "on", result.status,
+                result.output);
+    }
+    CHECK_MSG(same_file(png[0], png[1]), "look %d: the image differs with the pixel window", k);
+    CHECK_MSG(same_file(pfm[0], pfm[1]), "look %d: the depth differs with the pixel window", k);
+  }
+  remove_scratch(dir);
+}
+
 int main(int argc, char **argv) {
   const char *mpiexec = getenv("INKRAY_MPIEXEC");
   if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
@@ -518,6 +575,7 @@ int main(int argc, char **argv) {
     tail_rays = "auto";
     coverage_only = false;
     RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
+    RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
     /* One rank per GPU: compositing on the GPUs through NCCL (opaque and translucent), where
      * the machine has two GPUs or more. */
     if (count >= 2) {
@@ -527,6 +585,8 @@ int main(int argc, char **argv) {
       printf("GPU, NCCL compositing over %d and %d ranks\n", translucent_ranks[0], translucent_ranks[1]);
       RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
       RUN(test_gpu_ranks_composite_opaque_frames_through_nccl_like_one_process);
+      window_max_ranks = count;
+      RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
       composite_env = NULL;
     }
     return check_summary();
@@ -548,5 +608,6 @@ int main(int argc, char **argv) {
   RUN(test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours);
   RUN(test_three_ranks_colour_by_a_second_volume_like_one_process);
   RUN(test_three_ranks_write_the_single_process_depth);
+  RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
   return check_summary();
 }
