@@ -72,6 +72,8 @@ typedef struct ir_gpu_frame {
   uint32_t pixels;   /* width * height */
   uint32_t rays;     /* tiled ray ids (ir_tiled_ray_count): the multi pipeline's first input */
   uint32_t run_bricks; /* multi pipeline: most valid bricks per run (0: no limit) */
+  int step_batches;    /* multi pipeline, lit frames: batches a secondary ray marches per step
+                          (read here, so that a captured graph follows it) */
 } ir_gpu_frame;
 
 /* Counts of the multi-kernel loop, all on the device. Each stage reads its input count and
@@ -421,14 +423,13 @@ cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, c
                                 ir_gpu_counters *counters, uint32_t max_rays, int mode, cudaStream_t stream);
 
 /* walk_secondary.cu (lit multi frames): the seed kernel starts the chunk's rays (list A, their
- * march state); a step kernel marches the rays in[0..*n) by up to `budget` batches each
+ * march state); a step kernel marches the rays in[0..*n) by up to frame->step_batches batches each
  * (ir_secondary_step), a ray that is done leaves its light, the others go on through `out`; the
  * combine kernel lights the finished chunk's hits and writes their pixels. Counts on the device. */
 cudaError_t ir_walk_sec_seed_launch(ir_sec_buffers s, const ir_gpu_counters *counters, unsigned grid,
                                     cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
 cudaError_t ir_walk_sec_step_launch(const ir_gpu_frame *d_frame, ir_sec_buffers s, const uint32_t *in,
-                                    const uint32_t *n, const ir_gpu_counters *counters, ir_stage_out out, int budget,
-                                    unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
+                                    const uint32_t *n, const ir_gpu_counters *counters, ir_stage_out out, unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
 cudaError_t ir_walk_sec_combine_launch(const ir_gpu_frame *d_frame, ir_sec_buffers s, const ir_gpu_counters *counters,
                                        uint32_t *image, unsigned grid, cudaStream_t stream,
                                        cudaLaunchAttribute *attr, int attr_count);

@@ -287,7 +287,6 @@ typedef struct ir_pass {
   ir_resize sec_resize; /* and the secondary loop's */
   bool lit;         /* the multi design with secondary rays: the secondary phase follows */
   ir_sec_buffers sb;
-  int budget;       /* batches a secondary ray marches per step */
   char *err;
 } ir_pass;
 
@@ -511,7 +510,7 @@ static ir_status host_secondary(ir_pass *p) {
     for (int k = 0; k < 2 && n > 0; k++) {
       const uint32_t *in, *in_n;
       const ir_stage_out o = sec_stage(p, k, &in, &in_n);
-      IR_CUDA(ir_walk_sec_step_launch(g->d_frame, p->sb, in, in_n, c, o, p->budget, ir_grid_for(n), p->stream, NULL, 0));
+      IR_CUDA(ir_walk_sec_step_launch(g->d_frame, p->sb, in, in_n, c, o, ir_grid_for(n), p->stream, NULL, 0));
       IR_CUDA(mark(p, IR_MARK_SECONDARY, round));
       if ((st = sec_compact(p, k, n)) != IR_OK) return st;
       if (p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_SEC, round));
@@ -668,7 +667,7 @@ static ir_status enqueue_sec_body(ir_pass *p, cudaStream_t s, cudaGraphCondition
   for (int k = 0; k < 2 && e == cudaSuccess && st == IR_OK; k++) {
     const uint32_t *in, *in_n;
     const ir_stage_out o = sec_stage(p, k, &in, &in_n);
-    e = ir_walk_sec_step_launch(g->d_frame, p->sb, in, in_n, c, o, p->budget, ir_grid_for(cap), s, &attr[2 + k], na);
+    e = ir_walk_sec_step_launch(g->d_frame, p->sb, in, in_n, c, o, ir_grid_for(cap), s, &attr[2 + k], na);
     if (e == cudaSuccess) st = sec_compact(p, k, cap);
   }
   p->stream = saved;
@@ -866,7 +865,6 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->sb.light = g->d_sec_light;
   p->sb.list_a = g->d_sec_list_a;
   p->sb.ray_cap = (uint32_t)g->sec_ray_cap;
-  p->budget = ir_frame_step_batches(f);
   p->err = err;
   ir_status st = IR_OK;
   if (timed) {

@@ -321,6 +321,7 @@ static ir_status prepare_frame(ir_renderer *r, const ir_frame_desc *f, ir_gpu_fr
   hf->pixels = (uint32_t)f->width * (uint32_t)f->height;
   hf->rays = ir_tiled_ray_count(f->width, f->height);
   hf->run_bricks = f->run_bricks;
+  hf->step_batches = ir_frame_step_batches(f);
   /* The single and persistent kernels walk the fine cells and test them against the isovalues
    * themselves, the plain caster the bricks (no BVH update in their frames); the multi-kernel
    * pipelines read this frame's tree. */

@@ -190,7 +190,8 @@ typedef struct ir_frame_desc {
                                    interpolation weights: terraced surfaces) instead of the
                                    exact float trilinear field; for comparison */
   uint32_t step_batches;        /* persistent pipeline: batches of samples a ray marches between
-                                   two compactions of its block's pool (0: IR_STEP_BATCHES_AUTO) */
+                                   two compactions of its block's pool; the multi pipeline's
+                                   secondary rays: between two of theirs (0: IR_STEP_BATCHES_AUTO) */
   /* Ambient occlusion, shadows and a directional light (docs/render.md, "Ambient occlusion and
    * shadows"): the single, persistent and multi pipelines and the CPU; the paper's pipeline and
    * the plain caster refuse them (IR_ERR_INPUT). */

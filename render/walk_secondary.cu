@@ -44,8 +44,7 @@ static __global__ void walk_sec_seed_kernel(ir_sec_buffers s, const ir_gpu_count
 /* Four blocks per SM: at 64 registers, without spills (ptxas' own choice was 65, three blocks). */
 static __global__ void __launch_bounds__(IR_BLOCK, 4) walk_sec_step_kernel(const ir_gpu_frame *__restrict__ frame, ir_sec_buffers s,
                                             const uint32_t *__restrict__ in, const uint32_t *__restrict__ count,
-                                            const ir_gpu_counters *__restrict__ counters, ir_stage_out out,
-                                            int budget) {
+                                            const ir_gpu_counters *__restrict__ counters, ir_stage_out out) {
   const uint32_t n = *count, i = blockIdx.x * blockDim.x + threadIdx.x;
   if (ir_block_past_count(n, out)) return;
   const bool active = i < n;
@@ -67,7 +66,7 @@ static __global__ void __launch_bounds__(IR_BLOCK, 4) walk_sec_step_kernel(const
     float t_max;
     /* A ray the hit does not have, or with nothing to march, is done with all its light. */
     if (ir_light_ray(&p, &L, (int)(k % R), &ray, &t_max) && ir_secondary_span(&p, &ray, t_max, &span))
-      going = !ir_secondary_step(&p, &ray, &span, &m, true, budget);
+      going = !ir_secondary_step(&p, &ray, &span, &m, true, frame->step_batches);
     if (going) s.state[k] = pack_state(m);
     else s.light[k] = m.light;
   }
@@ -98,9 +97,9 @@ cudaError_t ir_walk_sec_seed_launch(ir_sec_buffers s, const ir_gpu_counters *cou
 }
 
 cudaError_t ir_walk_sec_step_launch(const ir_gpu_frame *d_frame, ir_sec_buffers s, const uint32_t *in,
-                                    const uint32_t *n, const ir_gpu_counters *counters, ir_stage_out out, int budget,
-                                    unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count) {
-  return ir_launch(walk_sec_step_kernel, grid, stream, attr, attr_count, d_frame, s, in, n, counters, out, budget);
+                                    const uint32_t *n, const ir_gpu_counters *counters, ir_stage_out out, unsigned grid,
+                                    cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count) {
+  return ir_launch(walk_sec_step_kernel, grid, stream, attr, attr_count, d_frame, s, in, n, counters, out);
 }
 
 cudaError_t ir_walk_sec_combine_launch(const ir_gpu_frame *d_frame, ir_sec_buffers s, const ir_gpu_counters *counters,
