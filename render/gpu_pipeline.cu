@@ -219,6 +219,7 @@ static __global__ void sec_round_end_kernel(const ir_gpu_frame *frame, ir_gpu_co
     sec_start_chunk(c, c->sec_h0 + c->sec_chunk, (uint32_t)ir_light_ray_count(&frame->p), ray_cap);
   }
   const bool more = c->sec_combine > 0 || c->sec_in > 0;
+  c->sec_more = more;
   if (use_cond) cudaGraphSetConditional(cond, more);
   sec_resize_grids(resize, c, more, full_hits, ray_cap);
 }
@@ -231,7 +232,9 @@ static __global__ void sec_begin_kernel(const ir_gpu_frame *frame, ir_gpu_counte
   if (threadIdx.x != 0) return;
   c->sec_combine = c->sec_mid = c->sec_out = c->sec_k1 = c->sec_k2 = 0;
   sec_start_chunk(c, 0, (uint32_t)ir_light_ray_count(&frame->p), ray_cap);
+  /* A chunk without rays (light but no occlusion or shadow rays) still has its hits to combine. */
   const bool more = c->sec_chunk > 0;
+  c->sec_more = more;
   if (use_cond) cudaGraphSetConditional(cond, more);
   sec_resize_grids(resize, c, more, full_hits, ray_cap);
 }
@@ -496,7 +499,7 @@ static ir_status host_secondary(ir_pass *p) {
   IR_CUDA(cudaGetLastError());
   IR_CUDA(mark(p, IR_MARK_SECONDARY, 0));
   ir_status st = read_counters(p, 0);
-  for (uint32_t round = 0; st == IR_OK && (h->sec_combine > 0 || h->sec_in > 0); round++) {
+  for (uint32_t round = 0; st == IR_OK && h->sec_more; round++) {
     if (h->sec_combine > 0) {
       IR_CUDA(ir_walk_sec_combine_launch(g->d_frame, p->sb, c, g->d_image, ir_grid_for(h->sec_combine), p->stream,
                                          NULL, 0));

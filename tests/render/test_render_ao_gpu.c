@@ -177,7 +177,7 @@ static void test_lit_frames(void) {
     ir_volume_free(&v);
     return;
   }
-  scene_look looks[5];
+  scene_look looks[6];
   memset(looks, 0, sizeof looks);
   ir_camera cam = ir_camera_orbit(&v, 30.0f, 25.0f, 0.9f, IR_AXIS_NONE);
   looks[0].name = "AO 8 + shadows + light 30,45";
@@ -217,9 +217,14 @@ static void test_lit_frames(void) {
   looks[4].name = "AO 40 + shadows: the multi pipeline's secondary rays in several chunks of hits";
   looks[4].f = looks[0].f;
   looks[4].f.ao_samples = 40;
-  for (int k = 0; k < 5; k++) check_every_variant(gpu, cpu, &looks[k]);
+  looks[5].name = "a light without occlusion or shadow rays: the multi pipeline combines hits with no rays";
+  looks[5].f = looks[0].f;
+  looks[5].f.ao_samples = 0;
+  looks[5].f.shadows = false;
+  for (int k = 0; k < 6; k++) check_every_variant(gpu, cpu, &looks[k]);
   check_secondary_counts(gpu, &looks[0], 1);
   check_secondary_counts(gpu, &looks[4], 2);
+  check_secondary_counts(gpu, &looks[5], 1);
   check_accumulation(gpu, &looks[1]);
 
   ir_frame_desc paper = looks[0].f;
