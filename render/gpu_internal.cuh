@@ -83,6 +83,8 @@ typedef struct ir_gpu_frame {
   uint32_t pixels;   /* width * height */
   uint32_t rays;     /* tiled ray ids (ir_tiled_ray_count): the multi pipeline's first input */
   uint32_t run_bricks; /* multi pipeline: most valid bricks per run (0: no limit) */
+  int step_batches;    /* multi pipeline, lit frames: batches a secondary ray marches per step
+                          (read here, so that a captured graph follows it) */
 } ir_gpu_frame;
 
 /* Counts of the multi-kernel loop, all on the device. Each stage reads its input count and
@@ -103,7 +105,24 @@ typedef struct ir_gpu_counters {
   uint32_t k_gen;
   uint32_t resize_errors; /* device-side grid updates the driver refused */
   uint32_t tail;          /* rays finished by the tail kernel (tail_rays option) */
-  uint32_t pad[2];
+  /* Lit multi frames: the secondary phase (walk_secondary.cu). The hits that end rays wait in
+   * the hit records; their secondary rays run in chunks of whole hits, a chunk's rays numbered
+   * k = (hit - sec_h0) * R + i. */
+  uint32_t sec_hits;    /* hit records written by the primary rounds */
+  uint32_t sec_h0;      /* the chunk in flight: its first hit */
+  uint32_t sec_chunk;   /* and its hits */
+  uint32_t sec_in;      /* rays entering the first step of the round */
+  uint32_t sec_mid;     /* rays going on after it (the second step's input) */
+  uint32_t sec_out;     /* rays going on after the second step */
+  uint32_t sec_k1, sec_k2; /* Redzone: removal counts of the two steps */
+  uint32_t sec_seed;    /* rays the seed kernel starts this round (a new chunk's) */
+  uint32_t sec_combine; /* hits the combine kernel writes this round (a finished chunk's) */
+  uint32_t sec_combine_h0; /* the first of them */
+  uint32_t sec_rounds;  /* rounds of the secondary loop */
+  uint32_t sec_rays;    /* secondary rays started */
+  uint32_t sec_chunks;  /* chunks of hits started */
+  uint32_t sec_more;    /* the loop goes on: its condition, as the host loop reads it */
+  uint32_t pad[1];
   uint32_t trav_hist[IR_MAX_ITERATIONS];
   uint32_t isect_hist[IR_MAX_ITERATIONS];
 } ir_gpu_counters;
@@ -174,7 +193,7 @@ static __device__ __forceinline__ void ir_stage_emit(const ir_stage_out &o, bool
 }
 
 #define IR_TIMELINE_EVENTS 1040
-#define IR_RESIZE_SLOT 64
+#define IR_RESIZE_SLOT 128
 #define IR_GRAPH_SLOTS (2 * IR_COMPACT_METHOD_COUNT)
 static inline int ir_graph_slot(bool paper, ir_compact_method m) { return (paper ? IR_COMPACT_METHOD_COUNT : 0) + (int)m; }
 
@@ -216,6 +235,21 @@ struct ir_gpu_state {
   void *d_sections;          /* InK-Compact state of the four in-kernel stages */
   size_t sections_stride;    /* bytes per stage */
 
+  /* Lit multi frames' secondary phase (walk_secondary.cu), allocated by the first such frame and
+   * grown, never shrunk: a hit record per ray slot, and per secondary ray of a chunk its march
+   * state, its light, two lists, flags and a removal list. */
+  float4 *d_sec_hit;         /* IR_SEC_HIT_WORDS float4 per hit, word w of hit h at w * sec_hit_cap + h */
+  size_t sec_hit_cap;        /* hits it holds */
+  size_t sec_ray_cap;        /* secondary rays of one chunk */
+  uint4 *d_sec_state;        /* per ray: ir_secondary_state (k, kb, sa, light) */
+  float *d_sec_light;        /* per ray: its light once done */
+  uint32_t *d_sec_list_a, *d_sec_list_b;
+  uint8_t *d_sec_flags;
+  uint32_t *d_sec_remove;
+  void *d_sec_sections;      /* InK-Compact state of the two steps of a round */
+  size_t sec_sections_stride;
+  unsigned sec_generation;   /* bumped when the buffers move: graphs built before are rebuilt */
+
   /* Captured frames of the multi-kernel pipelines, one per pipeline (multi, paper) and method
    * (slot = ir_graph_slot), for the size they were built for. */
   cudaGraphExec_t graph[IR_GRAPH_SLOTS];
@@ -225,6 +259,7 @@ struct ir_gpu_state {
   uint32_t graph_tail[IR_GRAPH_SLOTS]; /* built for tail_rays */
   bool graph_failed[IR_GRAPH_SLOTS]; /* capture refused: host loop from then on */
   int graph_mode[IR_GRAPH_SLOTS];    /* built with the kernels of this trace mode (trace.cuh) */
+  unsigned graph_sec[IR_GRAPH_SLOTS]; /* built on this sec_generation of the secondary buffers */
   bool last_graph; /* the last multi-kernel frame ran as a graph */
   void *d_resize; /* per slot, IR_RESIZE_SLOT bytes: the loop's device-updatable nodes */
 
@@ -262,7 +297,63 @@ typedef struct ir_ray_buffers {
   uint2 *seg; /* multi pipeline: per ray, the run of samples to march / where to resume */
   float4 *paint;    /* translucent frames, per pixel: the ray's paint so far (ir_paint) */
   uint8_t *hit_surf; /* paper pipeline, per ray: the surface of the hit in `hit` */
+  float4 *sec_hit;   /* lit multi frames: the hit records (ir_gpu_state.d_sec_hit) */
+  size_t sec_stride; /* = sec_hit_cap */
 } ir_ray_buffers;
+
+/* ---- The multi pipeline's secondary rays (walk_secondary.cu) ------------------------------------
+ * Lit frames: the intersection and tail kernels do not light the hit that ends a ray; they write
+ * a hit record (IR_SEC_HIT_WORDS float4: ir_light_setup, the base colour, the paint before the
+ * hit, the pixel and surface) and its depth. After the primary rounds, rounds of two step
+ * kernels march the hits' secondary rays, compacted by the frame's method, and a combine kernel
+ * writes each hit's pixel (ir_light_combine). */
+enum { IR_SEC_X = 0, /* x, ndl */
+       IR_SEC_N,     /* n, s0 (bits) */
+       IR_SEC_L,     /* l, s1 (bits) */
+       IR_SEC_BASE,  /* base colour, spec */
+       IR_SEC_PAINT, /* the paint before the hit */
+       IR_SEC_PIXEL, /* pixel, surface, normal_ok (bits), unused */
+       IR_SEC_HIT_WORDS };
+/* Secondary rays per pixel of the frame that the buffers hold at most: a frame with more rays
+ * per hit runs its hits in chunks (docs/render.md). */
+#define IR_SEC_RAYS_PER_PIXEL 8
+
+typedef struct ir_sec_buffers {
+  const float4 *hit;
+  size_t stride;
+  uint4 *state;
+  float *light;
+  uint32_t *list_a; /* the seed kernel's output: a new chunk's rays */
+  uint32_t ray_cap; /* rays per chunk at most */
+} ir_sec_buffers;
+
+/* The lit hit that ends a ray, set up for its secondary rays: record slot h of the frame. */
+static __device__ __forceinline__ void ir_sec_store_hit(const ir_ray_buffers &b, uint32_t h, const ir_light_setup &L,
+                                                        ir_vec3 base, const ir_paint &pt, uint32_t pixel, int surf) {
+  const size_t s = b.sec_stride;
+  b.sec_hit[IR_SEC_X * s + h] = make_float4(L.x.x, L.x.y, L.x.z, L.ndl);
+  b.sec_hit[IR_SEC_N * s + h] = make_float4(L.n.x, L.n.y, L.n.z, __uint_as_float(L.s0));
+  b.sec_hit[IR_SEC_L * s + h] = make_float4(L.l.x, L.l.y, L.l.z, __uint_as_float(L.s1));
+  b.sec_hit[IR_SEC_BASE * s + h] = make_float4(base.x, base.y, base.z, L.spec);
+  b.sec_hit[IR_SEC_PAINT * s + h] = make_float4(pt.r, pt.g, pt.b, pt.a);
+  b.sec_hit[IR_SEC_PIXEL * s + h] =
+      make_float4(__uint_as_float(pixel), __uint_as_float((uint32_t)surf), __uint_as_float(L.normal_ok ? 1u : 0u), 0.0f);
+}
+
+/* A hit record's setup as ir_light_ray and ir_light_combine read it. */
+static __device__ __forceinline__ ir_light_setup ir_sec_load_setup(const float4 *hit, size_t s, uint32_t h) {
+  const float4 x = hit[IR_SEC_X * s + h], n = hit[IR_SEC_N * s + h], l = hit[IR_SEC_L * s + h];
+  ir_light_setup L;
+  L.x = ir_v3(x.x, x.y, x.z);
+  L.ndl = x.w;
+  L.n = ir_v3(n.x, n.y, n.z);
+  L.s0 = __float_as_uint(n.w);
+  L.l = ir_v3(l.x, l.y, l.z);
+  L.s1 = __float_as_uint(l.w);
+  L.normal_ok = __float_as_uint(hit[IR_SEC_PIXEL * s + h].z) != 0u;
+  L.spec = hit[IR_SEC_BASE * s + h].w;
+  return L;
+}
 
 /* Translucent frames carry a ray's paint and its first hit's depth from kernel to kernel in
  * per-pixel buffers; opaque frames start every march from nothing and read no buffer. */
@@ -343,6 +434,18 @@ cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers
 cudaError_t ir_walk_tail_launch(const ir_gpu_frame *d_frame, ir_ray_buffers b, const uint32_t *in,
                                 ir_gpu_counters *counters, uint32_t max_rays, int mode, cudaStream_t stream);
 
+/* walk_secondary.cu (lit multi frames): the seed kernel starts the chunk's rays (list A, their
+ * march state); a step kernel marches the rays in[0..*n) by up to frame->step_batches batches each
+ * (ir_secondary_step), a ray that is done leaves its light, the others go on through `out`; the
+ * combine kernel lights the finished chunk's hits and writes their pixels. Counts on the device. */
+cudaError_t ir_walk_sec_seed_launch(ir_sec_buffers s, const ir_gpu_counters *counters, unsigned grid,
+                                    cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
+cudaError_t ir_walk_sec_step_launch(const ir_gpu_frame *d_frame, ir_sec_buffers s, const uint32_t *in,
+                                    const uint32_t *n, const ir_gpu_counters *counters, ir_stage_out out, unsigned grid, cudaStream_t stream, cudaLaunchAttribute *attr, int attr_count);
+cudaError_t ir_walk_sec_combine_launch(const ir_gpu_frame *d_frame, ir_sec_buffers s, const ir_gpu_counters *counters,
+                                       uint32_t *image, unsigned grid, cudaStream_t stream,
+                                       cudaLaunchAttribute *attr, int attr_count);
+
 /* persistent.cu: the persistent pipeline, one launch per frame (the frame by value). */
 typedef struct ir_persist_args {
   uint32_t *image;
@@ -372,6 +475,10 @@ cudaError_t ir_persistent_launch(const ir_gpu_frame &frame, const ir_persist_arg
 /* gpu_volume.cu: the slots (slot 0 allocated for the renderer's dims and type, nothing loaded). */
 ir_status ir_gpu_volumes_create(ir_renderer *r, char err[IR_ERR_LEN]);
 void ir_gpu_volumes_destroy(struct ir_gpu_state *g);
+
+/* gpu_renderer.cu: the secondary phase's buffers for `hits` hit records and chunks of `rays`
+ * rays (grown, never shrunk; the graphs built on older ones are rebuilt). */
+ir_status ir_gpu_sec_reserve(struct ir_gpu_state *g, size_t hits, size_t rays, char err[IR_ERR_LEN]);
 
 /* gpu_pipeline.cu: one multi-kernel frame (graph or host-driven loop); fills the stage times
  * when `timed` (host loop with events between stages). */

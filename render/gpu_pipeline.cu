@@ -28,6 +28,11 @@
  *              that times every stage with events.
  * Rounds are shaded as they finish, so the hit list of a round never has to be appended to the
  * previous rounds' lists (which the compaction calls, writing from offset 0, cannot do).
+ *
+ * Lit multi frames then run the secondary phase (walk_secondary.cu) the same two ways: a second
+ * loop (a second WHILE node) of rounds of combine, seed, two steps each compacted by the method,
+ * and a control kernel that moves the counts on, starts the next chunk of hits once no ray of
+ * the last one is left, and sizes the next round's four kernels.
  */
 #include <string.h>
 
@@ -114,9 +119,9 @@ static __device__ void zero_words(const ir_zero_list &z) {
 
 static __global__ void frame_begin_kernel(ir_zero_list z) { zero_words(z); }
 
-/* Up to three kernel nodes of the loop body whose grids follow the rays left. */
+/* Up to four kernel nodes of a loop body whose grids follow the rays left. */
 typedef struct ir_resize {
-  cudaGraphDeviceNode_t node[3];
+  cudaGraphDeviceNode_t node[4];
   int count;
 } ir_resize;
 
@@ -129,8 +134,9 @@ static __device__ void resize_grids(const ir_resize *resize, uint32_t rays, ir_g
     if (cudaGraphKernelNodeSetGridDim(resize->node[k], dim3(grid ? grid : 1)) != cudaSuccess) c->resize_errors++;
 }
 
+/* A slot holds the primary loop's nodes, then the secondary loop's. */
 static ir_resize *resize_slot(const struct ir_gpu_state *g, int slot) {
-  static_assert(sizeof(ir_resize) <= IR_RESIZE_SLOT, "ir_resize slot too small");
+  static_assert(2 * sizeof(ir_resize) <= IR_RESIZE_SLOT, "ir_resize slot too small");
   return (ir_resize *)((char *)g->d_resize + (size_t)slot * IR_RESIZE_SLOT);
 }
 
@@ -172,6 +178,70 @@ static __global__ void loop_begin_kernel(ir_gpu_counters *c, const ir_resize *re
   if (threadIdx.x == 0 && blockIdx.x == 0) resize_grids(resize, c->trav_in, c);
 }
 
+/* ---- The secondary phase's control (lit multi frames) -------------------------------------------- */
+/* The secondary loop's nodes: combine, seed and the two steps, sized for this round's counts (the
+ * last round leaves them at full size, as round_end_kernel does). One thread. */
+static __device__ void sec_resize_grids(const ir_resize *resize, ir_gpu_counters *c, bool more, uint32_t full_hits,
+                                        uint32_t full_rays) {
+  if (!resize) return;
+  const uint32_t n[4] = {more ? c->sec_combine : full_hits, more ? c->sec_seed : full_rays,
+                         more ? c->sec_in : full_rays, more ? c->sec_in : full_rays};
+  for (int k = 0; k < resize->count; k++) {
+    unsigned grid = (n[k] + IR_BLOCK - 1) / IR_BLOCK;
+    if (cudaGraphKernelNodeSetGridDim(resize->node[k], dim3(grid ? grid : 1)) != cudaSuccess) c->resize_errors++;
+  }
+}
+
+/* The chunk of hits from h0: as many as `ray_cap` rays of R per hit hold (all when R is 0: light
+ * without rays), seeded in the next round. */
+static __device__ void sec_start_chunk(ir_gpu_counters *c, uint32_t h0, uint32_t R, uint32_t ray_cap) {
+  const uint32_t left = c->sec_hits - h0, per = R ? ray_cap / R : left, n = left < per ? left : per;
+  c->sec_h0 = h0;
+  c->sec_chunk = n;
+  c->sec_seed = c->sec_in = n * R;
+  c->sec_rays += n * R;
+  if (n > 0) c->sec_chunks++;
+}
+
+/* Each round's control kernel, after both steps: the rays going on enter the next round; once
+ * none of the chunk is left, its hits are combined in the next round and the next chunk is
+ * seeded. One block (its threads zero the steps' section state). */
+static __global__ void sec_round_end_kernel(const ir_gpu_frame *frame, ir_gpu_counters *c, ir_zero_list z,
+                                            cudaGraphConditionalHandle cond, int use_cond, const ir_resize *resize,
+                                            uint32_t ray_cap, uint32_t full_hits) {
+  zero_words(z);
+  if (threadIdx.x != 0) return;
+  const uint32_t live = c->sec_out;
+  c->sec_rounds++;
+  c->sec_combine = c->sec_seed = 0;
+  c->sec_mid = c->sec_out = c->sec_k1 = c->sec_k2 = 0;
+  c->sec_in = live;
+  if (live == 0 && c->sec_chunk > 0) {
+    c->sec_combine = c->sec_chunk;
+    c->sec_combine_h0 = c->sec_h0;
+    sec_start_chunk(c, c->sec_h0 + c->sec_chunk, (uint32_t)ir_light_ray_count(&frame->p), ray_cap);
+  }
+  const bool more = c->sec_combine > 0 || c->sec_in > 0;
+  c->sec_more = more;
+  if (use_cond) cudaGraphSetConditional(cond, more);
+  sec_resize_grids(resize, c, more, full_hits, ray_cap);
+}
+
+/* After the primary rounds: the first chunk, the loop condition and the first round's grids. */
+static __global__ void sec_begin_kernel(const ir_gpu_frame *frame, ir_gpu_counters *c, ir_zero_list z,
+                                        cudaGraphConditionalHandle cond, int use_cond, const ir_resize *resize,
+                                        uint32_t ray_cap, uint32_t full_hits) {
+  zero_words(z);
+  if (threadIdx.x != 0) return;
+  c->sec_combine = c->sec_mid = c->sec_out = c->sec_k1 = c->sec_k2 = 0;
+  sec_start_chunk(c, 0, (uint32_t)ir_light_ray_count(&frame->p), ray_cap);
+  /* A chunk without rays (light but no occlusion or shadow rays) still has its hits to combine. */
+  const bool more = c->sec_chunk > 0;
+  c->sec_more = more;
+  if (use_cond) cudaGraphSetConditional(cond, more);
+  sec_resize_grids(resize, c, more, full_hits, ray_cap);
+}
+
 static ir_zero_list round_zero_list(const struct ir_gpu_state *g, int mode) {
   ir_zero_list z;
   memset(&z, 0, sizeof z);
@@ -198,7 +268,9 @@ enum {
   IR_MARK_SHADE,
   IR_MARK_CONTROL,
   IR_MARK_WAIT,
-  IR_MARK_TAIL
+  IR_MARK_TAIL,
+  IR_MARK_SECONDARY,
+  IR_MARK_COMPACT_SEC
 };
 
 typedef struct ir_pass {
@@ -218,6 +290,9 @@ typedef struct ir_pass {
   uint32_t tail_rays; /* finish in one kernel at or below this many rays (0: never) */
   int mode;           /* the frame's trace mode: which variants of the multi design's kernels */
   ir_resize resize; /* graph capture: the loop's device-updatable nodes */
+  ir_resize sec_resize; /* and the secondary loop's */
+  bool lit;         /* the multi design with secondary rays: the secondary phase follows */
+  ir_sec_buffers sb;
   char *err;
 } ir_pass;
 
@@ -358,6 +433,111 @@ static ir_status enqueue_prologue(ir_pass *p, bool graph) {
   return st;
 }
 
+/* ---- The secondary phase (lit multi frames) -------------------------------------------------------
+ * A round: combine the finished chunk's hits, seed the next chunk, then two steps, A -> B and
+ * B -> A (Redzone: A in place both times), each handing its rays on in the method's form. */
+static ir_ink_sections sec_sections(const struct ir_gpu_state *g, int step) {
+  return ir_ink_sections_bind((char *)g->d_sec_sections + (size_t)step * g->sec_sections_stride,
+                              ir_grid_for(g->sec_ray_cap), IR_BLOCK);
+}
+
+static ir_zero_list sec_zero_list(const ir_pass *p) {
+  ir_zero_list z;
+  memset(&z, 0, sizeof z);
+  if (p->w.mode == IR_OUT_INK_COMPACT)
+    for (int k = 0; k < 2; k++)
+      zero_list_add(&z, sec_sections(p->g, k).state, ir_ink_sections_reset_bytes_(ir_grid_for(p->g->sec_ray_cap)));
+  return z;
+}
+
+/* Step k's input list and count, and its output. */
+static ir_stage_out sec_stage(const ir_pass *p, int k, const uint32_t **in, const uint32_t **n) {
+  struct ir_gpu_state *g = p->g;
+  ir_gpu_counters *c = g->d_counters;
+  ir_stage_out o;
+  memset(&o, 0, sizeof o);
+  o.mode = p->w.mode;
+  *in = k == 0 || o.mode == IR_OUT_REMOVE ? g->d_sec_list_a : g->d_sec_list_b;
+  *n = k == 0 ? &c->sec_in : &c->sec_mid;
+  switch (o.mode) {
+  case IR_OUT_INK_COMPACT:
+  case IR_OUT_INK_COLLATE:
+    o.list = k == 0 ? g->d_sec_list_b : g->d_sec_list_a;
+    o.count = k == 0 ? &c->sec_mid : &c->sec_out;
+    o.sections = sec_sections(g, k);
+    break;
+  case IR_OUT_FLAGS: o.flags = g->d_sec_flags; break;
+  default:
+    o.remove = g->d_sec_remove;
+    o.count = k == 0 ? &c->sec_k1 : &c->sec_k2;
+    break;
+  }
+  return o;
+}
+
+/* The out-of-kernel compaction after step k; max_n: its input count when known on the host,
+ * otherwise the chunk's capacity. */
+static ir_status sec_compact(ir_pass *p, int k, size_t max_n) {
+  struct ir_gpu_state *g = p->g;
+  ir_gpu_counters *c = g->d_counters;
+  uint32_t *out_n = k == 0 ? &c->sec_mid : &c->sec_out;
+  const uint32_t *in_n = k == 0 ? &c->sec_in : &c->sec_mid;
+  cudaError_t e = cudaSuccess;
+  if (p->w.mode == IR_OUT_FLAGS) {
+    const uint32_t *in = k == 0 ? g->d_sec_list_a : g->d_sec_list_b;
+    uint32_t *out = k == 0 ? g->d_sec_list_b : g->d_sec_list_a;
+    e = p->host_n ? ir_compact_flagged(g->cctx, p->method, in, g->d_sec_flags, out, out_n, max_n, p->stream)
+                  : ir_compact_flagged_dn(g->cctx, p->method, in, g->d_sec_flags, out, out_n, in_n, max_n, p->stream);
+  } else if (p->w.mode == IR_OUT_REMOVE) {
+    e = ir_compact_remove_indices_dn(g->cctx, p->method, g->d_sec_list_a, in_n, max_n, g->d_sec_remove,
+                                     k == 0 ? &c->sec_k1 : &c->sec_k2, max_n, out_n, p->stream);
+  }
+  return e == cudaSuccess ? IR_OK : compact_fail(p, e, "secondary step");
+}
+
+/* Host loop: exact grids from the counts read back after the first step and each round. */
+static ir_status host_secondary(ir_pass *p) {
+  char *err = p->err;
+  struct ir_gpu_state *g = p->g;
+  ir_gpu_counters *c = g->d_counters;
+  const ir_gpu_counters *h = g->h_counters;
+  const ir_zero_list z = sec_zero_list(p);
+  const uint32_t cap = (uint32_t)g->sec_ray_cap, full_hits = (uint32_t)g->sec_hit_cap;
+  sec_begin_kernel<<<1, 256, 0, p->stream>>>(g->d_frame, c, z, 0, 0, NULL, cap, full_hits);
+  IR_CUDA(cudaGetLastError());
+  IR_CUDA(mark(p, IR_MARK_SECONDARY, 0));
+  ir_status st = read_counters(p, 0);
+  for (uint32_t round = 0; st == IR_OK && h->sec_more; round++) {
+    if (h->sec_combine > 0) {
+      IR_CUDA(ir_walk_sec_combine_launch(g->d_frame, p->sb, c, g->d_image, ir_grid_for(h->sec_combine), p->stream,
+                                         NULL, 0));
+      IR_CUDA(mark(p, IR_MARK_SECONDARY, round));
+    }
+    if (h->sec_seed > 0) {
+      IR_CUDA(ir_walk_sec_seed_launch(p->sb, c, ir_grid_for(h->sec_seed), p->stream, NULL, 0));
+      IR_CUDA(mark(p, IR_MARK_SECONDARY, round));
+    }
+    uint32_t n = h->sec_in;
+    for (int k = 0; k < 2 && n > 0; k++) {
+      const uint32_t *in, *in_n;
+      const ir_stage_out o = sec_stage(p, k, &in, &in_n);
+      IR_CUDA(ir_walk_sec_step_launch(g->d_frame, p->sb, in, in_n, c, o, ir_grid_for(n), p->stream, NULL, 0));
+      IR_CUDA(mark(p, IR_MARK_SECONDARY, round));
+      if ((st = sec_compact(p, k, n)) != IR_OK) return st;
+      if (p->w.mode >= IR_OUT_FLAGS) IR_CUDA(mark(p, IR_MARK_COMPACT_SEC, round));
+      if (k == 0) {
+        if ((st = read_counters(p, round)) != IR_OK) return st;
+        n = h->sec_mid;
+      }
+    }
+    sec_round_end_kernel<<<1, 256, 0, p->stream>>>(g->d_frame, c, z, 0, 0, NULL, cap, full_hits);
+    IR_CUDA(cudaGetLastError());
+    IR_CUDA(mark(p, IR_MARK_SECONDARY, round));
+    st = read_counters(p, round);
+  }
+  return st;
+}
+
 /* ---- Host loop ---------------------------------------------------------------------------------- */
 static ir_status host_loop(ir_pass *p) {
   char *err = p->err;
@@ -395,6 +575,7 @@ static ir_status host_loop(ir_pass *p) {
     IR_CUDA(launch_tail(p, n));
     IR_CUDA(mark(p, IR_MARK_TAIL, 0));
   }
+  if (st == IR_OK && p->lit) st = host_secondary(p);
   return st;
 }
 
@@ -441,35 +622,121 @@ static ir_status enqueue_body(ir_pass *p, cudaStream_t s, cudaGraphConditionalHa
   return IR_OK;
 }
 
+/* A conditional handle of the graph being captured on `s`, set by a kernel captured next. */
+static cudaError_t create_cond(cudaStream_t s, cudaGraphConditionalHandle *cond) {
+  cudaStreamCaptureStatus status;
+  cudaGraph_t capturing = NULL;
+  cudaError_t e = cudaStreamGetCaptureInfo(s, &status, NULL, &capturing, NULL, NULL, NULL);
+  if (e == cudaSuccess) e = cudaGraphConditionalHandleCreate(cond, capturing, 1, cudaGraphCondAssignDefault);
+  return e;
+}
+
+/* Adds a WHILE node on `cond` after the work captured so far on `s`, and begins capturing its
+ * body on `body_stream`. */
+static cudaError_t begin_while(cudaStream_t s, cudaStream_t body_stream, cudaGraphConditionalHandle cond) {
+  cudaStreamCaptureStatus status;
+  const cudaGraphNode_t *deps = NULL;
+  size_t ndeps = 0;
+  cudaGraph_t capturing = NULL;
+  cudaGraphNode_t loop = NULL;
+  cudaGraphNodeParams cp = {};
+  cudaError_t e = cudaStreamGetCaptureInfo(s, &status, NULL, &capturing, &deps, NULL, &ndeps);
+  if (e == cudaSuccess) {
+    cp.type = cudaGraphNodeTypeConditional;
+    cp.conditional.handle = cond;
+    cp.conditional.type = cudaGraphCondTypeWhile;
+    cp.conditional.size = 1;
+    e = cudaGraphAddNode(&loop, capturing, deps, NULL, ndeps, &cp);
+  }
+  if (e == cudaSuccess) e = cudaStreamUpdateCaptureDependencies(s, &loop, NULL, 1, cudaStreamSetCaptureDependencies);
+  if (e == cudaSuccess)
+    e = cudaStreamBeginCaptureToGraph(body_stream, cp.conditional.phGraph_out[0], NULL, NULL, 0,
+                                      cudaStreamCaptureModeThreadLocal);
+  return e;
+}
+
+/* The secondary phase's round, captured into its WHILE node's body; with `resize`, combine, seed
+ * and the two steps are device-updatable nodes that the control kernel sizes. */
+static ir_status enqueue_sec_body(ir_pass *p, cudaStream_t s, cudaGraphConditionalHandle cond, bool resize) {
+  char *err = p->err;
+  struct ir_gpu_state *g = p->g;
+  ir_gpu_counters *c = g->d_counters;
+  cudaLaunchAttribute attr[4];
+  memset(attr, 0, sizeof attr);
+  for (int k = 0; k < 4; k++) {
+    attr[k].id = cudaLaunchAttributeDeviceUpdatableKernelNode;
+    attr[k].val.deviceUpdatableKernelNode.deviceUpdatable = 1;
+  }
+  const int na = resize ? 1 : 0;
+  const uint32_t cap = (uint32_t)g->sec_ray_cap, full_hits = (uint32_t)g->sec_hit_cap;
+  IR_CUDA(ir_walk_sec_combine_launch(g->d_frame, p->sb, c, g->d_image, ir_grid_for(full_hits), s, &attr[0], na));
+  IR_CUDA(ir_walk_sec_seed_launch(p->sb, c, ir_grid_for(cap), s, &attr[1], na));
+  cudaStream_t saved = p->stream;
+  p->stream = s; /* the compaction calls enqueue on p->stream */
+  ir_status st = IR_OK;
+  cudaError_t e = cudaSuccess;
+  for (int k = 0; k < 2 && e == cudaSuccess && st == IR_OK; k++) {
+    const uint32_t *in, *in_n;
+    const ir_stage_out o = sec_stage(p, k, &in, &in_n);
+    e = ir_walk_sec_step_launch(g->d_frame, p->sb, in, in_n, c, o, ir_grid_for(cap), s, &attr[2 + k], na);
+    if (e == cudaSuccess) st = sec_compact(p, k, cap);
+  }
+  p->stream = saved;
+  IR_CUDA(e);
+  if (st != IR_OK) return st;
+  memset(&p->sec_resize, 0, sizeof p->sec_resize);
+  if (resize) {
+    p->sec_resize.count = 4;
+    for (int k = 0; k < 4; k++) p->sec_resize.node[k] = attr[k].val.deviceUpdatableKernelNode.devNode;
+  }
+  sec_round_end_kernel<<<1, 256, 0, s>>>(g->d_frame, c, sec_zero_list(p), cond, 1,
+                                         resize ? resize_slot(g, p->slot) + 1 : NULL, cap, full_hits);
+  IR_CUDA(cudaGetLastError());
+  return IR_OK;
+}
+
+/* After the primary rounds: the first chunk's control kernel, then the secondary loop. */
+static ir_status capture_secondary(ir_pass *p, bool resize) {
+  char *err = p->err;
+  struct ir_gpu_state *g = p->g;
+  cudaStream_t body_stream = NULL;
+  IR_CUDA(cudaStreamCreateWithFlags(&body_stream, cudaStreamNonBlocking));
+  cudaGraphConditionalHandle cond = 0;
+  cudaError_t e = create_cond(p->stream, &cond);
+  if (e == cudaSuccess) {
+    sec_begin_kernel<<<1, 256, 0, p->stream>>>(g->d_frame, g->d_counters, sec_zero_list(p), cond, 1,
+                                               resize ? resize_slot(g, p->slot) + 1 : NULL,
+                                               (uint32_t)g->sec_ray_cap, (uint32_t)g->sec_hit_cap);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess) e = begin_while(p->stream, body_stream, cond);
+  ir_status st = IR_OK;
+  if (e == cudaSuccess) {
+    st = enqueue_sec_body(p, body_stream, cond, resize);
+    cudaGraph_t body = NULL;
+    cudaError_t e2 = cudaStreamEndCapture(body_stream, &body);
+    if (st == IR_OK) e = e2;
+  }
+  cudaStreamDestroy(body_stream);
+  if (st != IR_OK) return st;
+  IR_CUDA(e);
+  return IR_OK;
+}
+
 static ir_status capture_frame(ir_pass *p, bool resize, cudaGraphExec_t *out) {
   char *err = p->err;
   cudaStream_t body_stream = NULL;
   cudaGraph_t graph = NULL;
   IR_CUDA(cudaStreamCreateWithFlags(&body_stream, cudaStreamNonBlocking));
   ir_status st = IR_OK;
+  memset(&p->resize, 0, sizeof p->resize);
+  memset(&p->sec_resize, 0, sizeof p->sec_resize);
   cudaError_t e = cudaStreamBeginCapture(p->stream, cudaStreamCaptureModeThreadLocal);
   if (e == cudaSuccess) st = enqueue_prologue(p, true);
   if (e == cudaSuccess && st == IR_OK) {
-    cudaStreamCaptureStatus status;
-    const cudaGraphNode_t *deps = NULL;
-    size_t ndeps = 0;
-    cudaGraph_t capturing = NULL;
     cudaGraphConditionalHandle cond = 0;
-    cudaGraphNode_t loop = NULL;
-    cudaGraphNodeParams cp = {};
-    e = cudaStreamGetCaptureInfo(p->stream, &status, NULL, &capturing, &deps, NULL, &ndeps);
-    if (e == cudaSuccess) e = cudaGraphConditionalHandleCreate(&cond, capturing, 1, cudaGraphCondAssignDefault);
-    if (e == cudaSuccess) {
-      cp.type = cudaGraphNodeTypeConditional;
-      cp.conditional.handle = cond;
-      cp.conditional.type = cudaGraphCondTypeWhile;
-      cp.conditional.size = 1;
-      e = cudaGraphAddNode(&loop, capturing, deps, NULL, ndeps, &cp);
-    }
-    if (e == cudaSuccess) e = cudaStreamUpdateCaptureDependencies(p->stream, &loop, NULL, 1, cudaStreamSetCaptureDependencies);
-    if (e == cudaSuccess)
-      e = cudaStreamBeginCaptureToGraph(body_stream, cp.conditional.phGraph_out[0], NULL, NULL, 0,
-                                        cudaStreamCaptureModeThreadLocal);
+    e = create_cond(p->stream, &cond);
+    if (e == cudaSuccess) e = begin_while(p->stream, body_stream, cond);
     if (e == cudaSuccess) {
       st = enqueue_body(p, body_stream, cond, resize);
       cudaGraph_t body = NULL;
@@ -483,15 +750,21 @@ static ir_status capture_frame(ir_pass *p, bool resize, cudaGraphExec_t *out) {
      * compute-sanitizer (test_render_stress draws such thresholds). */
     if (e == cudaSuccess && st == IR_OK && p->tail_rays > 0)
       e = launch_tail(p, p->tail_rays < p->g->capacity ? p->tail_rays : (uint32_t)p->g->capacity);
+    if (e == cudaSuccess && st == IR_OK && p->lit) st = capture_secondary(p, resize);
   }
   cudaError_t e3 = cudaStreamEndCapture(p->stream, &graph);
   if (e == cudaSuccess && st == IR_OK) e = e3;
   if (e == cudaSuccess && st == IR_OK)
     e = cudaMemcpy(resize_slot(p->g, p->slot), &p->resize, sizeof p->resize, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess && st == IR_OK)
+    e = cudaMemcpy(resize_slot(p->g, p->slot) + 1, &p->sec_resize, sizeof p->sec_resize, cudaMemcpyHostToDevice);
   if (e == cudaSuccess && st == IR_OK) e = cudaGraphInstantiate(out, graph, 0);
   if (graph) cudaGraphDestroy(graph);
   cudaStreamDestroy(body_stream);
-  if (st != IR_OK) return st;
+  if (st != IR_OK) {
+    (void)cudaGetLastError();
+    return st;
+  }
   if (e != cudaSuccess) {
     (void)cudaGetLastError(); /* capture errors are not sticky; clear them for the retry */
     return ir_cuda_fail(err, e, "capturing the multi-kernel frame as a CUDA graph", __FILE__, __LINE__);
@@ -503,7 +776,7 @@ static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grid
   struct ir_gpu_state *g = p->g;
   int m = p->slot;
   if (g->graph[m] && g->graph_width[m] == width && g->graph_height[m] == height && g->graph_fixed[m] == fixed_grids &&
-      g->graph_tail[m] == p->tail_rays && g->graph_mode[m] == p->mode)
+      g->graph_tail[m] == p->tail_rays && g->graph_mode[m] == p->mode && g->graph_sec[m] == g->sec_generation)
     return IR_OK;
   /* The slot's device-updatable nodes (resize_slot) are about to change owner: no launch of the
    * old graph may still be running or queued when its executable goes, and the new one is
@@ -527,6 +800,7 @@ static ir_status ensure_graph(ir_pass *p, int width, int height, bool fixed_grid
   g->graph_fixed[m] = fixed_grids;
   g->graph_tail[m] = p->tail_rays;
   g->graph_mode[m] = p->mode;
+  g->graph_sec[m] = g->sec_generation;
   g->graph_width[m] = width;
   g->graph_height[m] = height;
   return IR_OK;
@@ -557,6 +831,8 @@ static ir_status fill_stage_times(ir_pass *p, ir_frame_stats *s) {
     case IR_MARK_SHADE: s->shade_ms += ms; break;
     case IR_MARK_WAIT: s->host_wait_ms += ms, s->readbacks++; break;
     case IR_MARK_TAIL: s->tail_ms += ms; break;
+    case IR_MARK_COMPACT_SEC: s->compact_ms += ms; /* fall through: part of the secondary phase */
+    case IR_MARK_SECONDARY: s->secondary_ms += ms; break;
     default: s->control_ms += ms; break;
     }
   }
@@ -586,6 +862,8 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->b.seg = g->d_seg;
   p->b.paint = g->d_paint;
   p->b.hit_surf = g->d_hit_surf;
+  p->b.sec_hit = g->d_sec_hit;
+  p->b.sec_stride = g->sec_hit_cap;
   p->stream = g->stream;
   /* Ray generation's launch: in a graph the whole image's pixels or tiled ids, which bound every
    * window's (the kernels read the frame's count), so one graph serves all windows; in the host
@@ -594,6 +872,13 @@ ir_status ir_gpu_multi_frame(ir_renderer *r, const ir_frame_desc *f, bool host_l
   p->gen_n = p->paper ? p->pixels : ir_tiled_ray_count(f->width, f->height);
   p->tail_rays = ir_frame_tail_rays(f);
   p->mode = g->trace_mode;
+  p->lit = !p->paper && (p->mode & IR_TRACE_LIGHT) != 0;
+  p->sb.hit = g->d_sec_hit;
+  p->sb.stride = g->sec_hit_cap;
+  p->sb.state = g->d_sec_state;
+  p->sb.light = g->d_sec_light;
+  p->sb.list_a = g->d_sec_list_a;
+  p->sb.ray_cap = (uint32_t)g->sec_ray_cap;
   p->err = err;
   ir_status st = IR_OK;
   if (timed) {

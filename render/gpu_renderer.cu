@@ -214,12 +214,64 @@ static void free_pixel_buffers(struct ir_gpu_state *g) {
   g->capacity = 0;
 }
 
+static void free_sec_buffers(struct ir_gpu_state *g) {
+  void *bufs[] = {g->d_sec_hit, g->d_sec_state, g->d_sec_light, g->d_sec_list_a, g->d_sec_list_b, g->d_sec_flags,
+                  g->d_sec_remove, g->d_sec_sections};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
+  g->d_sec_hit = NULL;
+  g->d_sec_state = NULL;
+  g->d_sec_light = NULL;
+  g->d_sec_list_a = g->d_sec_list_b = g->d_sec_remove = NULL;
+  g->d_sec_flags = NULL;
+  g->d_sec_sections = NULL;
+  g->sec_hit_cap = g->sec_ray_cap = 0;
+}
+
+ir_status ir_gpu_sec_reserve(struct ir_gpu_state *g, size_t hits, size_t rays, char err[IR_ERR_LEN]) {
+  if (hits <= g->sec_hit_cap && rays <= g->sec_ray_cap) return IR_OK;
+  if (hits < g->sec_hit_cap) hits = g->sec_hit_cap;
+  if (rays < g->sec_ray_cap) rays = g->sec_ray_cap;
+  IR_CUDA(cudaStreamSynchronize(g->stream));
+  ir_gpu_graphs_destroy(g);
+  free_sec_buffers(g);
+  g->sec_generation++;
+  const size_t stride = ((ir_ink_sections_bytes(ir_grid_for(rays), IR_BLOCK)) + 255) & ~(size_t)255;
+  const size_t bytes = hits * IR_SEC_HIT_WORDS * sizeof(float4) + rays * (sizeof(uint4) + sizeof(float) + 4 + 4 + 1 + 4) +
+                       2 * stride;
+  cudaError_t e = cudaMalloc(&g->d_sec_hit, hits * IR_SEC_HIT_WORDS * sizeof(float4));
+  if (e == cudaSuccess) e = cudaMalloc(&g->d_sec_state, rays * sizeof(uint4));
+  if (e == cudaSuccess) e = cudaMalloc(&g->d_sec_light, rays * sizeof(float));
+  if (e == cudaSuccess) e = cudaMalloc(&g->d_sec_list_a, rays * 4);
+  if (e == cudaSuccess) e = cudaMalloc(&g->d_sec_list_b, rays * 4);
+  if (e == cudaSuccess) e = cudaMalloc(&g->d_sec_flags, rays);
+  if (e == cudaSuccess) e = cudaMalloc(&g->d_sec_remove, rays * 4);
+  if (e == cudaSuccess) e = cudaMalloc(&g->d_sec_sections, 2 * stride);
+  /* Zeroed once, as the primary stages' section state (ensure_capacity says why). */
+  if (e == cudaSuccess) e = cudaMemsetAsync(g->d_sec_sections, 0, 2 * stride, g->stream);
+  if (e == cudaSuccess) e = ir_compact_ctx_reserve(g->cctx, rays);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(g->stream);
+  if (e != cudaSuccess) {
+    free_sec_buffers(g);
+    (void)cudaGetLastError();
+    snprintf(err, IR_ERR_LEN,
+             "the multi pipeline's secondary rays need %zu MiB of GPU memory (%zu hits, %zu rays a chunk) and could "
+             "not have it: %s; a smaller image needs less",
+             (bytes + (1u << 20) - 1) >> 20, hits, rays, cudaGetErrorString(e));
+    return IR_ERR_RUNTIME;
+  }
+  g->sec_hit_cap = hits;
+  g->sec_ray_cap = rays;
+  g->sec_sections_stride = stride;
+  return IR_OK;
+}
+
 void ir_gpu_destroy(ir_renderer *r) {
   struct ir_gpu_state *g = r->gpu;
   if (!g) return;
   if (g->stream) cudaStreamSynchronize(g->stream);
   ir_gpu_graphs_destroy(g);
   free_pixel_buffers(g);
+  free_sec_buffers(g);
   ir_gpu_volumes_destroy(g);
   free_color_texture(g);
   cudaFree(g->d_colormaps);
@@ -303,6 +355,7 @@ static ir_status prepare_frame(ir_renderer *r, const ir_frame_desc *f, ir_gpu_fr
   hf->pixels = (uint32_t)hf->p.cam.win_w * (uint32_t)hf->p.cam.win_h;
   hf->rays = ir_tiled_ray_count(hf->p.cam.win_w, hf->p.cam.win_h);
   hf->run_bricks = f->run_bricks;
+  hf->step_batches = ir_frame_step_batches(f);
   /* The single and persistent kernels walk the fine cells and test them against the isovalues
    * themselves, the plain caster the bricks (no BVH update in their frames); the multi-kernel
    * pipelines read this frame's tree. */
@@ -441,6 +494,14 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   ir_status st = ensure_capacity(r, rays, err);
   if (st != IR_OK) return st;
   bool multi = f->pipeline == IR_PIPELINE_MULTI || f->pipeline == IR_PIPELINE_PAPER;
+  /* Lit multi frames: a hit record per ray, and chunks of up to IR_SEC_RAYS_PER_PIXEL secondary
+   * rays per pixel (more rays a hit run in more chunks). */
+  if (f->pipeline == IR_PIPELINE_MULTI && (f->ao_samples > 0 || f->shadows || f->light_on)) {
+    size_t per_pixel = (size_t)f->ao_samples + (f->shadows ? 1u : 0u);
+    if (per_pixel < 1) per_pixel = 1;
+    if (per_pixel > IR_SEC_RAYS_PER_PIXEL) per_pixel = IR_SEC_RAYS_PER_PIXEL;
+    if ((st = ir_gpu_sec_reserve(g, g->capacity, g->capacity * per_pixel, err)) != IR_OK) return st;
+  }
   bool host_loop = f->host_loop || !ir_compact_supports_device_n(f->method);
 
   IR_CUDA(cudaEventRecord(g->ev_start, g->stream));
@@ -466,6 +527,8 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
     stats->rays_hit = c->hits;
     stats->iterations = c->generated ? (int)c->round : 0;
     stats->tail_rays = c->tail;
+    stats->secondary_rays = c->sec_rays;
+    stats->secondary_chunks = (int)c->sec_chunks;
     memcpy(stats->traverse_rays, c->trav_hist, sizeof stats->traverse_rays);
     memcpy(stats->intersect_rays, c->isect_hist, sizeof stats->intersect_rays);
     stats->graph = g->last_graph;

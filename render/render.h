@@ -203,7 +203,8 @@ typedef struct ir_frame_desc {
                                    interpolation weights: terraced surfaces) instead of the
                                    exact float trilinear field; for comparison */
   uint32_t step_batches;        /* persistent pipeline: batches of samples a ray marches between
-                                   two compactions of its block's pool (0: IR_STEP_BATCHES_AUTO) */
+                                   two compactions of its block's pool; the multi pipeline's
+                                   secondary rays: between two of theirs (0: IR_STEP_BATCHES_AUTO) */
   /* Ambient occlusion, shadows and a directional light (docs/render.md, "Ambient occlusion and
    * shadows"): the single, persistent and multi pipelines and the CPU; the paper's pipeline and
    * the plain caster refuse them (IR_ERR_INPUT). */
@@ -263,8 +264,9 @@ typedef struct ir_frame_stats {
   double traverse_ms;    /* all traversal iterations together */
   double intersect_ms;   /* all intersection iterations together */
   double shade_ms;
-  double secondary_ms;   /* lit frames on the persistent pipeline, spread or pool: the block-wide
-                            phase of the hits' occlusion and shadow rays (with their combining) */
+  double secondary_ms;   /* lit frames on the multi pipeline, and on the persistent one spread or
+                            pool: the phase of the hits' occlusion and shadow rays (with their
+                            combining) */
   double compact_ms;     /* time spent compacting (out-of-kernel methods), inside the above */
   int iterations;        /* traversal/intersection rounds */
   uint32_t rays_generated;       /* rays that hit the volume bounds */
@@ -280,6 +282,9 @@ typedef struct ir_frame_stats {
   double kernel_ms;      /* single pipeline: its one kernel */
   double tail_ms;        /* multi pipeline with tail_rays: the tail kernel */
   uint32_t tail_rays;    /* multi pipeline with tail_rays: rays the tail kernel finished */
+  uint32_t secondary_rays; /* multi pipeline, lit frames: the occlusion and shadow rays of its
+                              secondary phase (the rays of every hit that ends a ray) */
+  int secondary_chunks;  /* and the chunks of hits they ran in (docs/render.md) */
   /* How the timed frame ran (GPU multi pipeline): */
   bool graph;            /* as one CUDA graph (no host round trips) */
   bool graph_resized;    /* with the loop's grids resized on the device each round (all

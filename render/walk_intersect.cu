@@ -1,19 +1,51 @@
 /* Intersection stage of the multi pipeline: each ray marches the run of samples traversal found
  * (trace.cuh: ir_march_run, four samples in flight). A hit is shaded and written at once: the
  * normal and the colour need nothing another kernel has, so a separate shading stage would only
- * add a launch and a compaction per round. A ray that does not end in the run (a miss, or only
+ * add a launch and a compaction per round. In lit frames the hit that ends a ray is set up for
+ * its occlusion and shadow rays instead (a hit record), which the secondary phase traces in
+ * rounds of their own and lights (walk_secondary.cu); translucent layers met on the way are
+ * still lit where the march meets them, by the ray's thread. A ray that does not end in the run (a miss, or only
  * translucent hits, composited on the way) goes back to traversal while volume is left,
  * resuming at the run's last sample (intersection -> traversal compaction): rays that continue
  * past a hit take the same route as rays that missed, so several surfaces need no extra stage.
  *
  * The tail kernel runs the rest of the walk for the few rays left in one launch, once the rounds
  * would carry fewer rays than their launches cost (ir_frame_desc.tail_rays). */
+#include <cooperative_groups.h>
+
 #include "render/gpu_internal.cuh"
+
+namespace cg = cooperative_groups;
 
 /* Adds one per thread with `flag` set, one atomic per warp. Whole warp. */
 static __device__ __forceinline__ void count_warp(bool flag, uint32_t *counter) {
   unsigned mask = __ballot_sync(0xffffffffu, flag);
   if (mask && (threadIdx.x & 31u) == (unsigned)__ffs((int)mask) - 1u) atomicAdd(counter, (uint32_t)__popc(mask));
+}
+
+/* The hit that ends a ray: shaded and written (unlit frames), or, lit, refined, coloured and set
+ * up for its secondary rays (ir_end_at_hit up to the lighting) into the next hit record, one
+ * atomic per group of lanes that hit together; the secondary phase writes the pixel. The depth
+ * is final either way. */
+template <int Mode>
+static __device__ __forceinline__ void end_at_hit(const ir_trace_params &p, const ir_ray_buffers &b,
+                                                  ir_gpu_counters *counters, uint32_t pixel, const ir_ray &r, ir_hit h,
+                                                  ir_paint *pt, float *first_t) {
+  if constexpr ((Mode & IR_TRACE_LIGHT) != 0) {
+    ir_hit_resolve(&p, &r, &h, Mode);
+    if (!(*first_t < INFINITY)) *first_t = h.t;
+    const ir_vec3 diff = ir_hit_differences(&p, &r, h.t, (Mode & IR_TRACE_EXACT) != 0);
+    const ir_vec3 base = ir_hit_base(&p, &r, h.t, h.surf, diff);
+    const ir_light_setup L = ir_light_prepare(&p, &r, h.t, h.surf, diff);
+    cg::coalesced_group lanes = cg::coalesced_threads();
+    uint32_t slot = 0;
+    if (lanes.thread_rank() == 0) slot = atomicAdd(&counters->sec_hits, lanes.size());
+    slot = lanes.shfl(slot, 0) + lanes.thread_rank();
+    ir_sec_store_hit(b, slot, L, base, *pt, pixel, h.surf);
+  } else {
+    b.image[pixel] = ir_end_at_hit(&p, &r, h, pt, first_t, Mode);
+  }
+  b.depth[pixel] = *first_t;
 }
 
 /* One variant per trace mode (as the single kernel's): only its own code at a hit. */
@@ -40,8 +72,7 @@ static __device__ __forceinline__ void walk_intersect(const ir_gpu_frame *__rest
     ir_hit h;
     hit = ir_march_run_as(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &pt, &first_t, &h, Mode);
     if (hit) {
-      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode);
-      b.depth[pixel] = first_t;
+      end_at_hit<Mode>(p, b, counters, pixel, r, h, &pt, &first_t);
     } else {
       ir_paint_keep(b, pixel, pt, alpha_before, first_t);
       if ((int32_t)seg.y < s.k_end) {
@@ -78,7 +109,7 @@ cudaError_t ir_walk_intersect_launch(const ir_gpu_frame *d_frame, ir_ray_buffers
   case 1: return ir_launch(walk_intersect_kernel<1>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
   case 2: return ir_launch(walk_intersect_exact_kernel, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
   case 3: return ir_launch(walk_intersect_kernel<3>, grid, stream, attr, attr_count, d_frame, b, in, n, counters, to_traverse);
-  /* Lit frames (secondary.cuh): a hit's occlusion and shadow rays are traced where it is shaded. */
+  /* Lit frames (secondary.cuh): the hits that end rays go to the hit records. */
   case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE:
     return ir_launch(walk_intersect_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE>, grid, stream, attr, attr_count, d_frame, b, in, n, counters,
                      to_traverse);
@@ -105,8 +136,7 @@ static __device__ __forceinline__ void walk_tail(const ir_gpu_frame *__restrict_
     float alpha_before = pt.a;
     ir_hit h;
     if (ir_walk_and_march_as(&p, &r, &s, (int32_t)b.seg[ray].x, NULL, &pt, &first_t, &h, Mode)) {
-      b.image[pixel] = ir_end_at_hit(&p, &r, h, &pt, &first_t, Mode);
-      b.depth[pixel] = first_t;
+      end_at_hit<Mode>(p, b, counters, pixel, r, h, &pt, &first_t);
       hits++;
     } else {
       ir_paint_keep(b, pixel, pt, alpha_before, first_t);

@@ -1,7 +1,9 @@
 /* Ambient occlusion, shadows and the light on the GPU (render/secondary.cuh): every pipeline that
  * draws them (single; persistent and multi with every method, the multi pipeline in its graph and
- * host-driven, with and without its tail kernel; persistent with steps of 1 and the default)
- * draws the same lit frame bit for bit, within the tolerance below of the CPU reference;
+ * host-driven, with and without its tail kernel; persistent with steps of 1 and the default, and
+ * so the multi pipeline's secondary rays) draws the same lit frame bit for bit, within the
+ * tolerance below of the CPU reference, also where the multi pipeline runs its hits' secondary
+ * rays in several chunks (counted: every ray of every hit);
  * accumulated frames are the mean of the frames, also with the diagnostic pass; the paper's
  * pipeline refuses them.
  *
@@ -60,9 +62,10 @@ static void check_every_variant(ir_renderer *gpu, ir_renderer *cpu, const scene_
           f.step_batches = v == 1 ? 1 : 0;
           f.secondary = v == 0 ? IR_SECONDARY_INLINE : v == 2 ? IR_SECONDARY_SPREAD : IR_SECONDARY_POOL;
         } else if (pipes[pi] == IR_PIPELINE_MULTI) {
-          if (v == 3) continue;
+          /* graph; host loop; no tail kernel; secondary rays stepped one batch at a time */
           f.host_loop = g_host_only || v == 1;
           f.tail_rays = v == 2 ? IR_TAIL_OFF : 0;
+          f.step_batches = v == 3 ? 1 : 0;
         }
         char what[160];
         snprintf(what, sizeof what, "%s: %s/%s variant %d", s->name, ir_pipeline_name(f.pipeline),
@@ -101,6 +104,25 @@ static void check_every_variant(ir_renderer *gpu, ir_renderer *cpu, const scene_
   free(ref);
   free(first_depth);
   free(cur_depth);
+}
+
+/* The multi pipeline's secondary phase traces every ray of every hit that ends a ray (an opaque
+ * look: every hit), in at least `min_chunks` chunks of hits. */
+static void check_secondary_counts(ir_renderer *gpu, const scene_look *s, int min_chunks) {
+  for (int host = 0; host < 2; host++) {
+    ir_frame_desc f = s->f;
+    f.pipeline = IR_PIPELINE_MULTI;
+    f.host_loop = g_host_only || host;
+    ir_frame_stats st;
+    char err[IR_ERR_LEN] = "";
+    CHECK_MSG(ir_render_frame(gpu, &f, &st, err) == IR_OK, "%s: %s", s->name, err);
+    uint32_t per_hit = (uint32_t)f.ao_samples + (f.shadows ? 1u : 0u);
+    printf("%s, multi%s: %u hits, %u secondary rays in %d chunks\n", s->name, f.host_loop ? " (host loop)" : "",
+           st.rays_hit, st.secondary_rays, st.secondary_chunks);
+    CHECK_MSG(st.rays_hit > 0 && st.secondary_rays == st.rays_hit * per_hit, "%s: %u secondary rays for %u hits",
+              s->name, st.secondary_rays, st.rays_hit);
+    CHECK_MSG(st.secondary_chunks >= min_chunks, "%s: %d chunks", s->name, st.secondary_chunks);
+  }
 }
 
 /* K frames accumulated: the mean of the same K frames drawn alone, on every pipeline that draws
@@ -155,7 +177,7 @@ static void test_lit_frames(void) {
     ir_volume_free(&v);
     return;
   }
-  scene_look looks[4];
+  scene_look looks[6];
   memset(looks, 0, sizeof looks);
   ir_camera cam = ir_camera_orbit(&v, 30.0f, 25.0f, 0.9f, IR_AXIS_NONE);
   looks[0].name = "AO 8 + shadows + light 30,45";
@@ -192,7 +214,17 @@ static void test_lit_frames(void) {
   looks[3].f.ao_samples = 0;
   looks[3].f.light[0] = 0.0f;
   looks[3].f.light[1] = -80.0f;
-  for (int k = 0; k < 4; k++) check_every_variant(gpu, cpu, &looks[k]);
+  looks[4].name = "AO 40 + shadows: the multi pipeline's secondary rays in several chunks of hits";
+  looks[4].f = looks[0].f;
+  looks[4].f.ao_samples = 40;
+  looks[5].name = "a light without occlusion or shadow rays: the multi pipeline combines hits with no rays";
+  looks[5].f = looks[0].f;
+  looks[5].f.ao_samples = 0;
+  looks[5].f.shadows = false;
+  for (int k = 0; k < 6; k++) check_every_variant(gpu, cpu, &looks[k]);
+  check_secondary_counts(gpu, &looks[0], 1);
+  check_secondary_counts(gpu, &looks[4], 2);
+  check_secondary_counts(gpu, &looks[5], 1);
   check_accumulation(gpu, &looks[1]);
 
   ir_frame_desc paper = looks[0].f;
