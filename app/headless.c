@@ -79,7 +79,7 @@ typedef struct hl_config {
 
 /* Means over the diagnostic pass's frames. */
 typedef struct hl_stage_means {
-  double bvh_update_ms, raygen_ms, traverse_ms, intersect_ms, shade_ms, compact_ms;
+  double bvh_update_ms, raygen_ms, traverse_ms, intersect_ms, shade_ms, secondary_ms, compact_ms;
   double iterations, rays_generated, rays_hit;
 } hl_stage_means;
 
@@ -365,7 +365,7 @@ static const char csv_header[] =
     "config,device,volume,width,height,isovalue,pipeline,method,pass,frame,view,azimuth,"
     "elevation,frame_ms,bvh_update_ms,raygen_ms,traverse_ms,intersect_ms,shade_ms,compact_ms,"
     "iterations,rays_generated,rays_hit,traverse_rays,intersect_rays,traverse_iter_ms,"
-    "intersect_iter_ms\n";
+    "intersect_iter_ms,secondary_ms\n";
 
 /* Quotes a field only when it needs it (RFC 4180). */
 static void csv_text(FILE *f, const char *s) {
@@ -411,7 +411,8 @@ static void csv_row(FILE *f, int config_index, const hl_options *o, const ir_vol
   csv_u32_list(f, s->traverse_rays, rounds);
   csv_u32_list(f, s->intersect_rays, rounds);
   csv_ms_list(f, s->traverse_iter_ms, rounds, false);
-  csv_ms_list(f, s->intersect_iter_ms, rounds, true);
+  csv_ms_list(f, s->intersect_iter_ms, rounds, false);
+  fprintf(f, "%.4f\n", s->secondary_ms); /* last: the columns before it keep their places */
 }
 
 /* ---- Rendering -------------------------------------------------------------------------------- */
@@ -527,13 +528,15 @@ static int run_config(hl_run *run, int index, int count, const hl_config *c, uin
     m->traverse_ms += s.traverse_ms;
     m->intersect_ms += s.intersect_ms;
     m->shade_ms += s.shade_ms + s.kernel_ms; /* the single kernel and the plain caster: their one kernel */
+    m->secondary_ms += s.secondary_ms;
     m->compact_ms += s.compact_ms;
     m->iterations += s.iterations;
     m->rays_generated += s.rays_generated;
     m->rays_hit += s.rays_hit;
   }
   double *fields[] = {&m->bvh_update_ms, &m->raygen_ms, &m->traverse_ms, &m->intersect_ms,
-                      &m->shade_ms, &m->compact_ms, &m->iterations, &m->rays_generated, &m->rays_hit};
+                      &m->shade_ms, &m->secondary_ms, &m->compact_ms, &m->iterations, &m->rays_generated,
+                      &m->rays_hit};
   for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) *fields[k] /= o->orbit;
   r->have_stages = true;
   return 0;
@@ -690,18 +693,19 @@ static void print_summary(const hl_options *o, const hl_result *results, int n) 
   }
   printf("\nper-stage split in ms (diagnostic pass with per-stage timing; the GPU runs each frame again with events "
          "between stages; %d frame%s, one per view; means; they need not add up to a timed frame; the single kernel's "
-         "and the plain caster's one kernel under shade; the multi pipeline shades inside intersect)\n",
+         "and the plain caster's one kernel under shade; the multi pipeline shades inside intersect; secondary: the "
+         "occlusion and shadow rays' own phase, where a pipeline has one)\n",
          o->orbit, o->orbit == 1 ? "" : "s");
-  printf("%-10s %-8s %-13s %8s %8s %8s %9s %8s %8s %8s %6s %9s %9s\n", "isovalue", "pipeline", "method", "bvh",
-         "raygen", "traverse", "intersect", "shade", "sum", "compact", "rounds", "rays", "hits");
+  printf("%-10s %-8s %-13s %8s %8s %8s %9s %8s %9s %8s %8s %6s %9s %9s\n", "isovalue", "pipeline", "method", "bvh",
+         "raygen", "traverse", "intersect", "shade", "secondary", "sum", "compact", "rounds", "rays", "hits");
   for (int k = 0; k < n; k++) {
     const hl_result *r = &results[k];
     const hl_stage_means *m = &r->stages;
-    double sum = m->bvh_update_ms + m->raygen_ms + m->traverse_ms + m->intersect_ms + m->shade_ms;
-    printf("%-10.5g %-8s %-13s %8.3f %8.3f %8.3f %9.3f %8.3f %8.3f %8.3f %6.1f %9.0f %9.0f\n",
+    double sum = m->bvh_update_ms + m->raygen_ms + m->traverse_ms + m->intersect_ms + m->shade_ms + m->secondary_ms;
+    printf("%-10.5g %-8s %-13s %8.3f %8.3f %8.3f %9.3f %8.3f %9.3f %8.3f %8.3f %6.1f %9.0f %9.0f\n",
            r->config.isovalue, ir_pipeline_name(r->config.pipeline), method_label(&r->config),
-           m->bvh_update_ms, m->raygen_ms, m->traverse_ms, m->intersect_ms, m->shade_ms, sum, m->compact_ms,
-           m->iterations, m->rays_generated, m->rays_hit);
+           m->bvh_update_ms, m->raygen_ms, m->traverse_ms, m->intersect_ms, m->shade_ms, m->secondary_ms, sum,
+           m->compact_ms, m->iterations, m->rays_generated, m->rays_hit);
   }
 }
 

@@ -423,11 +423,11 @@ static PyObject *stats_dict(const renderer_obj *self, const ir_frame_stats *s) {
     Py_XDECREF(intersect);
     return NULL;
   }
-  return Py_BuildValue("{s:s,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:k,s:k,s:N,s:N,s:O,s:d,s:d}",
+  return Py_BuildValue("{s:s,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:k,s:k,s:N,s:N,s:O,s:d,s:d}",
                        "device", ir_device_name(self->device), "frame_ms", s->frame_ms,
                        "bvh_update_ms", s->bvh_update_ms, "raygen_ms", s->raygen_ms, "traverse_ms",
-                       s->traverse_ms, "intersect_ms", s->intersect_ms, "shade_ms", s->shade_ms, "compact_ms",
-                       s->compact_ms, "kernel_ms", s->kernel_ms, "tail_ms", s->tail_ms, "iterations",
+                       s->traverse_ms, "intersect_ms", s->intersect_ms, "shade_ms", s->shade_ms, "secondary_ms",
+                       s->secondary_ms, "compact_ms", s->compact_ms, "kernel_ms", s->kernel_ms, "tail_ms", s->tail_ms, "iterations",
                        s->iterations, "rays_generated", (unsigned long)s->rays_generated, "rays_hit",
                        (unsigned long)s->rays_hit, "traverse_rays", traverse, "intersect_rays", intersect,
                        "graph", s->graph ? Py_True : Py_False, "control_ms", s->control_ms, "host_wait_ms",

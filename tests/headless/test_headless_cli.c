@@ -16,7 +16,7 @@ static const char *const expected_columns[] = {
     "config", "device", "volume", "width", "height", "isovalue", "pipeline", "method", "pass",
     "frame", "view", "azimuth", "elevation", "frame_ms", "bvh_update_ms", "raygen_ms",
     "traverse_ms", "intersect_ms", "shade_ms", "compact_ms", "iterations", "rays_generated",
-    "rays_hit", "traverse_rays", "intersect_rays", "traverse_iter_ms", "intersect_iter_ms", NULL};
+    "rays_hit", "traverse_rays", "intersect_rays", "traverse_iter_ms", "intersect_iter_ms", "secondary_ms", NULL};
 
 static run_result result;
 
