@@ -161,8 +161,10 @@ void ir_dist_finalize(ir_dist *d) {
     watch_ranks = NULL;
     watch_pids = NULL;
   }
-  /* A broken run cannot finalize with a lost rank: the launcher ends every rank (status 1). */
-  if (d->broken && d->initialized_here) MPI_Abort(MPI_COMM_WORLD, 1);
+  /* A broken run cannot finalize with a lost rank: the launcher ends every rank (status 1). So
+   * also where the caller started MPI: its other ranks would wait for this one in a collective
+   * that never comes. */
+  if (d->broken) MPI_Abort(MPI_COMM_WORLD, 1);
   if (d->initialized_here) MPI_Finalize();
   free(d->strips);
   free(d->blended);

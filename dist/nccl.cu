@@ -72,6 +72,16 @@ static void abandon(ir_dist_gpu *g) {
   ir_dist_mark_broken(g->d);
 }
 
+/* Between two polls of a call in progress (`start`: when the wait began): a yield for the first
+ * 2 ms, where a frame's compositing ends (a sleep would add to every frame), then short sleeps,
+ * so that a rank waiting out the deadline does not hold a core the others may need. */
+static void poll_pause(double start) {
+  if (ir_dist_now_ms() - start < 2.0)
+    sched_yield();
+  else
+    usleep(200);
+}
+
 /* A non-blocking communicator's call that answered ncclInProgress, polled until it is done (its
  * asynchronous state leaves ncclInProgress) or the deadline passes (ncclInProgress returned). */
 static ncclResult_t settle(ir_dist_gpu *g, ncclResult_t e) {
@@ -83,7 +93,7 @@ static ncclResult_t settle(ir_dist_gpu *g, ncclResult_t e) {
     e = state;
     if (e == ncclInProgress) {
       if (ir_dist_now_ms() - start > g->timeout_ms) return ncclInProgress;
-      sched_yield();
+      poll_pause(start);
     }
   }
   return e;
@@ -161,7 +171,7 @@ static ir_status wait_stream(ir_dist_gpu *g, const char *what, char err[IR_ERR_L
                g->rank, what, g->timeout_ms / 1000.0);
       return IR_ERR_RUNTIME;
     }
-    sched_yield();
+    poll_pause(start);
   }
 }
 
@@ -216,8 +226,9 @@ static ir_status join_communicator(ir_dist_gpu *g, const ncclUniqueId *id, char 
   config.blocking = 0;
   ncclResult_t e = ncclCommInitRankConfig(&g->comm, g->size, *id, g->rank, &config);
   if (e != ncclSuccess && e != ncclInProgress) {
-    if (g->comm) ncclCommAbort(g->comm);
-    g->comm = NULL;
+    /* Broken too: the peers wait in NCCL's init until the deadline and then skip MPI, so this
+     * rank must not wait for them in a collective either. */
+    abandon(g);
     return nccl_fail(err, g->rank, e, "ncclCommInitRankConfig");
   }
   e = settle(g, e);

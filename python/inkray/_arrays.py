@@ -176,7 +176,10 @@ def mesh_views(buffer: Any, layout: tuple) -> tuple:
         import torch
 
         typed = {"float32": buffer.view(torch.float32), "int32": buffer.view(torch.int32)}
-        return tuple(typed[dtype].as_strided(shape, (shape[1], 1) if len(shape) == 2 else (1,), offset // 4)
+        # as_strided's offset counts from the storage's start, not the tensor's: a buffer that is
+        # a slice of a larger tensor starts storage_offset() elements in.
+        return tuple(typed[dtype].as_strided(shape, (shape[1], 1) if len(shape) == 2 else (1,),
+                                             typed[dtype].storage_offset() + offset // 4)
                      for offset, shape, dtype in layout)
     if lib == "cupy":
         import cupy
