@@ -114,24 +114,6 @@ static inline void append_bytes(const char *path, const void *data, size_t n) {
 
 static inline void write_text(const char *path, const char *text) { write_bytes(path, text, strlen(text)); }
 
-/* The whole file in a new buffer (NULL if unreadable); *n gets its size. */
-static inline unsigned char *read_bytes(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc(size > 0 ? (size_t)size : 1);
-  size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
-  fclose(f);
-  if (!buf || got != (size_t)size) {
-    free(buf);
-    return NULL;
-  }
-  *n = got;
-  return buf;
-}
-
 /* Compresses into a new buffer: gzip (window_bits 31) or zlib (15). */
 static inline unsigned char *deflate_bytes(const void *data, size_t n, int window_bits, size_t *out_n) {
   z_stream z;
@@ -200,7 +182,7 @@ typedef struct info_run {
 
 static inline char *slurp_text(const char *path) {
   size_t n = 0;
-  unsigned char *data = read_bytes(path, &n);
+  unsigned char *data = check_read_file(path, &n);
   char *text = malloc(n + 1);
   if (data) memcpy(text, data, n);
   text[data ? n : 0] = '\0';

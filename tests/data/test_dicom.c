@@ -334,7 +334,7 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   write_series(&s);
   const char *victim = fmt_path("%s/IM%02d_%s", s.dir, 3, s.uid);
   size_t n = 0;
-  unsigned char *bytes = read_bytes(victim, &n);
+  unsigned char *bytes = check_read_file(victim, &n);
   write_bytes(victim, bytes, n - 30);
   free(bytes);
   CHECK_INFO_REFUSES(fmt_path("'%s'", s.dir), "IM03_1.2.826.0.1.11: truncated");
@@ -416,7 +416,7 @@ static void test_corrupt_slice_in_a_series_is_named(void) {
   write_series(&s);
   const char *victim = fmt_path("%s/IM%02d_%s", s.dir, (1 * 7 + 3) % 11, s.uid);
   size_t n = 0;
-  unsigned char *bytes = read_bytes(victim, &n);
+  unsigned char *bytes = check_read_file(victim, &n);
   write_bytes(victim, bytes, n - 10);
   free(bytes);
   ir_volume v;
@@ -430,7 +430,7 @@ static void test_corrupt_slice_in_a_series_is_named(void) {
                    .gap = 1, .skip = -1};
   write_series(&u);
   victim = fmt_path("%s/IM%02d_%s", u.dir, (2 * 7 + 3) % 11, u.uid);
-  bytes = read_bytes(victim, &n);
+  bytes = check_read_file(victim, &n);
   write_bytes(victim, bytes, n - 7);
   free(bytes);
   CHECK_EQ_INT(load(u.dir, &v, err), IR_ERR_INPUT);
@@ -452,7 +452,7 @@ static void test_jpeg_frame_larger_than_the_slice_is_refused(void) {
     write_series(&s);
     const char *victim = fmt_path("%s/IM%02d_%s", s.dir, (2 * 7 + 3) % 11, s.uid);
     size_t n = 0;
-    unsigned char *bytes = read_bytes(victim, &n);
+    unsigned char *bytes = check_read_file(victim, &n);
     size_t at = 0;
     for (size_t i = 0; i + 9 < n && !at; i++)
       if (bytes[i] == 0xff && bytes[i + 1] == sof[k]) at = i;

@@ -23,7 +23,7 @@ static const char *binary(void) {
 
 static char *slurp(const char *path) {
   size_t n = 0;
-  unsigned char *data = read_bytes(path, &n);
+  unsigned char *data = check_read_file(path, &n);
   char *text = malloc(n + 1);
   if (data) memcpy(text, data, n);
   text[data ? n : 0] = '\0';

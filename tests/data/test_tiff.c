@@ -342,7 +342,7 @@ static void spoil_strip(const char *path, tdir_t page, uint32_t strip) {
   uint64_t at = offsets[strip], len = counts[strip];
   TIFFClose(tif);
   size_t n = 0;
-  unsigned char *bytes = read_bytes(path, &n);
+  unsigned char *bytes = check_read_file(path, &n);
   for (uint64_t k = 0; k < len && at + k < n; k++) bytes[at + k] = (unsigned char)(0xff - k);
   write_bytes(path, bytes, n);
   free(bytes);
@@ -373,7 +373,7 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   const char *path = scratch_path("truncated.tif");
   write_tiff(path, &s);
   size_t n = 0;
-  unsigned char *bytes = read_bytes(path, &n);
+  unsigned char *bytes = check_read_file(path, &n);
   write_bytes(path, bytes, n / 2);
   free(bytes);
   expect_refused(path, "truncated or corrupt");

@@ -29,7 +29,7 @@ static char *load_capturing_stderr(const char *path, size_t min_bytes, unsigned 
   CHECK_MSG(status == IR_OK, "%s", err);
   if (status == IR_OK) ir_volume_free(&v);
   size_t n = 0;
-  unsigned char *text = read_bytes(log, &n);
+  unsigned char *text = check_read_file(log, &n);
   char *out = calloc(n + 1, 1);
   if (text && out) memcpy(out, text, n);
   free(text);

@@ -39,7 +39,7 @@ static void test_raw_named_uint8_neghip_matches_file(void) {
                     1, 1))
     return;
   size_t n = 0;
-  unsigned char *raw = read_bytes(data_path("neghip_66x66x66_uint8.raw"), &n);
+  unsigned char *raw = check_read_file(data_path("neghip_66x66x66_uint8.raw"), &n);
   check_bytes_equal(&v, raw, n);
   /* x fastest: voxel (x,y,z) is byte x + 66*(y + 66*z). */
   CHECK_EQ_INT(ir_volume_value_at(&v, 5, 7, 9), raw[5 + 66 * (7 + 66 * 9)]);
@@ -62,7 +62,7 @@ static void test_raw_named_uint8_bolt_matches_file(void) {
                     1, 1))
     return;
   size_t n = 0;
-  unsigned char *raw = read_bytes(data_path("bolt_70x123x66_uint8.raw"), &n);
+  unsigned char *raw = check_read_file(data_path("bolt_70x123x66_uint8.raw"), &n);
   check_bytes_equal(&v, raw, n);
   free(raw);
   ir_volume_free(&v);
@@ -77,7 +77,7 @@ static void test_raw_named_int16_headsq_range(void) {
   CHECK_NEAR(v.value_min, 0, 0);
   CHECK_NEAR(v.value_max, 3926, 0);
   size_t n = 0;
-  unsigned char *raw = read_bytes(data_path("headsq_64x64x93_int16.raw"), &n);
+  unsigned char *raw = check_read_file(data_path("headsq_64x64x93_int16.raw"), &n);
   check_bytes_equal(&v, raw, n);
   int16_t first;
   memcpy(&first, raw + 2 * (10 + 64 * (20 + 64 * 30)), 2);
@@ -92,7 +92,7 @@ static void test_raw_named_float32_carotid_range(void) {
                     IR_VOXEL_FLOAT32, 1, 1, 1))
     return;
   size_t n = 0;
-  unsigned char *raw = read_bytes(data_path("carotid_76x49x45_float32.raw"), &n);
+  unsigned char *raw = check_read_file(data_path("carotid_76x49x45_float32.raw"), &n);
   check_bytes_equal(&v, raw, n);
   /* README: speeds 0..580. */
   CHECK(v.value_min >= 0 && v.value_min < 1);
@@ -127,12 +127,12 @@ static void test_nrrd_detached_slices_headsq_equal_raw_twin(void) {
                     3.2f, 1.5f))
     return;
   size_t n = 0;
-  unsigned char *twin = read_bytes(data_path("headsq_64x64x93_int16.raw"), &n);
+  unsigned char *twin = check_read_file(data_path("headsq_64x64x93_int16.raw"), &n);
   check_bytes_equal(&v, twin, n);
   /* And slice by slice against quarter.1 .. quarter.93 (8192 bytes each). */
   for (int k = 1; k <= 93; k++) {
     size_t m = 0;
-    unsigned char *slice = read_bytes(data_path(fmt_path("headsq/quarter.%d", k)), &m);
+    unsigned char *slice = check_read_file(data_path(fmt_path("headsq/quarter.%d", k)), &m);
     CHECK_MSG(slice && m == 8192, "quarter.%d", k);
     if (slice && m == 8192)
       CHECK_MSG(memcmp((unsigned char *)v.voxels + (size_t)(k - 1) * 8192, slice, 8192) == 0,
@@ -148,7 +148,7 @@ static void test_metaimage_mhd_headmr_equal_raw(void) {
   if (!load_checked(data_path("HeadMRVolume.mhd"), &v, 48, 62, 42, IR_VOXEL_UINT8, 4, 4, 4))
     return;
   size_t n = 0;
-  unsigned char *raw = read_bytes(data_path("HeadMRVolume.raw"), &n);
+  unsigned char *raw = check_read_file(data_path("HeadMRVolume.raw"), &n);
   check_bytes_equal(&v, raw, n);
   free(raw);
   ir_volume_free(&v);
@@ -161,7 +161,7 @@ static void test_metaimage_zlib_frog_labels_equal_uncompress(void) {
     return;
   CHECK_EQ_INT(ir_volume_voxel_count(&v), 31960000);
   size_t zn = 0;
-  unsigned char *z = read_bytes(data_path("frog/frogtissue.zraw"), &zn);
+  unsigned char *z = check_read_file(data_path("frog/frogtissue.zraw"), &zn);
   uLongf n = 500ul * 470ul * 136ul;
   unsigned char *expected = malloc(n + 1);
   int rc = z && expected ? uncompress(expected, &n, z, (uLong)zn) : Z_MEM_ERROR;

@@ -431,7 +431,7 @@ static void test_active_scalars_and_array_option(void) {
 static const char *write_edited(const char *name, const char *from, const char *to, const vti_spec *s) {
   const char *path = write_vti(name, s);
   size_t n = 0;
-  unsigned char *text = read_bytes(path, &n);
+  unsigned char *text = check_read_file(path, &n);
   buf b = {0};
   size_t at = 0, from_len = strlen(from), hits = 0;
   while (at < n) {
@@ -470,7 +470,7 @@ static void test_bad_base64_in_the_middle_of_an_array(void) {
   vti_spec b64 = {.type = &types[3], .enc = ENC_BINARY, .header_size = 4};
   const char *path = write_vti("bad_b64_middle.vti", &b64);
   size_t n = 0;
-  unsigned char *bytes = read_bytes(path, &n);
+  unsigned char *bytes = check_read_file(path, &n);
   char *data = strstr((char *)bytes, "format=\"binary\"");
   CHECK(data != NULL);
   if (!data) return;
@@ -492,14 +492,14 @@ static void test_bad_files_are_one_line_and_exit_2(void) {
   /* Truncated: the appended data cut short. */
   const char *path = write_vti("truncated.vti", &raw);
   size_t n = 0;
-  unsigned char *bytes = read_bytes(path, &n);
+  unsigned char *bytes = check_read_file(path, &n);
   char *underscore = strstr((char *)bytes, "\n   _") + 4;
   write_bytes(path, bytes, (size_t)((unsigned char *)underscore - bytes) + 1 + 4 + 50);
   free(bytes);
   expect_refused(path, "needs 120 bytes");
   /* Truncated compressed data. */
   path = write_vti("truncated_zlib.vti", &zip);
-  bytes = read_bytes(path, &n);
+  bytes = check_read_file(path, &n);
   write_bytes(path, bytes, n - 60);
   free(bytes);
   expect_refused(path, "array 'density'");

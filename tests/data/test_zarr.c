@@ -362,7 +362,7 @@ static const char *copy_sample(const char *name) {
 
 static void flip_byte(const char *path, long at) {
   size_t n = 0;
-  unsigned char *data = read_bytes(path, &n);
+  unsigned char *data = check_read_file(path, &n);
   CHECK(data && n > 0);
   if (!data) return;
   size_t i = at < 0 ? n + (size_t)at : (size_t)at;
@@ -443,7 +443,7 @@ static void test_program_info_levels_and_same_picture(void) {
   info_run b = run_inkray(fmt_path("%s --png '%s' '%s'", look, png_zarr, sample("v2_blosc_lz4_bitshuffle.zarr")));
   CHECK_MSG(b.status == 0, "zarr: %s", b.err);
   size_t na = 0, nb = 0;
-  unsigned char *ia = read_bytes(png_raw, &na), *ib = read_bytes(png_zarr, &nb);
+  unsigned char *ia = check_read_file(png_raw, &na), *ib = check_read_file(png_zarr, &nb);
   CHECK(ia && ib && na == nb && na > 0 && memcmp(ia, ib, na) == 0);
   free(ia);
   free(ib);

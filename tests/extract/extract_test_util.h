@@ -274,17 +274,4 @@ static inline mc_count independent_count(const void *v, ir_voxel_type type, cons
   return c;
 }
 
-/* A whole file (its size in *bytes); NULL when it cannot be opened. */
-static inline unsigned char *read_all(const char *path, size_t *bytes) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
-  *bytes = p && n >= 0 && fread(p, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
-  fclose(f);
-  return p;
-}
-
 #endif

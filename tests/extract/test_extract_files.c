@@ -217,12 +217,12 @@ static void test_chunked_writes_equal_the_plain_ones(void) {
       snprintf(chunked, sizeof chunked, "%s/chunked.%s", work, ext[k]);
       CHECK_MSG(ir_mesh_write(&m, plain, err) == IR_OK, "%s", err);
       size_t np = 0;
-      unsigned char *p = read_all(plain, &np);
+      unsigned char *p = check_read_file(plain, &np);
       for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
         if (chunks[c] < 1000 && k == 2) continue; /* OBJ text in one-item chunks: slow, and no new case */
         CHECK_MSG(ir_mesh_write_chunked(&m, chunked, chunks[c], err) == IR_OK, "%s", err);
         size_t nc = 0;
-        unsigned char *q = read_all(chunked, &nc);
+        unsigned char *q = check_read_file(chunked, &nc);
         CHECK_MSG(p && q && np == nc && np > 0 && memcmp(p, q, np) == 0,
                   "%s, colours %d, chunks of %zu items: %zu bytes against the plain writer's %zu", ext[k], colors,
                   chunks[c], nc, np);
@@ -246,11 +246,11 @@ static void test_chunked_writes_equal_the_plain_ones(void) {
     snprintf(chunked, sizeof chunked, "%s/bigchunked.%s", work, ext[k]);
     CHECK_MSG(ir_mesh_write(&big, plain, err) == IR_OK, "%s", err);
     size_t np = 0;
-    unsigned char *p = read_all(plain, &np);
+    unsigned char *p = check_read_file(plain, &np);
     for (size_t c = 0; c < sizeof big_chunks / sizeof big_chunks[0]; c++) {
       CHECK_MSG(ir_mesh_write_chunked(&big, chunked, big_chunks[c], err) == IR_OK, "%s", err);
       size_t nc = 0;
-      unsigned char *q = read_all(chunked, &nc);
+      unsigned char *q = check_read_file(chunked, &nc);
       CHECK_MSG(p && q && np == nc && memcmp(p, q, np) == 0, "%s, %zu vertices, chunks of %zu: the files differ",
                 ext[k], big.vertex_count, big_chunks[c]);
       free(q);

@@ -264,7 +264,7 @@ static void test_pinned_mesh_and_files_from_the_device(void) {
       CHECK_MSG(ir_mesh_write(&host, a, err) == IR_OK, "%s", err);
       CHECK_MSG(ir_mesh_write(&dev, b, err) == IR_OK, "%s", err);
       size_t na = 0, nb = 0;
-      unsigned char *fa = read_all(a, &na), *fb = read_all(b, &nb);
+      unsigned char *fa = check_read_file(a, &na), *fb = check_read_file(b, &nb);
       CHECK_MSG(fa && fb && na == nb && na > 0 && memcmp(fa, fb, na) == 0,
                 "%s: the device mesh's file (%zu bytes) differs from the host mesh's (%zu bytes)", ext[k], nb, na);
       free(fa), free(fb);
