@@ -32,10 +32,7 @@
  * are compacted): eight samples in flight per ray pay there, while the single kernel, whose
  * lit warps run part-empty, is faster with four (docs/PERFORMANCE.md). The batch changes no
  * result (secondary.cuh). */
-#ifndef IR_PERSIST_SECONDARY_BATCH
-#define IR_PERSIST_SECONDARY_BATCH 8
-#endif
-#define IR_SECONDARY_BATCH IR_PERSIST_SECONDARY_BATCH
+#define IR_SECONDARY_BATCH 8
 #include "compaction/compaction_block.cuh"
 #include "render/gpu_internal.cuh"
 

@@ -23,10 +23,7 @@
 /* The rays of a step are compacted, so that warps march with their lanes full: eight samples in
  * flight per ray pay there, as in the persistent kernel's pool (docs/PERFORMANCE.md). The batch
  * changes no result (secondary.cuh). */
-#ifndef IR_WALK_SECONDARY_BATCH
-#define IR_WALK_SECONDARY_BATCH 8
-#endif
-#define IR_SECONDARY_BATCH IR_WALK_SECONDARY_BATCH
+#define IR_SECONDARY_BATCH 8
 #include "render/gpu_internal.cuh"
 
 static __device__ __forceinline__ uint4 pack_state(const ir_secondary_state &m) {
