@@ -4,7 +4,7 @@
  * leaf. Two outputs, both compacted: hits to shading (with t, the field's differences and the
  * surface stored per ray), rays with an inner node on top back to traversal. Hits on
  * translucent surfaces that leave the ray short of opaque are composited here and the ray goes
- * on (trace.cuh: ir_march_run); only the hit that ends a ray goes to shading. */
+ * on (trace.cuh: ir_march_run_as); only the hit that ends a ray goes to shading. */
 #include "render/gpu_internal.cuh"
 
 /* One variant per trace mode (trace.cuh), as in the other pipelines. */

@@ -138,8 +138,7 @@ static inline IR_HD bool ir_secondary_span(const ir_trace_params *p, const ir_ra
   s->t0 = s->c0 = tn;
   s->t1 = s->c1 = fminf(tf, t_max);
   if (!(s->t1 > s->t0)) return false;
-  float steps = ceilf((s->t1 - s->t0) / s->dt);
-  s->k_end = steps < 1.0f ? 1 : (int32_t)steps;
+  s->k_end = ir_span_end(s->t0, s->t1, s->dt);
   return true;
 }
 
@@ -192,7 +191,8 @@ static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ra
     }
     const int32_t kb = m->kb;
     int32_t k = m->k;
-    float ta = ir_span_t(s, k - 1), sa = m->sa;
+    float ta = ir_span_t(s, k - 1), sa = m->sa, lo, hi;
+    ir_iso_band(&p->iso, sa, &lo, &hi);
     while (k <= kb) {
       if (bounded && budget-- <= 0) {
         m->k = k;
@@ -200,14 +200,23 @@ static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ra
         return false;
       }
       float tbs[IR_SECONDARY_BATCH], sbs[IR_SECONDARY_BATCH];
+      const float kf = (float)k;
+      bool inside = true;
       IR_UNROLL
       for (int b = 0; b < IR_SECONDARY_BATCH; b++) {
-        tbs[b] = ir_span_t(s, k + b <= kb ? k + b : kb);
+        tbs[b] = fminf(fmaf(kf + (float)b, s->dt, s->t0), s->t1); /* ir_span_t(s, k + b) */
         sbs[b] = ir_sample(&p->vol, ir_ray_at(r, tbs[b]));
       }
       IR_UNROLL
+      for (int b = 0; b < IR_SECONDARY_BATCH; b++) inside &= sbs[b] >= lo && sbs[b] < hi;
+      k += IR_SECONDARY_BATCH; /* whole batches, as ir_march_part_as */
+      if (inside) { /* no sample left the band: no crossing (the common case) */
+        ta = tbs[IR_SECONDARY_BATCH - 1];
+        sa = sbs[IR_SECONDARY_BATCH - 1];
+        continue;
+      }
+      IR_UNROLL
       for (int b = 0; b < IR_SECONDARY_BATCH; b++) {
-        if (k + b > kb) break;
         float tb = tbs[b], sb = sbs[b];
         if (sa == sa && sb == sb && sa != sb) {
           for (int i = 0; i < p->iso.n; i++) {
@@ -225,10 +234,12 @@ static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ra
         ta = tb;
         sa = sb;
       }
-      k += IR_SECONDARY_BATCH;
+      ir_iso_band(&p->iso, sa, &lo, &hi);
     }
-    if (kb >= s->k_end) return true;
-    m->k = kb; /* the walk resumes at the run's last sample */
+    /* The walk resumes at the last sample marched (whole batches run up to IR_SECONDARY_BATCH - 1
+     * past kb: ir_march_part_as says why that finds the same). */
+    if (k - 1 >= s->k_end) return true;
+    m->k = k - 1;
     m->kb = -1;
     if (bounded && budget <= 0) return false;
   }

@@ -7,7 +7,7 @@
  *   ir_intersect      march the leaf on top of the stack; on a miss peek the stack and go on
  *                     while the next item is a leaf
  *   ir_next_run       brick walk: 3D-DDA over the brick grid to the next run of valid bricks
- *   ir_march_run      march a run of samples: every surface crossed, in order; translucent hits
+ *   ir_march_run_as   march a run of samples: every surface crossed, in order; translucent hits
  *                     composited on the way (ir_segment_hits), the hit that ends the ray returned;
  *                     ir_march_part_as marches it in parts that can pause between batches
  *   ir_step_as        a ray's walk and march cut into steps of a budget of batches (the
@@ -187,8 +187,17 @@ typedef struct ir_span {
   float c0, c1;
 } ir_span;
 
-static inline IR_HD float ir_span_t(const ir_span *s, int32_t k) {
-  return k >= s->k_end ? s->t1 : fminf(fmaf((float)k, s->dt, s->t0), s->t1);
+/* Sample k's t. k_end is the first k whose grid point lies on or past t1 (ir_span_end), so the
+ * clamp alone puts every sample from k_end on at t1. */
+static inline IR_HD float ir_span_t(const ir_span *s, int32_t k) { return fminf(fmaf((float)k, s->dt, s->t0), s->t1); }
+
+/* The first sample on or past t1: from the count of steps that cover [t0, t1], one more where the
+ * grid's rounding leaves that count's point short of t1. */
+static inline IR_HD int32_t ir_span_end(float t0, float t1, float dt) {
+  float n = ceilf((t1 - t0) / dt); /* at most a few times the volume's diagonal in voxels */
+  if (n < 1.0f) n = 1.0f;
+  if (fmaf(n, dt, t0) < t1) n += 1.0f;
+  return (int32_t)n;
 }
 
 /* Samples [*ka, *kb] whose segments cover [ta, tb], widened by one segment at each end so that
@@ -352,7 +361,7 @@ static inline IR_HD uint32_t ir_paint_pixel(const ir_paint *pt) {
   return ir_pack_rgba_alpha(pt->r + k * bg_r, pt->g + k * bg_g, pt->b + k * bg_b, pt->a);
 }
 
-/* The pixel of a ray that ends at hit h (which ir_march_run returned): the hit composited
+/* The pixel of a ray that ends at hit h (which ir_march_run_as returned): the hit composited
  * behind the paint so far. `diff` are the field's differences at the hit (ir_hit_differences). */
 static inline IR_HD uint32_t ir_finish_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_vec3 diff,
                                            ir_paint *pt, int mode) {
@@ -422,15 +431,20 @@ typedef struct ir_march_state {
   float sa;
 } ir_march_state;
 
-/* Marches from m->k to m->kb in order. Translucent hits are composited on the way
- * (ir_segment_hits); returns true at the hit that ends the ray (in *hit). A batch of samples is
- * tested against the band of values between isovalues its start lies in; only a sample leaving
- * the band (rare: a crossing, or NaN) takes the slow path, once per batch, with the samples after
- * it read again from there, so that the slow path's code appears once in the loop rather than
- * once per sample of the unrolled batch. With IR_TRACE_BOUNDED in `mode`, at most *budget
- * batches are fetched (each one counted off): the march then stops between two batches, and *m
- * says where it goes on. The samples and the order of the tests do not depend on where it
- * pauses, so a paused and resumed march finds what one march finds, bit for bit. */
+/* Marches from m->k on in whole batches until past m->kb, in order. Translucent hits are
+ * composited on the way (ir_segment_hits); returns true at the hit that ends the ray (in *hit).
+ * A batch of samples is tested against the band of values between isovalues its start lies in;
+ * only a sample leaving the band (rare: a crossing, or NaN) takes the slow path, once per batch,
+ * with the samples after it read again from there, so that the slow path's code appears once in
+ * the loop rather than once per sample of the unrolled batch. The last batch runs whole, up to
+ * IR_MARCH_BATCH - 1 samples past kb, rather than testing each sample against kb: the samples
+ * past a run are those the ray's march meets next anyway (past its last valid cell, where no
+ * crossing lies, or in the next run, which then starts after them), so what the march finds is
+ * the same and each sample costs fewer instructions. m->k - 1 is the last sample marched. With
+ * IR_TRACE_BOUNDED in `mode`, at most *budget batches are fetched (each one counted off): the
+ * march then stops between two batches, and *m says where it goes on. The samples and the order
+ * of the tests do not depend on where it pauses, so a paused and resumed march finds what one
+ * march finds, bit for bit. */
 static inline IR_HD bool ir_march_part_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
                                           ir_march_state *m, int *budget, ir_paint *pt, float *first_t, ir_hit *hit,
                                           int mode) {
@@ -441,28 +455,38 @@ static inline IR_HD bool ir_march_part_as(const ir_trace_params *p, const ir_ray
   while (k <= kb) {
     if ((mode & IR_TRACE_BOUNDED) && (*budget)-- <= 0) break;
     float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
+    const float kf = (float)k; /* k + j as a float is exact: k is far below 2^24 */
+    bool inside = true;
     IR_UNROLL
     for (int j = 0; j < IR_MARCH_BATCH; j++) {
-      tbs[j] = ir_span_t(s, k + j <= kb ? k + j : kb);
+      tbs[j] = fminf(fmaf(kf + (float)j, s->dt, s->t0), s->t1); /* ir_span_t(s, k + j) */
       sbs[j] = ir_sample(&p->vol, ir_ray_at(r, tbs[j]));
     }
-    int leave = IR_MARCH_BATCH;
-    float tl = ta, sl = sa; /* the sample that leaves the band */
     IR_UNROLL
-    for (int j = 0; j < IR_MARCH_BATCH; j++) {
-      if (leave < IR_MARCH_BATCH || k + j > kb) continue;
-      if (sbs[j] >= lo && sbs[j] < hi) {
-        ta = tbs[j];
-        sa = sbs[j];
-      } else {
+    for (int j = 0; j < IR_MARCH_BATCH; j++) inside &= sbs[j] >= lo && sbs[j] < hi;
+    if (inside) {
+      ta = tbs[IR_MARCH_BATCH - 1];
+      sa = sbs[IR_MARCH_BATCH - 1];
+      k += IR_MARCH_BATCH;
+      continue;
+    }
+    /* The first sample that leaves the band, and the one before it. */
+    int leave = IR_MARCH_BATCH - 1;
+    float tl = tbs[IR_MARCH_BATCH - 1], sl = sbs[IR_MARCH_BATCH - 1];
+    IR_UNROLL
+    for (int j = IR_MARCH_BATCH - 2; j >= 0; j--) {
+      if (!(sbs[j] >= lo && sbs[j] < hi)) {
         leave = j;
         tl = tbs[j];
         sl = sbs[j];
       }
     }
-    if (leave == IR_MARCH_BATCH) {
-      k += IR_MARCH_BATCH;
-      continue;
+    IR_UNROLL
+    for (int j = 0; j < IR_MARCH_BATCH - 1; j++) {
+      if (j < leave) {
+        ta = tbs[j];
+        sa = sbs[j];
+      }
     }
     if (ir_segment_hits(p, r, s, ta, sa, tl, sl, pt, first_t, hit, mode)) return true;
     ir_iso_band(&p->iso, sl, &lo, &hi);
@@ -487,17 +511,18 @@ static inline IR_HD ir_march_state ir_march_begin(const ir_trace_params *p, cons
   return m;
 }
 
-/* Marches the segments between samples ka .. kb in order (ir_march_part_as, unbounded). */
+/* Marches the segments between samples ka .. kb in order, and possibly a few past kb
+ * (ir_march_part_as, unbounded); *k_last gets the last sample marched (>= kb, or ka when there
+ * was nothing to march), where the ray's walk goes on. */
 static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
-                                         int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit, int mode) {
+                                         int32_t kb, int32_t *k_last, ir_paint *pt, float *first_t, ir_hit *hit,
+                                         int mode) {
+  *k_last = ka > kb ? ka : kb;
   if (kb <= ka) return false;
   ir_march_state m = ir_march_begin(p, r, s, ka, kb);
-  return ir_march_part_as(p, r, s, &m, NULL, pt, first_t, hit, mode & ~IR_TRACE_BOUNDED);
-}
-
-static inline IR_HD bool ir_march_run(const ir_trace_params *p, const ir_ray *r, const ir_span *s, int32_t ka,
-                                      int32_t kb, ir_paint *pt, float *first_t, ir_hit *hit) {
-  return ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, ir_trace_mode(p));
+  bool hit_found = ir_march_part_as(p, r, s, &m, NULL, pt, first_t, hit, mode & ~IR_TRACE_BOUNDED);
+  *k_last = m.k - 1;
+  return hit_found;
 }
 
 static inline IR_HD float ir_ray_step(const ir_ray *r) { return IR_STEP_VOXELS / sqrtf(ir_dot(r->d, r->d)); }
@@ -517,8 +542,7 @@ static inline IR_HD bool ir_ray_span(const ir_trace_params *p, const ir_ray *r, 
   }
   s->t0 = tn;
   s->t1 = tf;
-  float n = ceilf((tf - tn) / s->dt); /* at most a few times the volume's diagonal in voxels */
-  s->k_end = n < 1.0f ? 1 : (int32_t)n;
+  s->k_end = ir_span_end(tn, tf, s->dt);
   return true;
 }
 
@@ -527,7 +551,7 @@ enum { IR_INTERSECT_HIT = 0, IR_INTERSECT_TRAVERSE = 1, IR_INTERSECT_DONE = 2 };
 /* Pops the leaf on top of the stack and marches the samples of its box; on a miss, while the next
  * item on the stack is a leaf too, pops and tests that one (the stack peek of InK §3.1.5).
  * Returns HIT (the hit that ends the ray in *hit), TRAVERSE (an inner node is on top) or DONE
- * (stack empty). Translucent hits on the way are composited into *pt (ir_march_run). Leaves'
+ * (stack empty). Translucent hits on the way are composited into *pt (ir_march_run_as). Leaves'
  * ranges are widened by a segment and so overlap: *k_done, the last sample marched, keeps a
  * segment from being marched twice. */
 static inline IR_HD int ir_intersect(const ir_trace_params *p, const ir_ray *r, uint32_t *stack, size_t stride,
@@ -541,8 +565,9 @@ static inline IR_HD int ir_intersect(const ir_trace_params *p, const ir_ray *r, 
     if (ir_ray_box(r, leaf.lo, leaf.hi, &tn, &tf)) {
       ir_span_range(&s, tn, tf, &ka, &kb);
       if (ka < *k_done) ka = *k_done;
-      if (ir_march_run_as(p, r, &s, ka, kb, pt, first_t, hit, mode)) return IR_INTERSECT_HIT;
-      if (kb > *k_done) *k_done = kb;
+      int32_t k_last;
+      if (ir_march_run_as(p, r, &s, ka, kb, &k_last, pt, first_t, hit, mode)) return IR_INTERSECT_HIT;
+      if (k_last > *k_done) *k_done = k_last;
     }
     if (*sp == 0) return IR_INTERSECT_DONE;
     ir_bvh_node top = ir_load_node(p->nodes, stack[(*sp - 1) * stride]);
@@ -730,9 +755,8 @@ static inline IR_HD bool ir_walk_and_march_as(const ir_trace_params *p, const ir
     int32_t ka, kb;
     if (!ir_next_run(p, r, s, k, p->run_cells, &ka, &kb)) return false;
     if (counts && round < 64) counts->intersect[round]++;
-    if (ir_march_run_as(p, r, s, ka, kb, pt, first_t, hit, mode)) return true;
-    if (kb >= s->k_end) return false;
-    k = kb;
+    if (ir_march_run_as(p, r, s, ka, kb, &k, pt, first_t, hit, mode)) return true;
+    if (k >= s->k_end) return false;
   }
 }
 
@@ -777,8 +801,8 @@ static inline IR_HD int ir_step_as(const ir_trace_params *p, const ir_ray *r, co
     }
     if (ir_march_part_as(p, r, s, m, &budget, pt, first_t, hit, mode | IR_TRACE_BOUNDED)) return IR_STEP_HIT;
     if (m->k <= m->kb) return IR_STEP_LIVE; /* paused inside the run */
-    if (m->kb >= s->k_end) return IR_STEP_DONE;
-    m->k = m->kb; /* the walk resumes at the run's last sample */
+    m->k -= 1; /* the walk resumes at the last sample marched */
+    if (m->k >= s->k_end) return IR_STEP_DONE;
     m->kb = -1;
     if (budget <= 0) return IR_STEP_LIVE;
   }

@@ -1,5 +1,5 @@
 /* Intersection stage of the multi pipeline: each ray marches the run of samples traversal found
- * (trace.cuh: ir_march_run, four samples in flight). A hit is shaded and written at once: the
+ * (trace.cuh: ir_march_run_as, four samples in flight). A hit is shaded and written at once: the
  * normal and the colour need nothing another kernel has, so a separate shading stage would only
  * add a launch and a compaction per round. In lit frames the hit that ends a ray is set up for
  * its occlusion and shadow rays instead (a hit record), which the secondary phase traces in
@@ -70,14 +70,15 @@ static __device__ __forceinline__ void walk_intersect(const ir_gpu_frame *__rest
     ir_paint_load(p, b, pixel, &pt, &first_t);
     float alpha_before = pt.a;
     ir_hit h;
-    hit = ir_march_run_as(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &pt, &first_t, &h, Mode);
+    int32_t k_last;
+    hit = ir_march_run_as(&p, &r, &s, (int32_t)seg.x, (int32_t)seg.y, &k_last, &pt, &first_t, &h, Mode);
     if (hit) {
       end_at_hit<Mode>(p, b, counters, pixel, r, h, &pt, &first_t);
     } else {
       ir_paint_keep(b, pixel, pt, alpha_before, first_t);
-      if ((int32_t)seg.y < s.k_end) {
+      if (k_last < s.k_end) {
         back = true;
-        b.seg[ray].x = seg.y;
+        b.seg[ray].x = (uint32_t)k_last;
       }
     }
   }
