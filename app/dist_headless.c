@@ -23,7 +23,7 @@ bool app_dist_requested(void) {
 int app_dist_launched_rank(void) { return ir_dist_launched_rank(); }
 
 typedef struct dist_phase_sums {
-  double render, gather, composite, total;
+  double render, gather, composite, wait, total;
 } dist_phase_sums;
 
 static double now_ms(void) {
@@ -57,18 +57,27 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
   const ir_volume *whole = ir_dist_scene_volume(scene);
   int rank = ir_dist_rank(d), ranks = ir_dist_size(d);
   double *totals = calloc((size_t)o->frames, sizeof *totals);
-  if (!totals) return fail(d, IR_ERR_RUNTIME, "out of host memory");
+  /* The last frame's pixels traced by each rank (slot r: rank r's; the max over the ranks fills them). */
+  double *traced = calloc((size_t)ranks, sizeof *traced), *traced_all = calloc((size_t)ranks, sizeof *traced_all);
+  if (!totals || !traced || !traced_all) {
+    free(totals);
+    free(traced);
+    free(traced_all);
+    return fail(d, IR_ERR_RUNTIME, "out of host memory");
+  }
   if (rank == 0) {
     printf("\nframe time in ms (host clock of rank 0, whole distributed frame) and its phases (means; render\n"
-           "and gather: the slowest rank; composite: rank 0, waiting for the slowest rank included)\n");
-    printf("%-10s %6s %9s %9s %9s %9s %9s %9s %11s\n", "isovalue", "ranks", "mean", "median", "p95", "FPS mean",
-           "render", "gather", "composite");
+           "and gather: the slowest rank; wait: rank 0's wait for the slowest rank; composite: rank 0, from\n"
+           "the moment every rank is ready)\n");
+    printf("%-10s %6s %9s %9s %9s %9s %9s %9s %11s %9s\n", "isovalue", "ranks", "mean", "median", "p95", "FPS mean",
+           "render", "gather", "composite", "wait");
     fflush(stdout); /* the frames have begun: what a watcher (test_dist_fault) waits for */
   }
   int rc = 0;
   double first_frame_ms = 0;
+
   for (int k = 0; k < iso_count && !rc; k++) {
-    dist_phase_sums sums = {0, 0, 0, 0};
+    dist_phase_sums sums = {0, 0, 0, 0, 0};
     for (int f = -o->warmup; f < o->frames && !rc; f++) {
       int view = (f < 0 ? f + o->warmup : f) % o->orbit;
       ir_frame_desc frame = {
@@ -92,6 +101,7 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
         break;
       }
       if (first_frame_ms == 0) first_frame_ms = now_ms() - start_ms;
+      traced[rank] = st.pixels_traced;
       if (f < 0) continue;
       double mine[4] = {st.render_ms, st.gather_ms, st.composite_ms, st.total_ms}, worst[4];
       if (ir_dist_max_to_root(d, mine, worst, 4, err) != IR_OK) {
@@ -104,12 +114,13 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
       sums.render += worst[0];
       sums.gather += worst[1];
       sums.composite += st.composite_ms;
+      sums.wait += st.wait_ms;
       sums.total += st.total_ms;
       if (csv)
-        fprintf(csv, "%.9g,%d,%d,%d,%.3f,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f\n", isovalues[k], ranks, f, view,
+        fprintf(csv, "%.9g,%d,%d,%d,%.3f,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%.4f\n", isovalues[k], ranks, f, view,
                 view_azimuth(o, view), ir_pipeline_name((ir_pipeline)o->pipeline),
                 method_label(o),
-                o->width, o->height, st.total_ms, worst[0], worst[1], st.composite_ms);
+                o->width, o->height, st.total_ms, worst[0], worst[1], st.composite_ms, st.wait_ms);
     }
     if (rc || rank != 0) continue;
     int n = o->frames;
@@ -117,16 +128,30 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
     double median = n % 2 ? totals[n / 2] : 0.5 * (totals[n / 2 - 1] + totals[n / 2]);
     int p95 = (int)ceil(0.95 * n);
     double mean = sums.total / n;
-    printf("%-10.5g %6d %9.3f %9.3f %9.3f %9.1f %9.3f %9.3f %11.3f\n", isovalues[k], ranks, mean, median,
-           totals[p95 > 0 ? p95 - 1 : 0], 1000.0 / mean, sums.render / n, sums.gather / n, sums.composite / n);
+    printf("%-10.5g %6d %9.3f %9.3f %9.3f %9.1f %9.3f %9.3f %11.3f %9.3f\n", isovalues[k], ranks, mean, median,
+           totals[p95 > 0 ? p95 - 1 : 0], 1000.0 / mean, sums.render / n, sums.gather / n, sums.composite / n,
+           sums.wait / n);
   }
   free(totals);
+  char err[IR_ERR_LEN] = "";
+  if (rc == 0 && ir_dist_max_to_root(d, traced, traced_all, ranks, err) != IR_OK) rc = fail(d, IR_ERR_RUNTIME, err);
+  if (rc == 0 && rank == 0) {
+    /* What each rank's window saved: the share of the image its renderer traced. */
+    double image_pixels = (double)o->width * (double)o->height, most = 0.0, sum = 0.0;
+    for (int r = 0; r < ranks; r++) {
+      most = traced_all[r] > most ? traced_all[r] : most;
+      sum += traced_all[r];
+    }
+    printf("pixels traced per rank (its brick's window, the last frame): %.1f %% of the image on average, "
+           "%.1f %% at most\n", 100.0 * sum / ranks / image_pixels, 100.0 * most / image_pixels);
+  }
+  free(traced);
+  free(traced_all);
   if (rc == 0 && rank == 0)
     printf("time to the first frame: %.3f s (header, bricks loaded and uploaded, compositing set up, one frame)\n",
            first_frame_ms / 1000.0);
   /* The last frame to host memory (for --png), timed on its own: frames end on rank 0's GPU. */
   if (rc == 0 && rank == 0 && image) {
-    char err[IR_ERR_LEN] = "";
     double t0 = now_ms();
     ir_status status = ir_dist_scene_read_image(scene, image, err);
     if (status != IR_OK) return fail(d, status, err);
@@ -190,7 +215,7 @@ static int run(ir_dist *d, const app_dist_options *o) {
       rc = 2;
     } else {
       fputs("isovalue,ranks,frame,view,azimuth,pipeline,method,width,height,total_ms,render_ms,gather_ms,"
-            "composite_ms\n", csv);
+            "composite_ms,wait_ms\n", csv);
     }
   }
   rc = ir_dist_agree(d, rc);

@@ -134,10 +134,14 @@ typedef struct ir_dist_frame_stats {
   double render_ms;    /* this rank's brick: ir_render_frame, to the end of its GPU work */
   double gather_ms;    /* host path: colour and depth to host memory, packed into words; NCCL
                           path: the packing kernel */
+  double wait_ms;      /* this rank's wait for the slowest one before compositing (the ranks
+                          agree that every brick was drawn): render imbalance, not compositing */
   double composite_ms; /* the reduction or the translucent blend, on the host (MPI) or the GPUs
-                          (NCCL), waiting for slower ranks included; the frame ends in rank 0's
+                          (NCCL), from the moment every rank is ready; the frame ends in rank 0's
                           memory (its GPU's on the NCCL path), unpacked only where it is read */
   double total_ms;
+  double pixels_traced; /* the pixels of this rank's window (its brick's projection), whose rays
+                           its renderer traced; the others are background for it */
 } ir_dist_frame_stats;
 
 /* Reads the whole volume's header, decomposes it over the ranks, loads this rank's brick and

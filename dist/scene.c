@@ -331,6 +331,7 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   double t2 = ir_dist_now_ms();
   /* A rank that failed must not leave the others waiting in the reduction. */
   int worst = ranks > 1 ? ir_dist_agree(s->d, (int)st) : (int)st;
+  double t_ready = ir_dist_now_ms(); /* every rank has drawn and packed its brick */
   if (worst != IR_OK) {
     if (st == IR_OK) snprintf(err, IR_ERR_LEN, "another rank failed to render its brick (its message is above)");
     return (ir_status)worst;
@@ -353,8 +354,11 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   if (st == IR_OK && rank == 0 && rgba) st = ir_dist_scene_read_image(s, rgba, err);
   local.render_ms = t1 - t0;
   local.gather_ms = t2 - t1;
-  local.composite_ms = t3 - t2;
+  local.wait_ms = t_ready - t2;
+  local.composite_ms = t3 - t_ready;
   local.total_ms = t3 - t0;
+  local.pixels_traced = f.window_on ? (double)(f.window[2] - f.window[0]) * (double)(f.window[3] - f.window[1])
+                                    : (double)pixels;
   if (stats) *stats = local;
   return st;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Distributed (sort-last, MPI) frame times on one machine: the same volume and views over 1, 2
 # and 4 ranks (all ranks on GPU rank % devices, so on a one-GPU machine they share it), and a
-# table of the frame time and its phases (render, gather, composite) per rank count.
+# table of the frame time and its phases (render, gather, composite, wait) per rank count.
 # Usage: scripts/dist-bench.sh [RANKS...]            (default: 1 2 4)
 #        scripts/dist-bench.sh matrix                 the scaling matrix on a machine with 2 or 4
 #   GPUs, one rank per GPU (ranks 1, 2, 4 up to the GPUs there), printed as one table with the card:
@@ -115,12 +115,13 @@ if ((matrix)); then
   {
     echo "$card x $gpus, commit $commit, $(date -u +%F), $frames frames after 3 warm-up, orbit of 8 views, $pipeline," \
          "pixel window ${INKRAY_DIST_WINDOW:-on}"
-    echo "ms means on rank 0's clock; render, gather: slowest rank; composite: rank 0; ranks '-': one process without"
+    echo "ms means on rank 0's clock; render, gather: slowest rank; composite: rank 0 once every rank is ready; wait:"
+    echo "rank 0's wait for the slowest rank (render imbalance); ranks '-': one process without"
     echo "MPI. 1 rank: 'speed-up' is its frame / one process's (N/1p, target <= 1.05). strong: speed-up ="
     echo "1-GPU frame / N-GPU frame, r-ratio = slowest render / (1-GPU render / N) (target <= 1.3);"
     echo "weak: the 'speed-up' column is N-GPU frame / 1-GPU frame (target <= 1.25)."
-    printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %9s %7s %8s %5s  %s\n' scaling volume size scene ranks \
-      frame render gather composite speed-up r-ratio first-s wall compositing
+    printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %8s %9s %7s %8s %5s  %s\n' scaling volume size scene ranks \
+      frame render gather composite wait speed-up r-ratio first-s wall compositing
   } >"$table_file"
   declare -A one_gpu=() one_render=() one_proc=()
   failures=0
@@ -140,7 +141,7 @@ if ((matrix)); then
     else
       "${limit[@]}" "${mpi[@]}" -np "$n" "${cmd[@]}" >"$log" 2>&1 || ok=0
     fi
-    local wall=$((SECONDS - t0)) mean render gather comp first where
+    local wall=$((SECONDS - t0)) mean render gather comp wait first where
     if ((!ok)); then
       failures=$((failures + 1))
       row "$(printf '%-7s %-26s %-10s %-6s %5s  FAILED (%s): %s' "$kind" "$vol" "$sz" "$scene" "$n" "$log" \
@@ -149,9 +150,9 @@ if ((matrix)); then
     fi
     if ((n == 0)); then
       mean=$(awk '/^isovalue +pipeline/ {getline; print $4; exit}' "$log")
-      render=- gather=- comp=- first=- where="one process"
+      render=- gather=- comp=- wait=- first=- where="one process"
     else
-      read -r mean render gather comp < <(awk '/^isovalue +ranks/ {getline; print $3, $7, $8, $9; exit}' "$log") || true
+      read -r mean render gather comp wait < <(awk '/^isovalue +ranks/ {getline; print $3, $7, $8, $9, $10; exit}' "$log") || true
       first=$(awk '/^time to the first frame/ {print $6; exit}' "$log")
       where=$(awk '/^compositing / {sub(/^compositing /, ""); sub(/:.*/, ""); print; exit}' "$log")
     fi
@@ -168,8 +169,8 @@ if ((matrix)); then
       speedup=$(awk -v a="${one_gpu[weak]}" -v b="$mean" 'BEGIN {printf "%.2fx", b / a}')
     fi
     [[ $kind == weak && $n == 1 ]] && one_gpu[weak]=$mean
-    row "$(printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %9s %7s %8s %5s  %s' "$kind" "$vol" "$sz" "$scene" \
-               "${n/#0/-}" "$mean" "$render" "$gather" "$comp" "$speedup" "$ratio" "$first" "${wall}s" "$where")"
+    row "$(printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %8s %9s %7s %8s %5s  %s' "$kind" "$vol" "$sz" "$scene" \
+               "${n/#0/-}" "$mean" "$render" "$gather" "$comp" "$wait" "$speedup" "$ratio" "$first" "${wall}s" "$where")"
   }
   echo "dist-bench matrix: $gpus x $card, ranks ${counts[*]}, $frames frames, $pipeline pipeline, commit $commit"
   if [[ ${TESTS:-0} == 1 ]]; then
@@ -220,11 +221,11 @@ for n in "${ranks_list[@]}"; do
     rows+=("$(printf '%-10s %6s FAILED (see %s)' - "$n" "$log")")
     continue
   fi
-  # The summary row: isovalue ranks mean median p95 fps render gather composite.
+  # The summary row: isovalue ranks mean median p95 fps render gather composite wait.
   row=$(awk '/^isovalue +ranks/ {getline; print; exit}' "$log")
   rows+=("$(printf '%s   (run: %ss wall, loading included)' "$row" "$(( $(date +%s) - t0 ))")")
 done
 echo
 echo "frame time and phases in ms (means over $frames frames; render and gather: slowest rank)"
-printf '%-10s %6s %9s %9s %9s %9s %9s %9s %11s\n' isovalue ranks mean median p95 "FPS mean" render gather composite
+printf '%-10s %6s %9s %9s %9s %9s %9s %9s %11s %9s\n' isovalue ranks mean median p95 "FPS mean" render gather composite wait
 printf '%s\n' "${rows[@]}"

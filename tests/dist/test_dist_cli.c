@@ -109,6 +109,7 @@ static void compare_with_ranks(const char *dir, const char *volume, const char *
   CHECK_STR_CONTAINS(result.output, "render");
   CHECK_STR_CONTAINS(result.output, "composite");
   CHECK_STR_CONTAINS(result.output, "gather");
+  CHECK_STR_CONTAINS(result.output, "wait");
   if (result.status == 0) check_images_agree(one, many);
 }
 
@@ -542,6 +543,14 @@ static void test_the_pixel_window_changes_no_bit_of_the_composited_frame(void) {
       window_env = NULL;
       CHECK_MSG(result.status == 0, "look %d, window %s: exit %d: %s", k, pass ? "off" : "on", result.status,
                 result.output);
+      /* The windows are applied: with them no rank traces the whole image in the first view (every
+       * brick in sight, none around the eye), without them every rank does. */
+      const char *line = strstr(result.output, "pixels traced per rank");
+      const char *at = line ? strstr(line, "on average, ") : NULL;
+      double most = at ? atof(at + strlen("on average, ")) : -1.0;
+      CHECK_MSG(line && at, "look %d: no 'pixels traced' line in: %s", k, result.output);
+      if (pass == 1) CHECK_MSG(most == 100.0, "look %d, window off: a rank traced %.1f %% of the image", k, most);
+      if (pass == 0 && k == 0) CHECK_MSG(most < 100.0, "look 0, window on: a rank traced %.1f %% of the image", most);
     }
     CHECK_MSG(same_file(png[0], png[1]), "look %d: the image differs with the pixel window", k);
     CHECK_MSG(same_file(pfm[0], pfm[1]), "look %d: the depth differs with the pixel window", k);
