@@ -10,7 +10,8 @@
 #   MPI (the 1-rank baseline); weak scaling at 3840x2160 (2048^3 per GPU: 2048^3, 4096x2048x2048,
 #   4096x4096x2048); and, with LARGE=1 on two GPUs of 80 GB, 4096x4096x5120 (80 GiB) over two
 #   ranks (time to the first frame and frame time). FRAMES defaults to 20 there. PARTS picks
-#   among "strong weak large" (default: strong weak, plus large with LARGE=1); TESTS=1 first
+#   among "strong weak large" (default: strong weak, plus large with LARGE=1), SIZES the strong
+#   scaling's image sizes and SCENES its scenes (default "opaque heavy"); TESTS=1 first
 #   builds and runs the distributed GPU tests (NCCL against one process, a killed rank, a rank that
 #   never joins NCCL, the pixel window). Each case ends at CASE_TIMEOUT seconds (default 900);
 #   INKRAY_DIST_WINDOW=off (named in the table's header) has every rank trace the whole image.
@@ -190,7 +191,7 @@ if ((matrix)); then
   [[ ${LARGE:-0} == 1 ]] && parts+="large "
   # The baseline (one process without MPI) for the opaque scene: the 1-rank target's comparison.
   [[ $parts == *" strong "* ]] && for sz in "${sizes[@]}"; do
-    for scene in opaque heavy; do
+    for scene in ${SCENES:-opaque heavy}; do
       [[ $scene == opaque ]] && run_case strong "$strong_volume" "$sz" "$scene" 0
       for n in "${counts[@]}"; do run_case strong "$strong_volume" "$sz" "$scene" "$n"; done
     done
