@@ -114,9 +114,10 @@ int ir_fractal_octaves(size_t n) {
   return octaves;
 }
 
-/* Adds amp * noise over one x row of `count` voxels (fixed y, z in noise units) to acc; freq noise
- * cells span n voxels. */
-static void noise_row(float *acc, size_t count, size_t n, float freq, float ny, float nz, float amp,
+/* Adds amp * noise over voxels first .. first + count - 1 of one x row (fixed y, z in noise
+ * units) to acc[0 .. count - 1]; freq noise cells span n voxels. A voxel's value depends on its
+ * own index only, so a part of a row gets the values of the whole row's voxels there. */
+static void noise_row(float *acc, size_t first, size_t count, size_t n, float freq, float ny, float nz, float amp,
                       uint32_t seed) {
   /* Noise coordinates are never negative, so truncation is floor (and no libm call). */
   int32_t iy = (int32_t)ny, iz = (int32_t)nz;
@@ -124,15 +125,15 @@ static void noise_row(float *acc, size_t count, size_t n, float freq, float ny, 
   float v = fade(fy), w = fade(fz);
   float wyz[4] = {(1 - v) * (1 - w), v * (1 - w), (1 - v) * w, v * w};
   float step = freq / (float)n;
-  size_t i = 0;
-  while (i < count) {
+  size_t i = first, end = first + count;
+  while (i < end) {
     int32_t ix = (int32_t)(((float)i + 0.5f) * step);
     /* The voxels up to i_end share this noise cell. */
     float last = (float)(ix + 1) / step - 0.5f;
     size_t i_end = (size_t)last;
     if ((float)i_end < last) i_end++;
     if (i_end <= i) i_end = i + 1;
-    if (i_end > count) i_end = count;
+    if (i_end > end) i_end = end;
     /* Corner (dx,dy,dz) contributes g.(fx-dx, fy-dy, fz-dz) = gx*fx + (const); summed with the
      * fixed y/z fade weights, the cell is A0*fx+B0 at the x=0 side, A1*fx+B1 at x=1. */
     float a0 = 0, b0 = 0, a1 = 0, b1 = 0;
@@ -151,7 +152,7 @@ static void noise_row(float *acc, size_t count, size_t n, float freq, float ny, 
     for (size_t j = i; j < i_end; j++) {
       float fx = ((float)j + 0.5f) * step - (float)ix;
       float u = fade(fx);
-      acc[j] += amp * ((1 - u) * (a0 * fx + b0) + u * (a1 * fx + b1));
+      acc[j - first] += amp * ((1 - u) * (a0 * fx + b0) + u * (a1 * fx + b1));
     }
     i = i_end;
   }
@@ -172,12 +173,12 @@ typedef struct fractal_job {
   float *scratch[IR_MAX_THREADS];
 } fractal_job;
 
-/* Each row is computed over the whole width (the noise walks cells along x) and the box's
- * part of it kept. */
+/* Each row is computed over the box's part of it only (a rank's brick of a distributed volume
+ * pays for its own voxels, not for the whole width). */
 static void fractal_rows(void *ctx, size_t begin, size_t end, int worker) {
   fractal_job *job = ctx;
   const box_job *b = job->box;
-  size_t n = b->n, width = b->dims[0];
+  size_t n = b->n, width = b->size[0], x0 = b->off[0];
   float *acc = job->scratch[worker];
   /* Noise in units of the longest side; the walls fade at each face of the box itself. */
   float inv_n = 1.0f / (float)n;
@@ -190,17 +191,17 @@ static void fractal_rows(void *ctx, size_t begin, size_t end, int worker) {
     float freq = (float)FRACTAL_BASE_FREQ, amp = 1.0f;
     for (int o = 0; o < job->octaves; o++) {
       /* A different seed per octave keeps octaves from lining up on shared lattice points. */
-      noise_row(acc, width, n, freq, y * freq, z * freq, amp, FRACTAL_SEED + 0x9e3779b9u * (uint32_t)o);
+      noise_row(acc, x0, width, n, freq, y * freq, z * freq, amp, FRACTAL_SEED + 0x9e3779b9u * (uint32_t)o);
       freq *= 2.0f;
       amp *= 0.5f;
     }
     float yz_weight = 255.0f * margin_weight(((float)yi + 0.5f) * inv_dims[1]) *
                       margin_weight(((float)zi + 0.5f) * inv_dims[2]);
     uint8_t *dst = (uint8_t *)b->out + row * b->size[0];
-    for (size_t j = 0; j < b->size[0]; j++) {
-      size_t i = b->off[0] + j;
+    for (size_t j = 0; j < width; j++) {
+      size_t i = x0 + j;
       /* A ridge on the zero set of the fBm: 255 on it, 127.5 at |fBm| = 0.64 FRACTAL_WALL. */
-      float r = acc[i] * (1.0f / (float)FRACTAL_WALL);
+      float r = acc[j] * (1.0f / (float)FRACTAL_WALL);
       float q = 1.0f + r * r;
       float value = yz_weight * margin_weight(((float)i + 0.5f) * inv_dims[0]) / (q * q);
       dst[j] = (uint8_t)(value + 0.5f);
@@ -213,7 +214,7 @@ static ir_status generate_fractal(const box_job *b, char err[IR_ERR_LEN], const 
   fractal_job job = {.box = b, .octaves = ir_fractal_octaves(b->n)};
   int workers = ir_parallel_workers(rows, 16);
   for (int w = 0; w < workers; w++) {
-    job.scratch[w] = malloc(b->dims[0] * sizeof(float));
+    job.scratch[w] = malloc(b->size[0] * sizeof(float));
     if (!job.scratch[w]) {
       for (int k = 0; k < w; k++) free(job.scratch[k]);
       snprintf(err, IR_ERR_LEN, "%s: out of host memory", src);

@@ -138,6 +138,37 @@ static void test_builtin_boxes_equal_the_whole_volume_there(void) {
   }
 }
 
+/* The fractal computes a row only over its box's part: every start along x, on volumes whose
+ * noise cells are a fraction of a voxel off whole widths at every octave (the start may fall on
+ * any voxel of a cell, its first or last included), gives the whole row's values there. */
+static void test_fractal_rows_from_any_start_equal_the_whole_rows(void) {
+  const char *names[] = {"builtin:fractal:97x3x2", "builtin:fractal:1000x2x2", "builtin:fractal:2051x2x3",
+                         "builtin:fractal:4099x2x2"};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    ir_volume whole;
+    char err[IR_ERR_LEN];
+    CHECK_MSG(load(names[k], &whole, err) == IR_OK, "%s", err);
+    size_t n = whole.dims[0], wrong = 0, starts = 0;
+    for (size_t x0 = 0; x0 < n; x0 += n > 2100 ? 3 : 1, starts++) {
+      ir_volume_desc d = {0};
+      d.region_offset[0] = x0;
+      d.region_offset[1] = 1;
+      d.region_size[0] = x0 % 2 ? n - x0 : (n - x0 < 9 ? n - x0 : 9);
+      d.region_size[1] = d.region_size[2] = 1;
+      ir_volume part;
+      if (load_with(names[k], &d, &part, err) != IR_OK) {
+        CHECK_MSG(false, "%s at x %zu: %s", names[k], x0, err);
+        break;
+      }
+      for (size_t x = 0; x < d.region_size[0]; x++)
+        wrong += ir_volume_value_at(&part, x, 0, 0) != ir_volume_value_at(&whole, x0 + x, 1, 0);
+      ir_volume_free(&part);
+    }
+    CHECK_MSG(wrong == 0, "%s: %zu voxels differ over %zu starts", names[k], wrong, starts);
+    ir_volume_free(&whole);
+  }
+}
+
 /* A box that is not a cube: its dims and name, the cube's features where the cube and the box
  * share a corner region's scale (the fractal's noise is in units of the longest side, so a
  * 64x64x32 box is the 64 cube's noise with the walls faded at its own faces), and values that
@@ -206,6 +237,7 @@ int main(void) {
   RUN(test_nrrd_boxes_attached_detached_gzip_and_per_slice_files);
   RUN(test_metaimage_boxes_attached_and_zlib);
   RUN(test_builtin_boxes_equal_the_whole_volume_there);
+  RUN(test_fractal_rows_from_any_start_equal_the_whole_rows);
   RUN(test_builtin_volumes_take_three_dims);
   RUN(test_boxes_outside_the_volume_are_input_errors);
   RUN(test_header_only_reads_no_voxels);
