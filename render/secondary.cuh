@@ -204,7 +204,7 @@ static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ra
       bool inside = true;
       IR_UNROLL
       for (int b = 0; b < IR_SECONDARY_BATCH; b++) {
-        tbs[b] = fminf(fmaf(kf + (float)b, s->dt, s->t0), s->t1); /* ir_span_t(s, k + b) */
+        tbs[b] = ir_span_t_of(s, kf + (float)b);
         sbs[b] = ir_sample(&p->vol, ir_ray_at(r, tbs[b]));
       }
       IR_UNROLL

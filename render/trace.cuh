@@ -187,9 +187,11 @@ typedef struct ir_span {
   float c0, c1;
 } ir_span;
 
-/* Sample k's t. k_end is the first k whose grid point lies on or past t1 (ir_span_end), so the
- * clamp alone puts every sample from k_end on at t1. */
-static inline IR_HD float ir_span_t(const ir_span *s, int32_t k) { return fminf(fmaf((float)k, s->dt, s->t0), s->t1); }
+/* Sample k's t, with k as a float (whole numbers below 2^24 are exact: a march adds its batch's
+ * offsets to one conversion). k_end is the first k whose grid point lies on or past t1
+ * (ir_span_end), so the clamp alone puts every sample from k_end on at t1. */
+static inline IR_HD float ir_span_t_of(const ir_span *s, float k) { return fminf(fmaf(k, s->dt, s->t0), s->t1); }
+static inline IR_HD float ir_span_t(const ir_span *s, int32_t k) { return ir_span_t_of(s, (float)k); }
 
 /* The first sample on or past t1: from the count of steps that cover [t0, t1], one more where the
  * grid's rounding leaves that count's point short of t1. */
@@ -455,11 +457,11 @@ static inline IR_HD bool ir_march_part_as(const ir_trace_params *p, const ir_ray
   while (k <= kb) {
     if ((mode & IR_TRACE_BOUNDED) && (*budget)-- <= 0) break;
     float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
-    const float kf = (float)k; /* k + j as a float is exact: k is far below 2^24 */
+    const float kf = (float)k;
     bool inside = true;
     IR_UNROLL
     for (int j = 0; j < IR_MARCH_BATCH; j++) {
-      tbs[j] = fminf(fmaf(kf + (float)j, s->dt, s->t0), s->t1); /* ir_span_t(s, k + j) */
+      tbs[j] = ir_span_t_of(s, kf + (float)j);
       sbs[j] = ir_sample(&p->vol, ir_ray_at(r, tbs[j]));
     }
     IR_UNROLL
