@@ -129,6 +129,13 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
     st = ir_renderer_create(&rd, &s->renderer, sub);
     s->pinned = desc->device == IR_DEVICE_GPU;
+    /* A GPU renderer has its own copy (the texture): the host's goes, so that a rank holds its
+     * brick once, not twice (a 2048^3 brick is 8 GiB of host memory). Its header stays. */
+    if (st == IR_OK && desc->device == IR_DEVICE_GPU) {
+      free(s->brick_volume.voxels);
+      s->brick_volume.voxels = NULL;
+      s->brick_volume.bytes = 0;
+    }
   }
   if (st == IR_OK && desc->color_source) {
     /* The same brick of the colour volume (its dims were checked against the header's). */
