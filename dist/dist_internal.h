@@ -31,13 +31,17 @@ bool ir_dist_built_with_nccl(void);
  * Collective; every rank gets the same status. */
 ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, char err[IR_ERR_LEN]);
 void ir_dist_gpu_destroy(ir_dist_gpu *g);
-/* This rank's frame (device RGBA8 and depth, as the renderer left them) packed into words on its
- * GPU; waits for it. */
-ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels,
-                           char err[IR_ERR_LEN]);
+/* This rank's frame (device RGBA8 and depth, as the renderer left them; `pixels` of a `width`-wide
+ * image) packed into words on its GPU; waits for it. With `window` (x0, y0, x1, y1; opaque
+ * frames), only the pixels there (rank 0: the whole frame, into which the others' windows go). */
+ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels, int width,
+                           const int *window, char err[IR_ERR_LEN]);
 /* The packed frames composited onto rank 0's GPU: MIN (order NULL) or "over" in `order` (the
- * ranks front to back). Collective; waits for it, with a deadline. */
-ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, char err[IR_ERR_LEN]);
+ * ranks front to back). Opaque frames packed by windows pass every rank's, windows[r] (the same
+ * on every rank), and only those pixels travel; else NULL. Collective; waits for it, with a
+ * deadline. */
+ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, int width, const int (*windows)[4],
+                                char err[IR_ERR_LEN]);
 /* Rank 0: the composited frame unpacked to RGBA8 (on the GPU) and copied to host memory. */
 ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_LEN]);
 /* Rank 0: the composited words, copied to host memory (keep_depth only). */

@@ -2,15 +2,24 @@
  * finds NCCL (nccl_none.c otherwise); bootstrapped over MPI (rank 0 makes the ncclUniqueId and
  * broadcasts it, ir_dist_broadcast).
  *
- * Every rank packs its frame into 64-bit depth|colour words on its GPU (dist/over.cuh). The
- * image is cut into one chunk of `chunk` words per rank (padded with background words).
- *   opaque:      ncclReduceScatter with ncclMin leaves rank j chunk j of the z-buffer composite;
- *   translucent: every rank sends its chunk j to rank j (grouped ncclSend/ncclRecv, a direct
- *                send like the host path's Alltoallv), and rank j blends the ranks' chunks in
- *                visibility order with the "over" kernel.
- * Then the chunks go to rank 0 (grouped ncclSend/ncclRecv), whose GPU holds the frame: as RGBA8
- * (each rank unpacks its chunk first, 4 bytes a pixel), or as words where the depth is wanted
- * (8 bytes). It is copied to the host only when read (ir_dist_gpu_read_image).
+ * Every rank packs its frame into 64-bit depth|colour words on its GPU (dist/over.cuh).
+ *   opaque:      only the pixels of a rank's window (its brick's projection: the others are
+ *                background for it) travel. Every rank but 0 packs its window's words and sends
+ *                them to rank 0 (grouped ncclSend/ncclRecv, one call), which keeps the nearest
+ *                of each window's words and its own whole frame's (a MIN kernel per window).
+ *                That is one NCCL call and the windows' bytes into rank 0 (on four H100s at
+ *                3840x2160, about 15 % of the image per rank), where a reduce-scatter of the
+ *                whole image and a gather of its parts took two calls and every rank's share
+ *                of every pixel; every rank computes every window from the layout and the
+ *                camera, so no sizes travel.
+ *   translucent: the image is cut into one chunk of `chunk` words per rank (padded with
+ *                background words); every rank sends its chunk j to rank j (grouped
+ *                ncclSend/ncclRecv, a direct send like the host path's Alltoallv), rank j blends
+ *                the ranks' chunks in visibility order with the "over" kernel, and the chunks go
+ *                to rank 0 (grouped ncclSend/ncclRecv): as RGBA8 (each rank unpacks its chunk
+ *                first, 4 bytes a pixel), or as words where the depth is wanted (8 bytes).
+ * The frame ends on rank 0's GPU and is copied to the host only when read
+ * (ir_dist_gpu_read_image).
  *
  * Waits poll the stream and NCCL's asynchronous error with a deadline (INKRAY_DIST_TIMEOUT
  * seconds, default 20): a peer that died or hangs aborts the communicator (ncclCommAbort) and the
@@ -45,7 +54,9 @@ struct ir_dist_gpu {
   cudaStream_t stream;
   size_t chunk_capacity;            /* words per rank the buffers below hold */
   uint64_t *words, *strips, *part;  /* size*chunk, size*chunk, chunk */
-  uint64_t *result;                 /* rank 0: size*chunk, the composited words (keep_depth) */
+  uint64_t *result;                 /* rank 0: size*chunk, the composited words */
+  uint64_t *windows_in;             /* rank 0, opaque: the other ranks' windows, one after another */
+  size_t windows_capacity;          /* words it holds */
   uint32_t *part_color;             /* chunk: this rank's composited chunk as RGBA8 */
   uint32_t *image;                  /* rank 0: size*chunk, the frame as RGBA8 */
   bool keep_depth;                  /* gather the words (8 bytes a pixel), else only colours (4) */
@@ -139,6 +150,25 @@ __global__ void pack_kernel(const uint32_t *__restrict__ rgba, const float *__re
     words[i] = i < pixels ? ir_dist_word(depth[i], rgba[i]) : IR_DIST_BACKGROUND_WORD;
 }
 
+/* The words of a window (x0, y0) of ww x wh pixels of a width-wide frame, row by row. */
+__global__ void pack_window_kernel(const uint32_t *__restrict__ rgba, const float *__restrict__ depth, int width,
+                                   int x0, int y0, int ww, size_t count, uint64_t *__restrict__ words) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
+    size_t p = (size_t)(y0 + (int)(i / (size_t)ww)) * (size_t)width + (size_t)(x0 + (int)(i % (size_t)ww));
+    words[i] = ir_dist_word(depth[p], rgba[p]);
+  }
+}
+
+/* The nearest of each pixel's word and a window's (packed as above). */
+__global__ void min_window_kernel(const uint64_t *__restrict__ words, int width, int x0, int y0, int ww, size_t count,
+                                  uint64_t *__restrict__ frame) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
+    size_t p = (size_t)(y0 + (int)(i / (size_t)ww)) * (size_t)width + (size_t)(x0 + (int)(i % (size_t)ww));
+    uint64_t w = words[i];
+    if (w < frame[p]) frame[p] = w;
+  }
+}
+
 __global__ void over_kernel(const uint64_t *__restrict__ strips, size_t chunk, const int *__restrict__ order,
                             int count, uint64_t *__restrict__ out) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < chunk; i += (size_t)gridDim.x * blockDim.x)
@@ -182,6 +212,9 @@ static void free_buffers(ir_dist_gpu *g) {
   cudaFree(g->result);
   cudaFree(g->part_color);
   cudaFree(g->image);
+  cudaFree(g->windows_in);
+  g->windows_in = NULL;
+  g->windows_capacity = 0;
   g->words = g->strips = g->part = g->result = NULL;
   g->part_color = g->image = NULL;
   g->chunk_capacity = 0;
@@ -308,24 +341,77 @@ static ir_status ensure_buffers(ir_dist_gpu *g, size_t chunk, char err[IR_ERR_LE
   DIST_CUDA(cudaMalloc(&g->part, chunk * sizeof *g->part));
   DIST_CUDA(cudaMalloc(&g->part_color, chunk * sizeof *g->part_color));
   if (g->rank == 0) {
-    if (g->keep_depth) DIST_CUDA(cudaMalloc(&g->result, all * sizeof *g->result));
+    DIST_CUDA(cudaMalloc(&g->result, all * sizeof *g->result));
     DIST_CUDA(cudaMalloc(&g->image, all * sizeof *g->image));
   }
   g->chunk_capacity = chunk;
   return IR_OK;
 }
 
-ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels,
-                           char err[IR_ERR_LEN]) {
+static size_t window_pixels(const int w[4]) { return (size_t)(w[2] - w[0]) * (size_t)(w[3] - w[1]); }
+
+ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels, int width,
+                           const int *window, char err[IR_ERR_LEN]) {
   size_t chunk = (pixels + (size_t)g->size - 1) / (size_t)g->size;
   g->pixels = 0;
   ir_status st = ensure_buffers(g, chunk, err);
   if (st != IR_OK) return st;
   size_t padded = chunk * (size_t)g->size;
-  pack_kernel<<<grid_for(padded), DIST_BLOCK, 0, g->stream>>>((const uint32_t *)rgba, depth, pixels, padded,
-                                                               g->words);
+  if (!window) {
+    pack_kernel<<<grid_for(padded), DIST_BLOCK, 0, g->stream>>>((const uint32_t *)rgba, depth, pixels, padded,
+                                                                 g->words);
+  } else if (g->rank == 0) { /* the whole frame: the windows are composited into it */
+    pack_kernel<<<grid_for(pixels), DIST_BLOCK, 0, g->stream>>>((const uint32_t *)rgba, depth, pixels, pixels,
+                                                                 g->result);
+  } else if (window_pixels(window) > 0) {
+    size_t count = window_pixels(window);
+    pack_window_kernel<<<grid_for(count), DIST_BLOCK, 0, g->stream>>>(
+        (const uint32_t *)rgba, depth, width, window[0], window[1], window[2] - window[0], count, g->words);
+  }
   DIST_CUDA(cudaGetLastError());
   return wait_stream(g, "packing the frame", err);
+}
+
+/* Opaque: the other ranks' windows into rank 0's frame of words (top of the file). */
+static ir_status composite_windows(ir_dist_gpu *g, size_t pixels, int width, const int (*windows)[4],
+                                   char err[IR_ERR_LEN]) {
+  if (g->rank == 0) {
+    size_t total = 0;
+    for (int r = 1; r < g->size; r++) total += window_pixels(windows[r]);
+    if (total > g->windows_capacity) {
+      cudaFree(g->windows_in);
+      g->windows_in = NULL;
+      g->windows_capacity = 0;
+      DIST_CUDA(cudaMalloc(&g->windows_in, total * sizeof *g->windows_in));
+      g->windows_capacity = total;
+    }
+  }
+  DIST_NCCL(ncclGroupStart());
+  size_t at = 0;
+  for (int r = 1; r < g->size; r++) {
+    size_t n = window_pixels(windows[r]);
+    if (n == 0) continue;
+    if (g->rank == 0) DIST_NCCL_IN_GROUP(ncclRecv(g->windows_in + at, n, ncclUint64, r, g->comm, g->stream));
+    else if (g->rank == r) DIST_NCCL_IN_GROUP(ncclSend(g->words, n, ncclUint64, 0, g->comm, g->stream));
+    at += n;
+  }
+  DIST_NCCL(ncclGroupEnd());
+  if (g->rank != 0) return IR_OK;
+  at = 0;
+  for (int r = 1; r < g->size; r++) {
+    const int *w = windows[r];
+    size_t n = window_pixels(w);
+    if (n == 0) continue;
+    min_window_kernel<<<grid_for(n), DIST_BLOCK, 0, g->stream>>>(g->windows_in + at, width, w[0], w[1], w[2] - w[0],
+                                                                  n, g->result);
+    DIST_CUDA(cudaGetLastError());
+    at += n;
+  }
+  if (!g->keep_depth) {
+    unpack_kernel<<<grid_for(pixels), DIST_BLOCK, 0, g->stream>>>(g->result, pixels, g->image);
+    DIST_CUDA(cudaGetLastError());
+  }
+  return IR_OK;
 }
 
 /* The chunks at `from` (chunk elements of `bytes` on each rank) into `to` on rank 0, in rank
@@ -345,13 +431,20 @@ static ir_status gather_to_root(ir_dist_gpu *g, const void *from, void *to, size
   return IR_OK;
 }
 
-ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, char err[IR_ERR_LEN]) {
+ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, int width,
+                                const int (*windows)[4], char err[IR_ERR_LEN]) {
   if (!g->comm) {
     snprintf(err, IR_ERR_LEN, "rank %d: NCCL was aborted by an earlier failure", g->rank);
     return IR_ERR_RUNTIME;
   }
   size_t chunk = (pixels + (size_t)g->size - 1) / (size_t)g->size;
   const uint64_t *mine = g->part;
+  if (windows) {
+    ir_status st = composite_windows(g, pixels, width, windows, err);
+    if (st == IR_OK) st = wait_stream(g, "compositing (NCCL)", err);
+    g->pixels = st == IR_OK && g->rank == 0 ? pixels : 0;
+    return st;
+  }
   if (!order) {
     DIST_NCCL(ncclReduceScatter(g->words, g->part, chunk, ncclUint64, ncclMin, g->comm, g->stream));
   } else {
@@ -392,7 +485,7 @@ ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_
     snprintf(err, IR_ERR_LEN, "rank %d: no composited frame to read", g->rank);
     return IR_ERR_INPUT;
   }
-  if (g->keep_depth) {
+  if (g->keep_depth) { /* the colours were left in the words */
     unpack_kernel<<<grid_for(g->pixels), DIST_BLOCK, 0, g->stream>>>(g->result, g->pixels, g->image);
     DIST_CUDA(cudaGetLastError());
   }

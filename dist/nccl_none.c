@@ -19,12 +19,14 @@ static ir_status unavailable(char err[IR_ERR_LEN]) {
   snprintf(err, IR_ERR_LEN, "built without NCCL");
   return IR_ERR_RUNTIME;
 }
-ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels, char err[IR_ERR_LEN]) {
-  (void)g, (void)rgba, (void)depth, (void)pixels;
+ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels, int width,
+                           const int *window, char err[IR_ERR_LEN]) {
+  (void)g, (void)rgba, (void)depth, (void)pixels, (void)width, (void)window;
   return unavailable(err);
 }
-ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, char err[IR_ERR_LEN]) {
-  (void)g, (void)order, (void)pixels;
+ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, int width, const int (*windows)[4],
+                                char err[IR_ERR_LEN]) {
+  (void)g, (void)order, (void)pixels, (void)width, (void)windows;
   return unavailable(err);
 }
 ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_LEN]) {

@@ -33,6 +33,7 @@ struct ir_dist_scene {
   float *depth;
   uint64_t *words, *result;
   int *order; /* translucent frames: the ranks front to back */
+  int (*windows)[4]; /* opaque frames on the GPUs: every rank's window (brick_window) */
   ir_dist_gpu *gpu; /* compositing on the GPUs through NCCL; NULL: on the host through MPI */
   const char *compositing; /* how frames are composited, for the run's header */
   bool whole_frames; /* INKRAY_DIST_WINDOW=off: trace every pixel, not the brick's window */
@@ -70,6 +71,7 @@ void ir_dist_scene_destroy(ir_dist_scene *s) {
   ir_volume_free(&s->color_brick);
   free_frame_buffers(s);
   free(s->order);
+  free(s->windows);
   free(s);
 }
 
@@ -129,6 +131,13 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
     st = ir_renderer_create(&rd, &s->renderer, sub);
     s->pinned = desc->device == IR_DEVICE_GPU;
+    /* A GPU renderer has its own copy (the texture): the host's goes, so that a rank holds its
+     * brick once, not twice (a 2048^3 brick is 8 GiB of host memory). Its header stays. */
+    if (st == IR_OK && desc->device == IR_DEVICE_GPU) {
+      free(s->brick_volume.voxels);
+      s->brick_volume.voxels = NULL;
+      s->brick_volume.bytes = 0;
+    }
   }
   if (st == IR_OK && desc->color_source) {
     /* The same brick of the colour volume (its dims were checked against the header's). */
@@ -205,13 +214,14 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   const char *window = getenv("INKRAY_DIST_WINDOW");
   s->whole_frames = window && strcmp(window, "off") == 0;
   s->order = malloc((size_t)ir_dist_size(d) * sizeof *s->order);
+  s->windows = malloc((size_t)ir_dist_size(d) * sizeof *s->windows);
   /* The header and the decomposition are the same on every rank, and so are their errors. */
   ir_volume_desc hd = desc->volume;
   hd.header_only = true;
   memset(hd.region_offset, 0, sizeof hd.region_offset);
   memset(hd.region_size, 0, sizeof hd.region_size);
-  ir_status st = s->order ? ir_volume_load(&hd, &s->whole, err) : IR_ERR_RUNTIME;
-  if (!s->order) snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
+  ir_status st = s->order && s->windows ? ir_volume_load(&hd, &s->whole, err) : IR_ERR_RUNTIME;
+  if (!s->order || !s->windows) snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
   if (st == IR_OK && desc->color_source) st = check_color_header(s, desc, err);
   if (st == IR_OK) st = ir_dist_decompose(s->whole.dims, ir_dist_size(d), &s->layout, err);
   if (st == IR_OK) {
@@ -258,28 +268,33 @@ static ir_status ensure_buffers(ir_dist_scene *s, size_t pixels, char err[IR_ERR
  * through the brick volume's origin (render/camera.c). Only the pixels whose rays may meet the
  * drawn box are traced (ir_camera_box_window, within the frame's own window if it has one): the
  * others would be background with depth +INF anyway, which the renderer writes for them. */
-static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *frame) {
-  ir_frame_desc f = *frame;
-  double box_lo[3], box_hi[3];
+/* The part of brick b that is drawn, in the whole volume's voxels: its box within the frame's own
+ * clip box (an empty box where they do not meet). */
+static void drawn_box(const ir_frame_desc *frame, const ir_dist_brick *b, float lo[3], float hi[3]) {
   bool user_box = false;
   for (int k = 0; k < 3; k++) user_box = user_box || frame->clip_lo[k] != 0.0f || frame->clip_hi[k] != 0.0f;
   for (int k = 0; k < 3; k++) {
-    double shift = (double)s->brick.load_lo[k] * (double)s->whole.spacing[k];
-    f.camera.eye[k] = (float)((double)frame->camera.eye[k] - shift);
-    f.camera.target[k] = (float)((double)frame->camera.target[k] - shift);
-    float lo = s->brick.clip_lo[k], hi = s->brick.clip_hi[k];
+    lo[k] = b->clip_lo[k];
+    hi[k] = b->clip_hi[k];
     if (user_box) {
-      lo = fmaxf(lo, frame->clip_lo[k]);
-      hi = fminf(hi, frame->clip_hi[k]);
-      if (hi < lo) hi = lo;
+      lo[k] = fmaxf(lo[k], frame->clip_lo[k]);
+      hi[k] = fminf(hi[k], frame->clip_hi[k]);
+      if (hi[k] < lo[k]) hi[k] = lo[k];
     }
-    f.clip_lo[k] = lo - (float)s->brick.load_lo[k];
-    f.clip_hi[k] = hi - (float)s->brick.load_lo[k];
-    box_lo[k] = (double)lo * (double)s->whole.spacing[k];
-    box_hi[k] = (double)hi * (double)s->whole.spacing[k];
   }
-  if (s->whole_frames) return f;
-  int w[4];
+}
+
+/* The pixels whose rays may meet brick b's drawn part (ir_camera_box_window), within the frame's
+ * own window if it has one; the others are background for b. Every rank computes the same
+ * rectangle for the same brick and frame. */
+static void brick_window(const ir_dist_scene *s, const ir_frame_desc *frame, const ir_dist_brick *b, int w[4]) {
+  float lo[3], hi[3];
+  drawn_box(frame, b, lo, hi);
+  double box_lo[3], box_hi[3];
+  for (int k = 0; k < 3; k++) {
+    box_lo[k] = (double)lo[k] * (double)s->whole.spacing[k];
+    box_hi[k] = (double)hi[k] * (double)s->whole.spacing[k];
+  }
   ir_camera_box_window(&frame->camera, frame->width, frame->height, box_lo, box_hi, w);
   if (frame->window_on) {
     w[0] = w[0] > frame->window[0] ? w[0] : frame->window[0];
@@ -288,8 +303,22 @@ static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *fr
     w[3] = w[3] < frame->window[3] ? w[3] : frame->window[3];
     if (w[2] < w[0] || w[3] < w[1]) w[0] = w[1] = w[2] = w[3] = 0;
   }
+}
+
+static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *frame) {
+  ir_frame_desc f = *frame;
+  float lo[3], hi[3];
+  drawn_box(frame, &s->brick, lo, hi);
+  for (int k = 0; k < 3; k++) {
+    double shift = (double)s->brick.load_lo[k] * (double)s->whole.spacing[k];
+    f.camera.eye[k] = (float)((double)frame->camera.eye[k] - shift);
+    f.camera.target[k] = (float)((double)frame->camera.target[k] - shift);
+    f.clip_lo[k] = lo[k] - (float)s->brick.load_lo[k];
+    f.clip_hi[k] = hi[k] - (float)s->brick.load_lo[k];
+  }
+  if (s->whole_frames) return f;
   f.window_on = true;
-  memcpy(f.window, w, sizeof w);
+  brick_window(s, frame, &s->brick, f.window);
   return f;
 }
 
@@ -318,10 +347,19 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   if (st == IR_OK) st = ir_render_frame(s->renderer, &f, &rs, sub);
   if (sub[0]) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   double t1 = ir_dist_now_ms();
-  /* One rank: the frame is finished where the renderer left it. */
+  /* One rank: the frame is finished where the renderer left it. Opaque frames on the GPUs send
+   * only each brick's window (dist/nccl.cu). */
+  bool translucent = ranks > 1 && frame_is_translucent(frame);
+  bool by_windows = s->gpu && !translucent;
+  if (by_windows)
+    for (int r = 0; r < ranks; r++) {
+      ir_dist_brick b;
+      ir_dist_brick_of(&s->layout, r, &b);
+      brick_window(s, frame, &b, s->windows[r]);
+    }
   if (st == IR_OK && s->gpu)
     st = ir_dist_gpu_pack(s->gpu, ir_render_device_image(s->renderer), ir_render_device_depth(s->renderer), pixels,
-                          err);
+                          frame->width, by_windows ? s->windows[rank] : NULL, err);
   if (st == IR_OK && host) {
     st = ir_render_read_image(s->renderer, s->rgba, sub);
     if (st == IR_OK) st = ir_render_read_depth(s->renderer, s->depth, sub);
@@ -337,14 +375,15 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
     return (ir_status)worst;
   }
   const int *order = NULL;
-  if (ranks > 1 && frame_is_translucent(frame)) {
+  if (translucent) {
     double eye[3];
     for (int k = 0; k < 3; k++) eye[k] = (double)frame->camera.eye[k] / (double)s->whole.spacing[k];
     ir_dist_visibility_order(&s->layout, eye, s->order);
     order = s->order;
   }
   if (s->gpu)
-    st = ir_dist_gpu_composite(s->gpu, order, pixels, err);
+    st = ir_dist_gpu_composite(s->gpu, order, pixels, frame->width, by_windows ? (const int(*)[4])s->windows : NULL,
+                               err);
   else if (host && order)
     st = ir_dist_composite_over(s->d, s->words, order, s->result, pixels, err);
   else if (host)

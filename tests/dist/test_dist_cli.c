@@ -465,6 +465,7 @@ static bool read_pfm(const char *path, int w, int h, float *out) {
 
 /* --depth of a distributed run: rank 0 writes the composited depth, the nearest surface of any
  * brick, which is the depth one process finds (the same rays on the same sample grid). */
+static int depth_ranks = 3;
 static void test_three_ranks_write_the_single_process_depth(void) {
   char dir[64], one[128], many[128];
   make_scratch(dir);
@@ -478,9 +479,10 @@ static void test_three_ranks_write_the_single_process_depth(void) {
   const char *dist[] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
                         "96x96", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--quiet",
                         "--surface", "127.5", "--surface", "60:red", "--depth", many, "builtin:fractal:48", NULL};
-  run_ranks(3, dist, &result);
+  run_ranks(depth_ranks, dist, &result);
   CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
   CHECK_STR_CONTAINS(result.output, "last frame's depth: ");
+  if (composite_env) CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
   static float a[96 * 96], b[96 * 96];
   CHECK_MSG(read_pfm(one, 96, 96, a) && read_pfm(many, 96, 96, b), "cannot read %s or %s", one, many);
   size_t hits = 0, cover_mismatch = 0, close = 0;
@@ -566,13 +568,15 @@ int main(int argc, char **argv) {
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) check_skip_all("no CUDA device");
     gpu_count = count;
     device = "gpu";
+    /* "gpu nccl": only the NCCL part below (the ranks sharing GPUs above it take minutes). */
+    bool nccl_only = argc > 2 && strcmp(argv[2], "nccl") == 0;
     /* The same images on the GPU, with the depth of each place that writes a colour: the multi
      * pipeline's intersection stage and its tail kernel, the single kernel, the paper pipeline
      * (shading stage), the plain caster (whose own march from each cell's entry is close to,
      * not on, the others' sample grid: coverage only, see coverage_only). */
     const char *variants[][2] = {{"multi", "off"}, {"multi", "2000"}, {"single", "auto"}, {"paper", "auto"},
                                  {"plain", "auto"}};
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < (nccl_only ? 0 : 5); k++) {
       pipeline = variants[k][0];
       tail_rays = variants[k][1];
       coverage_only = strcmp(pipeline, "plain") == 0;
@@ -583,8 +587,10 @@ int main(int argc, char **argv) {
     pipeline = "single";
     tail_rays = "auto";
     coverage_only = false;
-    RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
-    RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
+    if (!nccl_only) {
+      RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
+      RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
+    }
     /* One rank per GPU: compositing on the GPUs through NCCL (opaque and translucent), where
      * the machine has two GPUs or more. */
     if (count >= 2) {
@@ -594,6 +600,8 @@ int main(int argc, char **argv) {
       printf("GPU, NCCL compositing over %d and %d ranks\n", translucent_ranks[0], translucent_ranks[1]);
       RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
       RUN(test_gpu_ranks_composite_opaque_frames_through_nccl_like_one_process);
+      depth_ranks = count >= 4 ? 4 : 2; /* the composited depth: rank 0 keeps the words */
+      RUN(test_three_ranks_write_the_single_process_depth);
       window_max_ranks = count;
       RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
       composite_env = NULL;
