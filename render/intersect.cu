@@ -32,8 +32,7 @@ static __global__ void intersect_kernel(const ir_gpu_frame *__restrict__ frame, 
     b.seg[ray].x = (uint32_t)k_done;
     ir_paint_keep(b, ray, pt, alpha_before, first_t); /* translucent hits; shading adds the last */
     if (s == IR_INTERSECT_HIT) {
-      ir_hit_resolve(&p, &r, &h, Mode);
-      ir_vec3 d = ir_hit_differences(&p, &r, h.t, (Mode & IR_TRACE_EXACT) != 0);
+      ir_vec3 d = ir_hit_resolve_differences(&p, &r, &h, Mode);
       b.hit[ray] = make_float4(h.t, d.x, d.y, d.z);
       b.hit_surf[ray] = (uint8_t)h.surf;
     }

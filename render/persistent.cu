@@ -383,9 +383,8 @@ static __device__ __forceinline__ void shade_hits_spread(const ir_trace_params &
     pt.a = as_float(hit[HIT_PA]);
     first_t = as_float(hit[HIT_FIRST]);
     /* ir_end_at_hit up to the lighting */
-    ir_hit_resolve(&p, &r, &h, Mode);
+    ir_vec3 diff = ir_hit_resolve_differences(&p, &r, &h, Mode);
     if (!(first_t < INFINITY)) first_t = h.t;
-    ir_vec3 diff = ir_hit_differences(&p, &r, h.t, (Mode & IR_TRACE_EXACT) != 0);
     base = ir_hit_base(&p, &r, h.t, h.surf, diff);
     L = ir_light_prepare(&p, &r, h.t, h.surf, diff);
     surf = h.surf;

@@ -267,8 +267,8 @@ static inline IR_HD int ir_trace_mode(const ir_trace_params *p) {
 #ifndef IR_NEWTON_STEPS
 #define IR_NEWTON_STEPS 2
 #endif
-static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb, float sb,
-                                    float iso, bool exact) {
+static inline IR_HD float ir_refine_in(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb,
+                                       float sb, float iso, bool exact, ir_exact_cell *cell) {
   float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
   float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
   if (sc == sc) {
@@ -284,7 +284,7 @@ static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, f
   if (!exact) return tc;
   bool a_above = sa >= iso; /* the bracket [ta, tb] narrowed by the texture step */
   for (int i = 0; i < IR_NEWTON_STEPS; i++) {
-    float df, f = ir_sample_exact_along(&p->vol, ir_ray_at(r, tc), r->d, &df) - iso;
+    float df, f = ir_sample_exact_along(&p->vol, ir_ray_at(r, tc), r->d, &df, cell) - iso;
     if (!(f == f) || f == 0.0f) break;
     if ((f >= 0.0f) == a_above) ta = tc;
     else tb = tc;
@@ -295,6 +295,12 @@ static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, f
   return tc;
 }
 
+static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb, float sb,
+                                    float iso, bool exact) {
+  ir_exact_cell cell = ir_exact_cell_none();
+  return ir_refine_in(p, r, ta, sa, tb, sb, iso, exact, &cell);
+}
+
 /* Central differences of the field at the hit, in voxel space: of the exact field, or of the
  * texture unit's samples with texture_refine. */
 static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t, bool exact) {
@@ -303,6 +309,21 @@ static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const i
   return ir_filtered_differences(&p->vol, x);
 #else
   return exact ? ir_exact_differences(&p->vol, x) : ir_filtered_differences(&p->vol, x);
+#endif
+}
+
+/* A crossing refined (ir_refine) and the field's differences there (ir_hit_differences), the
+ * exact ones reading the texels of the last Newton step's cell again only where the refined
+ * crossing left it (ir_exact_cell): 32 texture reads instead of 48 at most hits. */
+static inline IR_HD ir_vec3 ir_refine_differences(const ir_trace_params *p, const ir_ray *r, float ta, float sa,
+                                                  float tb, float sb, float iso, bool exact, float *t) {
+  ir_exact_cell cell = ir_exact_cell_none();
+  *t = ir_refine_in(p, r, ta, sa, tb, sb, iso, exact, &cell);
+#ifdef IR_FILTERED_NORMALS
+  return ir_filtered_differences(&p->vol, ir_ray_at(r, *t));
+#else
+  return exact ? ir_exact_differences_in(&p->vol, ir_ray_at(r, *t), &cell)
+               : ir_filtered_differences(&p->vol, ir_ray_at(r, *t));
 #endif
 }
 
@@ -416,9 +437,8 @@ static inline IR_HD bool ir_segment_hits(const ir_trace_params *p, const ir_ray 
       hit->sb = sb;
       return true;
     }
-    tc = ir_refine(p, r, ta, sa, tb, sb, iso, (mode & IR_TRACE_EXACT) != 0);
-    ir_paint_add(pt, ir_hit_color(p, r, tc, i, ir_hit_differences(p, r, tc, (mode & IR_TRACE_EXACT) != 0), mode),
-                 p->surf_alpha[i]);
+    ir_vec3 diff = ir_refine_differences(p, r, ta, sa, tb, sb, iso, (mode & IR_TRACE_EXACT) != 0, &tc);
+    ir_paint_add(pt, ir_hit_color(p, r, tc, i, diff, mode), p->surf_alpha[i]);
     if (!(*first_t < INFINITY)) *first_t = tc;
   }
   return false;
@@ -591,11 +611,19 @@ static inline IR_HD void ir_hit_resolve(const ir_trace_params *p, const ir_ray *
   h->t = ir_refine(p, r, h->ta, h->sa, h->tb, h->sb, p->iso.v[h->surf], (mode & IR_TRACE_EXACT) != 0);
 }
 
+/* ir_hit_resolve and the differences at the resolved hit, sharing the exact reads of the hit's
+ * cell (ir_refine_differences). */
+static inline IR_HD ir_vec3 ir_hit_resolve_differences(const ir_trace_params *p, const ir_ray *r, ir_hit *h,
+                                                       int mode) {
+  return ir_refine_differences(p, r, h->ta, h->sa, h->tb, h->sb, p->iso.v[h->surf], (mode & IR_TRACE_EXACT) != 0,
+                               &h->t);
+}
+
 static inline IR_HD uint32_t ir_end_at_hit(const ir_trace_params *p, const ir_ray *r, ir_hit h, ir_paint *pt,
                                            float *first_t, int mode) {
-  ir_hit_resolve(p, r, &h, mode);
+  ir_vec3 diff = ir_hit_resolve_differences(p, r, &h, mode);
   if (!(*first_t < INFINITY)) *first_t = h.t;
-  return ir_finish_hit(p, r, h, ir_hit_differences(p, r, h.t, (mode & IR_TRACE_EXACT) != 0), pt, mode);
+  return ir_finish_hit(p, r, h, diff, pt, mode);
 }
 
 /* The whole pipeline for one pixel with a local stack of IR_BVH_MAX_LEVELS entries; returns

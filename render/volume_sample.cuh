@@ -127,16 +127,46 @@ static inline IR_HD int ir_cell_axis(float x, int n, float *w) {
   return (int)f;
 }
 
+/* The eight texels of the cell from voxel (i, j, k) to (i + 1, j + 1, k + 1), t[z][y][x], kept
+ * between the exact reads at a hit: the Newton steps and the differences at the refined crossing
+ * nearly always fall in one cell, and then read its texels once instead of three times (the same
+ * values, so the same results bit for bit). */
+typedef struct ir_exact_cell {
+  int i, j, k; /* i == INT_MIN: none read yet */
+  float t[2][2][2];
+} ir_exact_cell;
+
+static inline IR_HD ir_exact_cell ir_exact_cell_none(void) {
+  ir_exact_cell c;
+  memset(&c, 0, sizeof c);
+  c.i = c.j = c.k = -2147483647 - 1;
+  return c;
+}
+
+/* Cell (i, j, k)'s texels into *c, unless they are there already. */
+static inline IR_HD void ir_exact_cell_read(const ir_volume_view *v, int i, int j, int k, ir_exact_cell *c) {
+  if (i == c->i && j == c->j && k == c->k) return;
+  c->i = i;
+  c->j = j;
+  c->k = k;
+  for (int z = 0; z < 2; z++)
+    for (int y = 0; y < 2; y++)
+      for (int x = 0; x < 2; x++) c->t[z][y][x] = ir_texel(v, i + x, j + y, k + z);
+}
+
 /* The exact field at p and its derivative along d (voxel space): the trilinear interpolant of
- * p's cell and its gradient there, from the same eight texels. */
-static inline IR_HD float ir_sample_exact_along(const ir_volume_view *v, ir_vec3 p, ir_vec3 d, float *derivative) {
+ * p's cell and its gradient there, from the same eight texels (read into *cell unless it holds
+ * them). */
+static inline IR_HD float ir_sample_exact_along(const ir_volume_view *v, ir_vec3 p, ir_vec3 d, float *derivative,
+                                                ir_exact_cell *cell) {
   float wx, wy, wz;
   int i = ir_cell_axis(p.x, v->dims[0], &wx), j = ir_cell_axis(p.y, v->dims[1], &wy),
       k = ir_cell_axis(p.z, v->dims[2], &wz);
-  float t000 = ir_texel(v, i, j, k), t100 = ir_texel(v, i + 1, j, k);
-  float t010 = ir_texel(v, i, j + 1, k), t110 = ir_texel(v, i + 1, j + 1, k);
-  float t001 = ir_texel(v, i, j, k + 1), t101 = ir_texel(v, i + 1, j, k + 1);
-  float t011 = ir_texel(v, i, j + 1, k + 1), t111 = ir_texel(v, i + 1, j + 1, k + 1);
+  ir_exact_cell_read(v, i, j, k, cell);
+  float t000 = cell->t[0][0][0], t100 = cell->t[0][0][1];
+  float t010 = cell->t[0][1][0], t110 = cell->t[0][1][1];
+  float t001 = cell->t[1][0][0], t101 = cell->t[1][0][1];
+  float t011 = cell->t[1][1][0], t111 = cell->t[1][1][1];
   float c00 = ir_lerp(t000, t100, wx), c10 = ir_lerp(t010, t110, wx);
   float c01 = ir_lerp(t001, t101, wx), c11 = ir_lerp(t011, t111, wx);
   float c0 = ir_lerp(c00, c10, wy), c1 = ir_lerp(c01, c11, wy);
@@ -158,14 +188,12 @@ static inline IR_HD float ir_line_difference(float m1, float a0, float a1, float
  * voxel space: on each axis, the four lines of texels through p's cell along it, interpolated
  * across the other two axes. The lines share the cell's eight texels, so the 48 texels of the
  * twelve lines are 32 reads: the cell's, and one before and one after it on each line. */
-static inline IR_HD ir_vec3 ir_exact_differences(const ir_volume_view *v, ir_vec3 p) {
+static inline IR_HD ir_vec3 ir_exact_differences_in(const ir_volume_view *v, ir_vec3 p, ir_exact_cell *cell) {
   float wx, wy, wz;
   int i = ir_cell_axis(p.x, v->dims[0], &wx), j = ir_cell_axis(p.y, v->dims[1], &wy),
       k = ir_cell_axis(p.z, v->dims[2], &wz);
-  float c[2][2][2]; /* c[z][y][x]: texel (i + x, j + y, k + z) */
-  for (int z = 0; z < 2; z++)
-    for (int y = 0; y < 2; y++)
-      for (int x = 0; x < 2; x++) c[z][y][x] = ir_texel(v, i + x, j + y, k + z);
+  ir_exact_cell_read(v, i, j, k, cell);
+  float(*c)[2][2] = cell->t; /* c[z][y][x]: texel (i + x, j + y, k + z) */
   float l[2][2];
   for (int z = 0; z < 2; z++)
     for (int y = 0; y < 2; y++)
@@ -180,6 +208,11 @@ static inline IR_HD ir_vec3 ir_exact_differences(const ir_volume_view *v, ir_vec
       l[y][x] = ir_line_difference(ir_texel(v, i + x, j + y, k - 1), c[0][y][x], c[1][y][x], ir_texel(v, i + x, j + y, k + 2), wz);
   float gz = ir_lerp(ir_lerp(l[0][0], l[0][1], wx), ir_lerp(l[1][0], l[1][1], wx), wy);
   return ir_v3(gx, gy, gz);
+}
+
+static inline IR_HD ir_vec3 ir_exact_differences(const ir_volume_view *v, ir_vec3 p) {
+  ir_exact_cell cell = ir_exact_cell_none();
+  return ir_exact_differences_in(v, p, &cell);
 }
 
 /* Central differences one voxel apart with the texture unit's samples. */

@@ -32,9 +32,8 @@ static __device__ __forceinline__ void end_at_hit(const ir_trace_params &p, cons
                                                   ir_gpu_counters *counters, uint32_t pixel, const ir_ray &r, ir_hit h,
                                                   ir_paint *pt, float *first_t) {
   if constexpr ((Mode & IR_TRACE_LIGHT) != 0) {
-    ir_hit_resolve(&p, &r, &h, Mode);
+    const ir_vec3 diff = ir_hit_resolve_differences(&p, &r, &h, Mode);
     if (!(*first_t < INFINITY)) *first_t = h.t;
-    const ir_vec3 diff = ir_hit_differences(&p, &r, h.t, (Mode & IR_TRACE_EXACT) != 0);
     const ir_vec3 base = ir_hit_base(&p, &r, h.t, h.surf, diff);
     const ir_light_setup L = ir_light_prepare(&p, &r, h.t, h.surf, diff);
     cg::coalesced_group lanes = cg::coalesced_threads();
