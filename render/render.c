@@ -405,7 +405,7 @@ uint32_t ir_tail_auto(uint32_t rays) {
 int ir_walk_cells_auto(const size_t dims[3], size_t pixels) {
   size_t m = dims[0];
   for (int k = 1; k < 3; k++) m = dims[k] > m ? dims[k] : m;
-  return (double)pixels >= 24.0 * (double)m * (double)m ? IR_WALK_CELLS : IR_BRICK_CELLS;
+  return (double)pixels >= 2.0 * (double)m * (double)m ? IR_WALK_CELLS : IR_BRICK_CELLS;
 }
 
 int ir_frame_step_batches(const ir_frame_desc *f) {

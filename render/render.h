@@ -145,7 +145,7 @@ typedef struct ir_renderer_desc {
 } ir_renderer_desc;
 
 /* The walk's cells for a frame of `pixels` pixels of a volume of these dims: cells of 8 voxels
- * where rays are dense (at least 24 pixels per voxel of the largest face), else 16. Finer cells
+ * where rays are dense (at least 2 pixels per voxel of the largest face), else 16. Finer cells
  * skip more empty space per range read, which pays while many rays share each read; with fewer
  * rays per voxel their extra steps across empty space cost more (docs/render.md). */
 int ir_walk_cells_auto(const size_t dims[3], size_t pixels);
