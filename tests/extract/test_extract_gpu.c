@@ -259,8 +259,9 @@ static void test_pinned_mesh_and_files_from_the_device(void) {
     const char *ext[3] = {"ply", "stl", "obj"};
     for (int k = 0; k < (small_mode ? 3 : 2); k++) {
       char a[600], b[600];
-      snprintf(a, sizeof a, "%s/test_extract_gpu_host.%s", dir, ext[k]);
-      snprintf(b, sizeof b, "%s/test_extract_gpu_device.%s", dir, ext[k]);
+      /* The process id in the names: ctest runs this binary and its memcheck run at once. */
+      snprintf(a, sizeof a, "%s/test_extract_gpu_host_%ld.%s", dir, (long)getpid(), ext[k]);
+      snprintf(b, sizeof b, "%s/test_extract_gpu_device_%ld.%s", dir, (long)getpid(), ext[k]);
       CHECK_MSG(ir_mesh_write(&host, a, err) == IR_OK, "%s", err);
       CHECK_MSG(ir_mesh_write(&dev, b, err) == IR_OK, "%s", err);
       size_t na = 0, nb = 0;
