@@ -9,9 +9,9 @@
  *                of each window's words and its own whole frame's (a MIN kernel per window).
  *                That is one NCCL call and the windows' bytes into rank 0 (on four H100s at
  *                3840x2160, about 15 % of the image per rank), where a reduce-scatter of the
- *                whole image and a gather of its parts took two calls and every rank's share
- *                of every pixel; every rank computes every window from the layout and the
- *                camera, so no sizes travel.
+ *                whole image and a gather of its parts would take two calls and every rank's
+ *                share of every pixel; every rank computes every window from the layout and
+ *                the camera, so no sizes travel.
  *   translucent: the image is cut into one chunk of `chunk` words per rank (padded with
  *                background words); every rank sends its chunk j to rank j (grouped
  *                ncclSend/ncclRecv, a direct send like the host path's Alltoallv), rank j blends
