@@ -150,11 +150,16 @@ __global__ void pack_kernel(const uint32_t *__restrict__ rgba, const float *__re
     words[i] = i < pixels ? ir_dist_word(depth[i], rgba[i]) : IR_DIST_BACKGROUND_WORD;
 }
 
+/* Pixel i of a window at (x0, y0), ww pixels wide, counted row by row: its index in the frame. */
+static __device__ __forceinline__ size_t window_pixel(size_t i, int width, int x0, int y0, int ww) {
+  return (size_t)(y0 + (int)(i / (size_t)ww)) * (size_t)width + (size_t)(x0 + (int)(i % (size_t)ww));
+}
+
 /* The words of a window (x0, y0) of ww x wh pixels of a width-wide frame, row by row. */
 __global__ void pack_window_kernel(const uint32_t *__restrict__ rgba, const float *__restrict__ depth, int width,
                                    int x0, int y0, int ww, size_t count, uint64_t *__restrict__ words) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
-    size_t p = (size_t)(y0 + (int)(i / (size_t)ww)) * (size_t)width + (size_t)(x0 + (int)(i % (size_t)ww));
+    size_t p = window_pixel(i, width, x0, y0, ww);
     words[i] = ir_dist_word(depth[p], rgba[p]);
   }
 }
@@ -163,7 +168,7 @@ __global__ void pack_window_kernel(const uint32_t *__restrict__ rgba, const floa
 __global__ void min_window_kernel(const uint64_t *__restrict__ words, int width, int x0, int y0, int ww, size_t count,
                                   uint64_t *__restrict__ frame) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
-    size_t p = (size_t)(y0 + (int)(i / (size_t)ww)) * (size_t)width + (size_t)(x0 + (int)(i % (size_t)ww));
+    size_t p = window_pixel(i, width, x0, y0, ww);
     uint64_t w = words[i];
     if (w < frame[p]) frame[p] = w;
   }

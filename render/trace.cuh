@@ -12,7 +12,8 @@
  *                     ir_march_part_as marches it in parts that can pause between batches
  *   ir_step_as        a ray's walk and march cut into steps of a budget of batches (the
  *                     persistent pipeline moves rays between threads in between)
- *   ir_refine, ir_hit_resolve  refine a crossing (texture unit, or exact trilinear field)
+ *   ir_refine, ir_hit_resolve_differences  refine a crossing (texture unit, or exact trilinear
+ *                     field) and take the field's differences there
  *   ir_end_at_hit     shade the hit that ends a ray and composite it: the pixel
  *   ir_trace_pixel    the BVH pipeline in one loop (the paper's pipeline on the CPU)
  *   ir_trace_pixel_runs  brick walk + march in one loop (the single kernel, the CPU reference)
@@ -230,7 +231,7 @@ static inline IR_HD void ir_span_range(const ir_span *s, float ta, float tb, int
 /* ---- Hits: refinement, shading, compositing ------------------------------------------------- */
 
 /* A crossing of the surface with isovalue iso.v[surf] at t. */
-/* The hit that ends a ray is refined only once the march is over (ir_hit_resolve): inside the
+/* The hit that ends a ray is refined only once the march is over (ir_hit_resolve_differences): inside the
  * march loop its lanes would refine while the rest of the warp waits. */
 typedef struct ir_hit {
   float t;              /* the linear estimate until resolved, then the refined crossing */
@@ -267,8 +268,8 @@ static inline IR_HD int ir_trace_mode(const ir_trace_params *p) {
 #ifndef IR_NEWTON_STEPS
 #define IR_NEWTON_STEPS 2
 #endif
-static inline IR_HD float ir_refine_in(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb,
-                                       float sb, float iso, bool exact, ir_exact_cell *cell) {
+static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb,
+                                    float sb, float iso, bool exact, ir_exact_cell *cell) {
   float tc = ta + (tb - ta) * ((iso - sa) / (sb - sa));
   float sc = ir_sample(&p->vol, ir_ray_at(r, tc));
   if (sc == sc) {
@@ -295,20 +296,15 @@ static inline IR_HD float ir_refine_in(const ir_trace_params *p, const ir_ray *r
   return tc;
 }
 
-static inline IR_HD float ir_refine(const ir_trace_params *p, const ir_ray *r, float ta, float sa, float tb, float sb,
-                                    float iso, bool exact) {
-  ir_exact_cell cell = ir_exact_cell_none();
-  return ir_refine_in(p, r, ta, sa, tb, sb, iso, exact, &cell);
-}
-
-/* Central differences of the field at the hit, in voxel space: of the exact field, or of the
- * texture unit's samples with texture_refine. */
-static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t, bool exact) {
+/* Central differences of the field at the hit, in voxel space: of the exact field (its cell's
+ * texels from *cell where it holds them), or of the texture unit's samples with texture_refine. */
+static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const ir_ray *r, float t, bool exact,
+                                               ir_exact_cell *cell) {
   ir_vec3 x = ir_ray_at(r, t);
 #ifdef IR_FILTERED_NORMALS /* measuring what the exact differences cost */
   return ir_filtered_differences(&p->vol, x);
 #else
-  return exact ? ir_exact_differences(&p->vol, x) : ir_filtered_differences(&p->vol, x);
+  return exact ? ir_exact_differences(&p->vol, x, cell) : ir_filtered_differences(&p->vol, x);
 #endif
 }
 
@@ -318,13 +314,8 @@ static inline IR_HD ir_vec3 ir_hit_differences(const ir_trace_params *p, const i
 static inline IR_HD ir_vec3 ir_refine_differences(const ir_trace_params *p, const ir_ray *r, float ta, float sa,
                                                   float tb, float sb, float iso, bool exact, float *t) {
   ir_exact_cell cell = ir_exact_cell_none();
-  *t = ir_refine_in(p, r, ta, sa, tb, sb, iso, exact, &cell);
-#ifdef IR_FILTERED_NORMALS
-  return ir_filtered_differences(&p->vol, ir_ray_at(r, *t));
-#else
-  return exact ? ir_exact_differences_in(&p->vol, ir_ray_at(r, *t), &cell)
-               : ir_filtered_differences(&p->vol, ir_ray_at(r, *t));
-#endif
+  *t = ir_refine(p, r, ta, sa, tb, sb, iso, exact, &cell);
+  return ir_hit_differences(p, r, *t, exact, &cell);
 }
 
 /* World-space normal from the differences (towards larger values). */
@@ -606,13 +597,8 @@ typedef struct ir_round_counts {
 } ir_round_counts;
 
 /* The pixel of a ray that ends at hit h, and its depth (the first hit's t). */
-/* Refines the hit that ends a ray (ir_hit). */
-static inline IR_HD void ir_hit_resolve(const ir_trace_params *p, const ir_ray *r, ir_hit *h, int mode) {
-  h->t = ir_refine(p, r, h->ta, h->sa, h->tb, h->sb, p->iso.v[h->surf], (mode & IR_TRACE_EXACT) != 0);
-}
-
-/* ir_hit_resolve and the differences at the resolved hit, sharing the exact reads of the hit's
- * cell (ir_refine_differences). */
+/* Refines the hit that ends a ray (ir_hit) and returns the field's differences there, sharing
+ * the exact reads of the hit's cell (ir_refine_differences). */
 static inline IR_HD ir_vec3 ir_hit_resolve_differences(const ir_trace_params *p, const ir_ray *r, ir_hit *h,
                                                        int mode) {
   return ir_refine_differences(p, r, h->ta, h->sa, h->tb, h->sb, p->iso.v[h->surf], (mode & IR_TRACE_EXACT) != 0,

@@ -188,7 +188,7 @@ static inline IR_HD float ir_line_difference(float m1, float a0, float a1, float
  * voxel space: on each axis, the four lines of texels through p's cell along it, interpolated
  * across the other two axes. The lines share the cell's eight texels, so the 48 texels of the
  * twelve lines are 32 reads: the cell's, and one before and one after it on each line. */
-static inline IR_HD ir_vec3 ir_exact_differences_in(const ir_volume_view *v, ir_vec3 p, ir_exact_cell *cell) {
+static inline IR_HD ir_vec3 ir_exact_differences(const ir_volume_view *v, ir_vec3 p, ir_exact_cell *cell) {
   float wx, wy, wz;
   int i = ir_cell_axis(p.x, v->dims[0], &wx), j = ir_cell_axis(p.y, v->dims[1], &wy),
       k = ir_cell_axis(p.z, v->dims[2], &wz);
@@ -208,11 +208,6 @@ static inline IR_HD ir_vec3 ir_exact_differences_in(const ir_volume_view *v, ir_
       l[y][x] = ir_line_difference(ir_texel(v, i + x, j + y, k - 1), c[0][y][x], c[1][y][x], ir_texel(v, i + x, j + y, k + 2), wz);
   float gz = ir_lerp(ir_lerp(l[0][0], l[0][1], wx), ir_lerp(l[1][0], l[1][1], wx), wy);
   return ir_v3(gx, gy, gz);
-}
-
-static inline IR_HD ir_vec3 ir_exact_differences(const ir_volume_view *v, ir_vec3 p) {
-  ir_exact_cell cell = ir_exact_cell_none();
-  return ir_exact_differences_in(v, p, &cell);
 }
 
 /* Central differences one voxel apart with the texture unit's samples. */

@@ -406,8 +406,7 @@ static void test_light_in_parts_equals_the_whole(void) {
     float first = INFINITY;
     ir_hit h;
     if (!ir_walk_and_march_as(&p, &ray, &sp, 0, NULL, &pt, &first, &h, mode)) continue;
-    ir_hit_resolve(&p, &ray, &h, mode);
-    ir_vec3 diff = ir_hit_differences(&p, &ray, h.t, true);
+    ir_vec3 diff = ir_hit_resolve_differences(&p, &ray, &h, mode);
     ir_vec3 base = ir_hit_base(&p, &ray, h.t, h.surf, diff);
     ir_vec3 whole = ir_light_color(&p, &ray, h.t, h.surf, diff, base);
     ir_light_setup L = ir_light_prepare(&p, &ray, h.t, h.surf, diff);
