@@ -13,11 +13,11 @@
  *   ir_accumulate_pixel  one pixel of the running mean of accumulated frames
  *
  * An occlusion or shadow ray starts half a voxel off the hit along the normal, on the viewer's
- * side, and has its own sample grid: half-voxel steps from its entry into the drawn part of the
- * volume (the clip box cut by the clip plane, ir_ray_clip) to RADIUS voxels (occlusion) or the
- * exit (shadow). A long one walks the primary rays' cells with ir_next_run and marches each run
- * in batches of samples tested in order; a short one (IR_SHORT_RAY_SAMPLES: the occlusion rays)
- * is marched whole, without the walk; a crossing counts where its interpolated t lies in the
+ * side, and has its own sample grid: steps from its entry into the drawn part of the volume (the
+ * clip box cut by the clip plane, ir_ray_clip) to RADIUS voxels (occlusion, one-voxel steps) or
+ * the exit (shadow, half-voxel steps). A long one walks the primary rays' cells with ir_next_run
+ * and marches each run in batches of samples tested in order; a short one (IR_SHORT_RAY_SAMPLES:
+ * the occlusion rays) is marched whole, without the walk; a crossing counts where its interpolated t lies in the
  * drawn part, as for primary rays, and the ray stops at the first opaque one.
  *
  * Sampling: hit h of pixel x in frame f takes the samples [f N, f N + N) of one sequence, the
@@ -35,6 +35,16 @@
 /* How far off the hit a secondary ray starts, voxels along the normal: a sample grid of half
  * voxels starting nearer could see the hit's own surface again in the first segment. */
 #define IR_SECONDARY_OFFSET 0.5f
+
+/* The sample step of an occlusion ray (the finite ones), voxels; a shadow ray (to the exit) steps
+ * half a voxel like a primary ray. An occlusion ray only asks whether anything lies within its
+ * radius, and a hit's occlusion is the mean of N such answers: what one-voxel steps can miss is
+ * a sliver thinner than a voxel along the ray, which changes that mean far less than its sampling
+ * noise, while they read half the samples (13-20 % of a frame with AO 8 + shadows on an H100,
+ * docs/PERFORMANCE.md). A shadow edge is seen whole, so shadow rays keep the fine grid. */
+#ifndef IR_OCCLUSION_STEP_VOXELS
+#define IR_OCCLUSION_STEP_VOXELS 1.0f
+#endif
 
 static inline IR_HD uint32_t ir_float_bits(float f) {
 #ifdef __CUDA_ARCH__
@@ -129,12 +139,13 @@ static inline IR_HD ir_ray ir_secondary_ray(const ir_trace_params *p, ir_vec3 o,
   return r;
 }
 
-/* A secondary ray's sample grid: half-voxel steps from its entry into the drawn part of the
- * volume to t_max or the exit; false when it has nothing to march (all its light passes). */
+/* A secondary ray's sample grid: steps of IR_OCCLUSION_STEP_VOXELS (occlusion rays, t_max
+ * finite) or half a voxel (shadow rays) from its entry into the drawn part of the volume to
+ * t_max or the exit; false when it has nothing to march (all its light passes). */
 static inline IR_HD bool ir_secondary_span(const ir_trace_params *p, const ir_ray *r, float t_max, ir_span *s) {
   float tn, tf;
   if (!ir_ray_clip(p, r, &tn, &tf)) return false;
-  s->dt = ir_ray_step(r);
+  s->dt = (t_max < INFINITY ? IR_OCCLUSION_STEP_VOXELS : IR_STEP_VOXELS) / sqrtf(ir_dot(r->d, r->d));
   s->t0 = s->c0 = tn;
   s->t1 = s->c1 = fminf(tf, t_max);
   if (!(s->t1 > s->t0)) return false;
@@ -159,7 +170,7 @@ static inline IR_HD ir_secondary_state ir_secondary_start(void) {
 }
 
 /* A secondary ray of at most this many samples is marched whole, without the walk: an occlusion
- * ray of the default 16 voxels has 32, starts half a voxel off a surface and so crosses mostly
+ * ray of the default 16 voxels has 16, starts half a voxel off a surface and so crosses mostly
  * valid cells, where setting up the walk and its runs costs more than the samples it skips. The
  * segments marched are a cover of the valid cells' like any other: the same light (trace.cuh,
  * "One sample grid per ray"). */
