@@ -22,20 +22,29 @@
  * (ir_dist_gpu_read_image).
  *
  * Waits poll the stream and NCCL's asynchronous error with a deadline (INKRAY_DIST_TIMEOUT
- * seconds, default 20): a peer that died or hangs aborts the communicator (ncclCommAbort) and the
- * frame fails with one line, instead of the rank waiting forever in a collective. The
- * communicator is non-blocking (ncclConfig_t.blocking = 0) for the same reason: its init returns
- * at once and is polled to the same deadline, so a rank that never joins (dead or hung before
- * NCCL's init) fails the others' init instead of holding them forever; NCCL calls that answer
- * ncclInProgress are polled the same way (settle). A failure after which the ranks may not meet
+ * seconds, default 20): a peer that died or hangs aborts the communicators (ncclCommAbort) and
+ * the frame fails with one line, instead of the rank waiting forever in a collective.
+ *
+ * Two communicators. The ranks first join a non-blocking one (ncclConfig_t.blocking = 0): its
+ * init returns at once and is polled to the deadline, so a rank that never joins (dead or hung
+ * before NCCL's init) fails the others' init instead of holding them forever. The frames then
+ * go through a blocking communicator, made once every rank is in: a non-blocking
+ * communicator hands each group of sends and receives to a thread of NCCL's and answers
+ * ncclInProgress, and polling that to completion cost about 0.1 ms a frame on two H100s, where
+ * a blocking one enqueues the same group in about 0.02 ms (docs/PERFORMANCE.md). What a blocking
+ * call can wait on is its peers (its init, and their connection, made on the first frame): a
+ * watchdog thread ends the process with one line if such a call does not return within the
+ * deadline (the run then ends through mpirun), so no rank hangs there either. A failure after which the ranks may not meet
  * again marks the run broken (ir_dist_mark_broken): no MPI collective waits on the lost rank, and
  * the run ends through MPI_Abort. */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dist/dist_internal.h"
@@ -50,7 +59,8 @@
 struct ir_dist_gpu {
   ir_dist *d;
   int rank, size;
-  ncclComm_t comm;
+  ncclComm_t joined; /* non-blocking: the ranks' join, with a deadline (top of the file) */
+  ncclComm_t comm;   /* blocking, made once all joined: the frames */
   cudaStream_t stream;
   size_t chunk_capacity;            /* words per rank the buffers below hold */
   uint64_t *words, *strips, *part;  /* size*chunk, size*chunk, chunk */
@@ -63,6 +73,13 @@ struct ir_dist_gpu {
   int *order, *host_order;          /* translucent: the ranks front to back (device, pinned) */
   size_t pixels;                    /* of the last composited frame (0: none) */
   double timeout_ms;
+  /* The watchdog of blocking NCCL calls: armed with a deadline and what is waited for. */
+  pthread_t watchdog;
+  bool watchdog_running, watchdog_stop, watch_lock_made;
+  pthread_mutex_t watch_lock;
+  pthread_cond_t watch_wake;
+  double watch_deadline; /* ir_dist_now_ms() clock; 0: disarmed */
+  const char *watch_what;
 };
 
 bool ir_dist_built_with_nccl(void) { return true; }
@@ -79,8 +96,66 @@ static ir_status nccl_fail(char err[IR_ERR_LEN], int rank, ncclResult_t e, const
 /* Gives up on the communicator: aborted, and the run may not meet in a collective again. */
 static void abandon(ir_dist_gpu *g) {
   if (g->comm) ncclCommAbort(g->comm);
-  g->comm = NULL;
+  if (g->joined) ncclCommAbort(g->joined);
+  g->comm = g->joined = NULL;
   ir_dist_mark_broken(g->d);
+}
+
+/* ---- The watchdog of blocking calls ---------------------------------------------------------- */
+static void *watchdog_main(void *arg) {
+  ir_dist_gpu *g = (ir_dist_gpu *)arg;
+  pthread_mutex_lock(&g->watch_lock);
+  while (!g->watchdog_stop) {
+    double now = ir_dist_now_ms();
+    if (g->watch_deadline > 0.0 && now > g->watch_deadline) {
+      /* The caller is stuck inside NCCL and cannot be reached: this process ends, and mpirun
+       * ends the others. */
+      fprintf(stderr, "inkray: rank %d: %s did not finish within %.0f s: a peer rank died or hangs; ending the run\n",
+              g->rank, g->watch_what, g->timeout_ms / 1000.0);
+      fflush(stderr);
+      _exit(1);
+    }
+    /* Asleep until armed, then until the deadline (a spurious or early wake-up looks again). */
+    if (g->watch_deadline > 0.0) {
+      double wait_ms = g->watch_deadline - now + 1.0;
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      long long ns = (long long)ts.tv_nsec + (long long)(wait_ms * 1e6);
+      ts.tv_sec += (time_t)(ns / 1000000000LL);
+      ts.tv_nsec = (long)(ns % 1000000000LL);
+      pthread_cond_timedwait(&g->watch_wake, &g->watch_lock, &ts);
+    } else {
+      pthread_cond_wait(&g->watch_wake, &g->watch_lock);
+    }
+  }
+  pthread_mutex_unlock(&g->watch_lock);
+  return NULL;
+}
+
+static void watch(ir_dist_gpu *g, const char *what) {
+  if (!g->watchdog_running) return;
+  pthread_mutex_lock(&g->watch_lock);
+  g->watch_deadline = ir_dist_now_ms() + g->timeout_ms;
+  g->watch_what = what;
+  pthread_cond_signal(&g->watch_wake);
+  pthread_mutex_unlock(&g->watch_lock);
+}
+
+static void unwatch(ir_dist_gpu *g) {
+  if (!g->watchdog_running) return;
+  pthread_mutex_lock(&g->watch_lock);
+  g->watch_deadline = 0.0;
+  pthread_mutex_unlock(&g->watch_lock);
+}
+
+static void watchdog_end(ir_dist_gpu *g) {
+  if (!g->watchdog_running) return;
+  pthread_mutex_lock(&g->watch_lock);
+  g->watchdog_stop = true;
+  pthread_cond_signal(&g->watch_wake);
+  pthread_mutex_unlock(&g->watch_lock);
+  pthread_join(g->watchdog, NULL);
+  g->watchdog_running = false;
 }
 
 /* Between two polls of a call in progress (`start`: when the wait began): a yield for the first
@@ -93,13 +168,14 @@ static void poll_pause(double start) {
     usleep(200);
 }
 
-/* A non-blocking communicator's call that answered ncclInProgress, polled until it is done (its
- * asynchronous state leaves ncclInProgress) or the deadline passes (ncclInProgress returned). */
-static ncclResult_t settle(ir_dist_gpu *g, ncclResult_t e) {
+/* A call on a non-blocking communicator that answered ncclInProgress, polled on `comm` until it
+ * is done (its asynchronous state leaves ncclInProgress) or the deadline passes (ncclInProgress
+ * returned). */
+static ncclResult_t settle_on(ir_dist_gpu *g, ncclComm_t comm, ncclResult_t e) {
   double start = ir_dist_now_ms();
-  while (e == ncclInProgress && g->comm) {
+  while (e == ncclInProgress && comm) {
     ncclResult_t state = ncclInProgress;
-    ncclResult_t q = ncclCommGetAsyncError(g->comm, &state);
+    ncclResult_t q = ncclCommGetAsyncError(comm, &state);
     if (q != ncclSuccess) return q;
     e = state;
     if (e == ncclInProgress) {
@@ -109,6 +185,7 @@ static ncclResult_t settle(ir_dist_gpu *g, ncclResult_t e) {
   }
   return e;
 }
+static ncclResult_t settle(ir_dist_gpu *g, ncclResult_t e) { return settle_on(g, g->comm, e); }
 
 /* An NCCL call's failure: a call still in progress at the deadline abandons the communicator. */
 static ir_status nccl_call_fail(ir_dist_gpu *g, char err[IR_ERR_LEN], ncclResult_t e, const char *call) {
@@ -126,6 +203,15 @@ static ir_status nccl_call_fail(ir_dist_gpu *g, char err[IR_ERR_LEN], ncclResult
 #define DIST_NCCL(call)                                                                   \
   do {                                                                                    \
     ncclResult_t e_ = settle(g, (call));                                                  \
+    if (e_ != ncclSuccess) return nccl_call_fail(g, err, e_, #call);                     \
+  } while (0)
+/* A call on the blocking communicator that may wait for its peers (their connection, made on
+ * the first frame), under the watchdog. */
+#define DIST_NCCL_WATCHED(call, what)                                                     \
+  do {                                                                                    \
+    watch(g, what);                                                                       \
+    ncclResult_t e_ = settle(g, (call));                                                  \
+    unwatch(g);                                                                           \
     if (e_ != ncclSuccess) return nccl_call_fail(g, err, e_, #call);                     \
   } while (0)
 /* Inside ncclGroupStart .. ncclGroupEnd: a failure closes the group before returning, so that the
@@ -231,10 +317,22 @@ void ir_dist_gpu_destroy(ir_dist_gpu *g) {
   cudaFree(g->order);
   cudaFreeHost(g->host_order);
   if (g->comm) {
-    /* Finalizing flushes the communicator's work with its peers; one that does not finish in
-     * time is aborted instead. */
-    if (settle(g, ncclCommFinalize(g->comm)) == ncclSuccess) ncclCommDestroy(g->comm);
+    /* Finalizing flushes the communicator's work with its peers (blocking: under the watchdog). */
+    watch(g, "closing the NCCL communicator");
+    if (ncclCommFinalize(g->comm) == ncclSuccess) ncclCommDestroy(g->comm);
     else ncclCommAbort(g->comm);
+    unwatch(g);
+  }
+  if (g->joined) {
+    /* The join's communicator never carried a transfer; one whose finalizing does not finish in
+     * time is aborted instead. */
+    if (settle_on(g, g->joined, ncclCommFinalize(g->joined)) == ncclSuccess) ncclCommDestroy(g->joined);
+    else ncclCommAbort(g->joined);
+  }
+  watchdog_end(g);
+  if (g->watch_lock_made) {
+    pthread_mutex_destroy(&g->watch_lock);
+    pthread_cond_destroy(&g->watch_wake);
   }
   if (g->stream) cudaStreamDestroy(g->stream);
   free(g);
@@ -243,6 +341,16 @@ void ir_dist_gpu_destroy(ir_dist_gpu *g) {
 /* Everything but the communicator; a message starting "rank N: " on failure. */
 static ir_status setup_local(ir_dist_gpu *g, char err[IR_ERR_LEN]) {
   DIST_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+  if (pthread_mutex_init(&g->watch_lock, NULL) != 0 || pthread_cond_init(&g->watch_wake, NULL) != 0) {
+    snprintf(err, IR_ERR_LEN, "rank %d: could not set up the watchdog's lock", g->rank);
+    return IR_ERR_RUNTIME;
+  }
+  g->watch_lock_made = true;
+  if (pthread_create(&g->watchdog, NULL, watchdog_main, g) != 0) {
+    snprintf(err, IR_ERR_LEN, "rank %d: could not start the watchdog thread", g->rank);
+    return IR_ERR_RUNTIME;
+  }
+  g->watchdog_running = true;
   DIST_CUDA(cudaMalloc(&g->order, (size_t)g->size * sizeof *g->order));
   DIST_CUDA(cudaMallocHost(&g->host_order, (size_t)g->size * sizeof *g->host_order));
   return IR_OK;
@@ -262,14 +370,14 @@ static ir_status join_communicator(ir_dist_gpu *g, const ncclUniqueId *id, char 
   stall_if_asked(g->rank);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclResult_t e = ncclCommInitRankConfig(&g->comm, g->size, *id, g->rank, &config);
+  ncclResult_t e = ncclCommInitRankConfig(&g->joined, g->size, *id, g->rank, &config);
   if (e != ncclSuccess && e != ncclInProgress) {
     /* Broken too: the peers wait in NCCL's init until the deadline and then skip MPI, so this
      * rank must not wait for them in a collective either. */
     abandon(g);
     return nccl_fail(err, g->rank, e, "ncclCommInitRankConfig");
   }
-  e = settle(g, e);
+  e = settle_on(g, g->joined, e);
   if (e == ncclSuccess) return IR_OK;
   abandon(g);
   if (e == ncclInProgress)
@@ -283,10 +391,23 @@ static ir_status join_communicator(ir_dist_gpu *g, const ncclUniqueId *id, char 
   return IR_ERR_RUNTIME;
 }
 
+/* The frames' blocking communicator, made once every rank has joined (top of the file). Its
+ * init blocks until every rank is in it: watched. */
+static ir_status open_for_frames(ir_dist_gpu *g, const ncclUniqueId *id, char err[IR_ERR_LEN]) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  watch(g, "making the NCCL communicator of the frames");
+  ncclResult_t e = ncclCommInitRankConfig(&g->comm, g->size, *id, g->rank, &config);
+  unwatch(g);
+  if (e == ncclSuccess) return IR_OK;
+  abandon(g);
+  return nccl_fail(err, g->rank, e, "ncclCommInitRankConfig (the frames' communicator)");
+}
+
 /* What rank 0 broadcasts: its status and, when it is IR_OK, the communicator's id. */
 typedef struct boot_message {
   int status;
-  ncclUniqueId id;
+  ncclUniqueId id, frames_id; /* the join's communicator, the frames' */
 } boot_message;
 
 ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, char err[IR_ERR_LEN]) {
@@ -315,6 +436,7 @@ ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, cha
   /* Rank 0's id (or its failure) reaches every rank; no rank enters NCCL's init unless all can. */
   if (rank == 0 && st == IR_OK) {
     ncclResult_t e = ncclGetUniqueId(&boot.id);
+    if (e == ncclSuccess) e = ncclGetUniqueId(&boot.frames_id);
     if (e != ncclSuccess) st = nccl_fail(err, rank, e, "ncclGetUniqueId");
   }
   boot.status = (int)st;
@@ -327,6 +449,10 @@ ir_status ir_dist_gpu_create(ir_dist *d, bool keep_depth, ir_dist_gpu **out, cha
   if (worst == IR_OK) {
     st = join_communicator(g, &boot.id, err);
     worst = ir_dist_agree(d, (int)st); /* broken (no MPI) where a rank never joined */
+  }
+  if (worst == IR_OK) {
+    st = open_for_frames(g, &boot.frames_id, err);
+    worst = ir_dist_agree(d, (int)st);
   }
   if (worst != IR_OK) {
     if (st == IR_OK) snprintf(err, IR_ERR_LEN, "another rank failed to set up NCCL (its message is above)");
@@ -400,7 +526,7 @@ static ir_status composite_windows(ir_dist_gpu *g, size_t pixels, int width, con
     else if (g->rank == r) DIST_NCCL_IN_GROUP(ncclSend(g->words, n, ncclUint64, 0, g->comm, g->stream));
     at += n;
   }
-  DIST_NCCL(ncclGroupEnd());
+  DIST_NCCL_WATCHED(ncclGroupEnd(), "sending frames through NCCL");
   if (g->rank != 0) return IR_OK;
   at = 0;
   for (int r = 1; r < g->size; r++) {
@@ -431,7 +557,7 @@ static ir_status gather_to_root(ir_dist_gpu *g, const void *from, void *to, size
   } else {
     DIST_NCCL_IN_GROUP(ncclSend(from, chunk, type, 0, g->comm, g->stream));
   }
-  DIST_NCCL(ncclGroupEnd());
+  DIST_NCCL_WATCHED(ncclGroupEnd(), "sending frames through NCCL");
   if (g->rank == 0) DIST_CUDA(cudaMemcpyAsync(to, from, chunk * bytes, cudaMemcpyDeviceToDevice, g->stream));
   return IR_OK;
 }
@@ -451,7 +577,8 @@ ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels,
     return st;
   }
   if (!order) {
-    DIST_NCCL(ncclReduceScatter(g->words, g->part, chunk, ncclUint64, ncclMin, g->comm, g->stream));
+    DIST_NCCL_WATCHED(ncclReduceScatter(g->words, g->part, chunk, ncclUint64, ncclMin, g->comm, g->stream),
+                      "sending frames through NCCL");
   } else {
     memcpy(g->host_order, order, (size_t)g->size * sizeof *order);
     DIST_CUDA(cudaMemcpyAsync(g->order, g->host_order, (size_t)g->size * sizeof *order, cudaMemcpyHostToDevice,
@@ -467,7 +594,7 @@ ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels,
       DIST_NCCL_IN_GROUP(ncclSend(g->words + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
       DIST_NCCL_IN_GROUP(ncclRecv(g->strips + (size_t)j * chunk, chunk, ncclUint64, j, g->comm, g->stream));
     }
-    DIST_NCCL(ncclGroupEnd());
+    DIST_NCCL_WATCHED(ncclGroupEnd(), "sending frames through NCCL");
     over_kernel<<<grid_for(chunk), DIST_BLOCK, 0, g->stream>>>(g->strips, chunk, g->order, g->size, g->part);
     DIST_CUDA(cudaGetLastError());
   }
