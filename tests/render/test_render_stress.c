@@ -414,7 +414,7 @@ static void print_look(FILE *out, const look *L) {
 
 /* ---- Checks ------------------------------------------------------------------------------------ */
 typedef struct buffers {
-  uint8_t *img, *ref, *cpu, *plain_ref;
+  uint8_t *img, *ref, *cpu, *plain_ref, *scratch;
   float *depth, *ref_depth, *cpu_depth;
   size_t pixels;
 } buffers;
@@ -462,9 +462,11 @@ static size_t compare_exact(const buffers *b, size_t n, char *why, size_t len) {
   return differ;
 }
 
-/* Within the GPU-against-CPU tolerance (see the top). */
+/* Within the GPU-against-CPU tolerance (see the top). `envelope`: channels the CPU's own image
+ * moves by more than FAR_LEVELS when the tied isovalues are nudged (tie_envelope); a loose frame
+ * may differ by that many. */
 static bool close_to_cpu(const uint8_t *gpu, const uint8_t *cpu, size_t n, bool translucent, bool ties, bool lit,
-                         bool texture, tally *t, char *why, size_t len) {
+                         bool texture, size_t envelope, tally *t, char *why, size_t len) {
   util_image_diff d = util_image_diff_of(gpu, cpu, n, CLOSE_LEVELS, FAR_LEVELS);
   size_t cover_diff = d.cover_diff, both = d.both, close = d.close, far = d.far;
   int worst = d.worst;
@@ -472,20 +474,23 @@ static bool close_to_cpu(const uint8_t *gpu, const uint8_t *cpu, size_t n, bool 
   if (!translucent && worst > t->max_cpu_levels) t->max_cpu_levels = worst;
   if (cover > t->max_cpu_cover) t->max_cpu_cover = cover;
   bool ok;
-  if (translucent) /* test_render_surfaces: at most 1 % of the channels off by more than 8 levels */
-    ok = (double)far <= (lit       ? MAX_FAR_FRACTION_LIT
-                         : ties    ? MAX_FAR_FRACTION_TIES
-                         : texture ? MAX_FAR_FRACTION_TEXTURE
-                                   : MAX_FAR_FRACTION) * 4.0 * (double)n +
-                            4.0 * SMALL_SLACK;
+  if (translucent) { /* test_render_surfaces: at most 1 % of the channels off by more than 8 levels */
+    double allowed = (lit       ? MAX_FAR_FRACTION_LIT
+                      : ties    ? MAX_FAR_FRACTION_TIES
+                      : texture ? MAX_FAR_FRACTION_TEXTURE
+                                : MAX_FAR_FRACTION) * 4.0 * (double)n;
+    if ((double)envelope > allowed) allowed = (double)envelope;
+    ok = (double)far <= allowed + 4.0 * SMALL_SLACK;
+  }
   else
     ok = (double)cover_diff <= MAX_COVER_MISMATCH * (double)n + SMALL_SLACK &&
          (double)(both - close) <= (1.0 - MIN_CLOSE_FRACTION) * (double)both + SMALL_SLACK;
   if (!ok)
     snprintf(why, len,
              "against the CPU (%s tolerance): coverage differs on %zu of %zu pixels; %zu of %zu common hits "
-             "within %d levels (worst %d); %zu channels off by more than %d",
-             translucent ? (lit ? "lit" : ties ? "tie" : texture ? "texture" : "translucent or plane") : "opaque", cover_diff, n, close, both, CLOSE_LEVELS, worst, far, FAR_LEVELS);
+             "within %d levels (worst %d); %zu channels off by more than %d (the CPU's own under a nudge of the tied "
+             "isovalues: %zu)",
+             translucent ? (lit ? "lit" : ties ? "tie" : texture ? "texture" : "translucent or plane") : "opaque", cover_diff, n, close, both, CLOSE_LEVELS, worst, far, FAR_LEVELS, envelope);
   return ok;
 }
 
@@ -527,6 +532,33 @@ static bool frame_has_ties(const ir_frame_desc *f) {
   for (int i = 0; i < f->surface_count; i++)
     if (fabsf(f->surfaces[i].isovalue - nearbyintf(f->surfaces[i].isovalue)) <= 0.01f) return true;
   return false;
+}
+
+/* How far a frame with ties is from its neighbours: the channels of the CPU's image (cpu, just
+ * drawn) that move by more than FAR_LEVELS when each tied isovalue is moved by one part in 10^6
+ * up, and then down (the larger count). That is about the texture unit's rounding of a sample,
+ * which the CPU emulates only in part, so a GPU image may differ as much. Where a tied surface
+ * bounds a plateau of voxels at exactly its value (an isovalue of 1 over a volume whose
+ * background is 0 and 1), the crossings jump from one side of the plateau to the other, and a
+ * translucent stack shows it: seed 31337, frame 320, three translucent surfaces, one at iso 1 on
+ * the uint8 scene, AO 4: the nudge up moves 306 of 740 channels on the CPU, the GPU differed on
+ * 68. 0 on a renderer failure (the comparison then keeps its own rule). */
+static size_t tie_envelope(ir_renderer *cpu_renderer, const ir_frame_desc *f, const uint8_t *cpu, uint8_t *scratch,
+                           size_t n) {
+  size_t most = 0;
+  for (int sign = -1; sign <= 1; sign += 2) {
+    ir_frame_desc g = *f;
+    const float k = 1.0f + (float)sign * 1e-6f;
+    if (fabsf(g.isovalue - nearbyintf(g.isovalue)) <= 0.01f) g.isovalue *= k;
+    for (int i = 0; i < g.surface_count; i++)
+      if (fabsf(g.surfaces[i].isovalue - nearbyintf(g.surfaces[i].isovalue)) <= 0.01f) g.surfaces[i].isovalue *= k;
+    char err[IR_ERR_LEN] = "";
+    if (ir_render_frame(cpu_renderer, &g, NULL, err) != IR_OK || ir_render_read_image(cpu_renderer, scratch, err) != IR_OK)
+      return 0;
+    util_image_diff d = util_image_diff_of(scratch, cpu, n, CLOSE_LEVELS, FAR_LEVELS);
+    if (d.far > most) most = d.far;
+  }
+  return most;
 }
 
 /* An isovalue in the outer tenth of the volume's value range: there the surface breaks into
@@ -785,13 +817,15 @@ static int run_frame(renderers *R, const options *o, const scene *s, long frame,
        * rounding, so edge pixels move; a clip plane's cut moves the crossings beside it by the
        * last bits of float arithmetic; ties (frame_has_ties) move shading. Those frames are held
        * to test_render_surfaces' rule (at most 1 % of the channels off by more than 8 levels; 3 %
-       * with ties or texture refinement), as translucent frames are. */
+       * with ties or texture refinement), as translucent frames are; a frame with ties to as many
+       * as the CPU's own image moves under a nudge of the tied isovalues, if that is more. */
       bool ties = frame_has_ties(f);
       /* Lit frames too: an occlusion or shadow ray that grazes a surface can find its crossing on
        * one side and not the other, which moves that pixel's occlusion by 1/N. */
       bool lit = f->ao_samples > 0 || f->shadows || f->light_on;
       bool loose = frame_translucent(f) || f->texture_refine || f->clip_plane_on || ties || lit || frame_thin(f, s);
-      if (!close_to_cpu(b->img, b->cpu, n, loose, ties, lit, f->texture_refine, t, why, sizeof why)) {
+      size_t envelope = ties ? tie_envelope(R->cpu, &g, b->cpu, b->scratch, n) : 0;
+      if (!close_to_cpu(b->img, b->cpu, n, loose, ties, lit, f->texture_refine, envelope, t, why, sizeof why)) {
         result = 1;
         if (o->verbose) print_cpu_differences(stderr, b, n);
       }
@@ -913,9 +947,10 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < count; i++) most = (size_t)list[i].w * list[i].h > most ? (size_t)list[i].w * list[i].h : most;
   buffers b = {.pixels = most};
   b.img = malloc(most * 4), b.ref = malloc(most * 4), b.cpu = malloc(most * 4), b.plain_ref = malloc(most * 4);
+  b.scratch = malloc(most * 4);
   b.depth = malloc(most * sizeof(float)), b.ref_depth = malloc(most * sizeof(float));
   b.cpu_depth = malloc(most * sizeof(float));
-  if (!b.img || !b.ref || !b.cpu || !b.plain_ref || !b.depth || !b.ref_depth || !b.cpu_depth) {
+  if (!b.img || !b.ref || !b.cpu || !b.plain_ref || !b.scratch || !b.depth || !b.ref_depth || !b.cpu_depth) {
     fprintf(stderr, "out of host memory\n");
     return 1;
   }
@@ -946,7 +981,7 @@ int main(int argc, char **argv) {
   t.total_ms = now_ms() - start;
   print_summary(&o, &t, done);
   destroy_renderers(&R);
-  free(b.img), free(b.ref), free(b.cpu), free(b.plain_ref), free(b.depth), free(b.ref_depth), free(b.cpu_depth);
+  free(b.img), free(b.ref), free(b.cpu), free(b.plain_ref), free(b.scratch), free(b.depth), free(b.ref_depth), free(b.cpu_depth);
   ir_volume_free(&s.volume);
   ir_volume_free(&s.color_volume);
   return t.failures ? 1 : 0;
