@@ -28,11 +28,11 @@
  * the frame is one launch with no BVH update. The tile queue and the frame's counters are
  * double-buffered by frame parity: a launch zeroes the other frame's, so no memset precedes it.
  */
-/* The shading phase traces a hit's secondary rays with the warp's lanes full (the pool's hits
- * are compacted): eight samples in flight per ray pay there, while the single kernel, whose
- * lit warps run part-empty, is faster with four (docs/PERFORMANCE.md). The batch changes no
- * result (secondary.cuh). */
-#define IR_SECONDARY_BATCH 8
+/* The shading phase's secondary rays fetch four samples a batch, as the single kernel's: with
+ * occlusion rays of 16 one-voxel steps, four batches of four measured 3-4 % faster than two of
+ * eight (docs/PERFORMANCE.md); the multi pipeline's compacted steps keep eight. The batch changes
+ * no result (secondary.cuh). */
+#define IR_SECONDARY_BATCH 4
 #include "compaction/compaction_block.cuh"
 #include "render/gpu_internal.cuh"
 
