@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dist/dist_internal.h"
+#include "dist/over.cuh"
 
 struct ir_dist {
   int rank, size;
@@ -22,6 +23,10 @@ struct ir_dist {
   uint64_t *strips, *blended;
   size_t strip_capacity;
   int *counts; /* 4 x size: send counts, send offsets, receive counts, receive offsets */
+  /* Opaque compositing by windows: the other ranks' windows, one after another (rank 0), and the
+   * most words they took so far (every rank: the same, as every rank computes every window). */
+  uint64_t *windows_in;
+  size_t windows_capacity;
 };
 
 bool ir_dist_built_with_mpi(void) { return true; }
@@ -136,6 +141,15 @@ ir_status ir_dist_init(int *argc, char ***argv, ir_dist **out, char err[IR_ERR_L
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+  /* The compositing collectives' counts, here where a failure ends the run before any rank waits
+   * in one of them. */
+  d->counts = malloc(4 * (size_t)d->size * sizeof *d->counts);
+  if (!d->counts) {
+    snprintf(err, IR_ERR_LEN, "rank %d: out of host memory starting MPI", d->rank);
+    if (d->initialized_here) MPI_Abort(MPI_COMM_WORLD, 1);
+    free(d);
+    return IR_ERR_RUNTIME;
+  }
   /* The host's ranks: a rank picks its GPU by its place among them (rank 5 of a job on two hosts
    * of four GPUs is the second on its host), and they watch each other's processes. */
   d->local_rank = 0;
@@ -169,6 +183,7 @@ void ir_dist_finalize(ir_dist *d) {
   free(d->strips);
   free(d->blended);
   free(d->counts);
+  free(d->windows_in);
   free(d);
 }
 
@@ -205,16 +220,49 @@ ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char
   return rc == MPI_SUCCESS ? IR_OK : mpi_fail(err, rc, "MPI_Allreduce (colour range)");
 }
 
-ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
-                             char err[IR_ERR_LEN]) {
-  /* MPI counts are ints: images above 2^31 pixels go in pieces (none are that large today). */
-  const size_t piece = (size_t)1 << 30;
-  for (size_t done = 0; done < pixels; done += piece) {
-    int n = (int)(pixels - done < piece ? pixels - done : piece);
-    int rc = MPI_Reduce(local + done, d->rank == 0 ? result + done : NULL, n, MPI_UINT64_T, MPI_MIN, 0,
-                        MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Reduce (compositing)");
+ir_status ir_dist_composite_windows(ir_dist *d, const uint64_t *local, const int (*windows)[4], int width,
+                                    uint64_t *frame, char err[IR_ERR_LEN]) {
+  int P = d->size;
+  /* Every rank computes every window, so the counts need no exchange. */
+  int *recv_n = d->counts, *recv_at = d->counts + P;
+  size_t total = 0;
+  for (int r = 0; r < P; r++) {
+    size_t n = r == 0 ? 0 : ir_dist_window_count(windows[r]);
+    if (total + n > (size_t)INT_MAX) {
+      snprintf(err, IR_ERR_LEN, "rank %d: the windows of a %d-pixel-wide frame exceed the %d pixels MPI_Gatherv takes",
+               d->rank, width, INT_MAX);
+      return IR_ERR_INPUT;
+    }
+    recv_n[r] = (int)n;
+    recv_at[r] = (int)total;
+    total += n;
   }
+  if (total > d->windows_capacity) {
+    /* Rank 0 grows its buffer and says whether it could: every rank knows when that happens, so
+     * the steady state costs no message. */
+    int ok = 1;
+    if (d->rank == 0) {
+      free(d->windows_in);
+      d->windows_in = malloc(total * sizeof *d->windows_in);
+      ok = d->windows_in != NULL;
+    }
+    int rc = MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Bcast (compositing by windows)");
+    if (!ok) {
+      d->windows_capacity = 0;
+      if (d->rank == 0)
+        snprintf(err, IR_ERR_LEN, "rank 0: out of host memory for %zu pixels of the ranks' windows", total);
+      else
+        snprintf(err, IR_ERR_LEN, "rank %d: rank 0 could not composite (its message is above)", d->rank);
+      return IR_ERR_RUNTIME;
+    }
+    d->windows_capacity = total;
+  }
+  int rc = MPI_Gatherv(local, d->rank == 0 ? 0 : recv_n[d->rank], MPI_UINT64_T, d->windows_in, recv_n, recv_at,
+                       MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Gatherv (compositing by windows)");
+  if (d->rank == 0)
+    for (int r = 1; r < P; r++) ir_dist_min_window(d->windows_in + recv_at[r], width, windows[r], frame);
   return IR_OK;
 }
 
@@ -228,7 +276,6 @@ ir_status ir_dist_composite_over(ir_dist *d, const uint64_t *local, const int *o
   }
   size_t mine_lo = (size_t)d->rank * pixels / (size_t)P, mine = ((size_t)d->rank + 1) * pixels / (size_t)P - mine_lo;
   size_t need = (pixels / (size_t)P + 1) * (size_t)P;
-  if (!d->counts) d->counts = malloc(4 * (size_t)P * sizeof *d->counts);
   if (need > d->strip_capacity) {
     free(d->strips);
     free(d->blended);
@@ -236,7 +283,7 @@ ir_status ir_dist_composite_over(ir_dist *d, const uint64_t *local, const int *o
     d->blended = malloc((pixels / (size_t)P + 1) * sizeof *d->blended);
     d->strip_capacity = d->strips && d->blended ? need : 0;
   }
-  if (!d->counts || !d->strip_capacity) {
+  if (!d->strip_capacity) {
     snprintf(err, IR_ERR_LEN, "rank %d: out of host memory compositing %zu-pixel frames", d->rank, pixels);
     return IR_ERR_RUNTIME;
   }

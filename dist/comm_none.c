@@ -50,16 +50,17 @@ ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char
   return ir_dist_max_to_root(d, in, out, n, err);
 }
 
-ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
-                             char err[IR_ERR_LEN]) {
-  (void)d;
-  (void)err;
-  for (size_t i = 0; i < pixels; i++) result[i] = local[i];
+ir_status ir_dist_composite_windows(ir_dist *d, const uint64_t *local, const int (*windows)[4], int width,
+                                    uint64_t *frame, char err[IR_ERR_LEN]) {
+  /* One rank: its frame is the composite. */
+  (void)d, (void)local, (void)windows, (void)width, (void)frame, (void)err;
   return IR_OK;
 }
 
 ir_status ir_dist_composite_over(ir_dist *d, const uint64_t *local, const int *order, uint64_t *result,
                                  size_t pixels, char err[IR_ERR_LEN]) {
-  (void)order;
-  return ir_dist_reduce_min(d, local, result, pixels, err);
+  /* One rank: its frame is the composite. */
+  (void)d, (void)order, (void)err;
+  for (size_t i = 0; i < pixels; i++) result[i] = local[i];
+  return IR_OK;
 }

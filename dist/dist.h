@@ -3,8 +3,9 @@
  * The volume is split into one brick per MPI rank (balanced along the longest axes); each rank
  * loads only its brick (data/volume.h regions), renders it with the camera of the whole volume
  * moved into the brick's frame and a clip box around the part it owns, and the frames are
- * composited by depth with one MPI_Reduce (MPI_MIN over 64-bit words that pack depth and
- * colour) onto rank 0. docs/distributed.md has the design.
+ * composited by depth onto rank 0: each rank's window (its brick's projection) of 64-bit words
+ * that pack depth and colour, the nearest word per pixel kept (a MIN). docs/distributed.md has
+ * the design.
  *
  * The decomposition and the packing need no MPI (and are what the unit tests pin down); the
  * runtime functions need inkray built with MPI and otherwise return IR_ERR_INPUT saying so.
@@ -72,6 +73,11 @@ void ir_dist_visibility_order(const ir_dist_layout *L, const double eye_voxel[3]
 #define IR_DIST_BACKGROUND UINT64_MAX
 uint64_t ir_dist_pack(float depth, uint32_t rgba);
 void ir_dist_pack_image(const uint8_t *rgba, const float *depth, size_t pixels, uint64_t *words);
+/* The words of a window (x0, y0, x1, y1: pixels x0 <= x < x1, y0 <= y < y1) of a width-wide
+ * frame, row by row. */
+void ir_dist_pack_window(const uint8_t *rgba, const float *depth, int width, const int window[4], uint64_t *words);
+/* The nearest of each pixel's word in `frame` (width-wide) and a window's words (packed as above). */
+void ir_dist_min_window(const uint64_t *words, int width, const int window[4], uint64_t *frame);
 /* Colours of composited words; background words become `background_rgba`. */
 void ir_dist_unpack_image(const uint64_t *words, size_t pixels, uint32_t background_rgba, uint8_t *rgba);
 /* Depths of composited words; +INFINITY on background. */
@@ -103,9 +109,13 @@ int ir_dist_agree(ir_dist *d, int status);
 ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]);
 /* The same on every rank. */
 ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]);
-/* MPI_Reduce with MPI_MIN of `pixels` words onto rank 0 (`result` is used on rank 0 only). */
-ir_status ir_dist_reduce_min(ir_dist *d, const uint64_t *local, uint64_t *result, size_t pixels,
-                             char err[IR_ERR_LEN]);
+/* Opaque compositing by windows onto rank 0: every rank but 0 sends the words of its window
+ * (windows[r], the same on every rank: its brick's projection, outside which its frame is
+ * background) to rank 0 in one MPI_Gatherv, and rank 0 keeps the nearest word of each of their
+ * pixels in `frame`, its own whole frame's words (used on rank 0 only). Only the windows travel,
+ * where a reduction (MPI_Reduce with MPI_MIN) would move every rank's whole image. */
+ir_status ir_dist_composite_windows(ir_dist *d, const uint64_t *local, const int (*windows)[4], int width,
+                                    uint64_t *frame, char err[IR_ERR_LEN]);
 
 /* Translucent compositing onto rank 0 by direct send: the image is cut into one strip of consecutive
  * pixels per rank, every rank sends strip j to rank j (MPI_Alltoallv), which blends the ranks'

@@ -236,16 +236,11 @@ __global__ void pack_kernel(const uint32_t *__restrict__ rgba, const float *__re
     words[i] = i < pixels ? ir_dist_word(depth[i], rgba[i]) : IR_DIST_BACKGROUND_WORD;
 }
 
-/* Pixel i of a window at (x0, y0), ww pixels wide, counted row by row: its index in the frame. */
-static __device__ __forceinline__ size_t window_pixel(size_t i, int width, int x0, int y0, int ww) {
-  return (size_t)(y0 + (int)(i / (size_t)ww)) * (size_t)width + (size_t)(x0 + (int)(i % (size_t)ww));
-}
-
 /* The words of a window (x0, y0) of ww x wh pixels of a width-wide frame, row by row. */
 __global__ void pack_window_kernel(const uint32_t *__restrict__ rgba, const float *__restrict__ depth, int width,
                                    int x0, int y0, int ww, size_t count, uint64_t *__restrict__ words) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
-    size_t p = window_pixel(i, width, x0, y0, ww);
+    size_t p = ir_dist_window_pixel(i, width, x0, y0, ww);
     words[i] = ir_dist_word(depth[p], rgba[p]);
   }
 }
@@ -254,7 +249,7 @@ __global__ void pack_window_kernel(const uint32_t *__restrict__ rgba, const floa
 __global__ void min_window_kernel(const uint64_t *__restrict__ words, int width, int x0, int y0, int ww, size_t count,
                                   uint64_t *__restrict__ frame) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
-    size_t p = window_pixel(i, width, x0, y0, ww);
+    size_t p = ir_dist_window_pixel(i, width, x0, y0, ww);
     uint64_t w = words[i];
     if (w < frame[p]) frame[p] = w;
   }
@@ -479,8 +474,6 @@ static ir_status ensure_buffers(ir_dist_gpu *g, size_t chunk, char err[IR_ERR_LE
   return IR_OK;
 }
 
-static size_t window_pixels(const int w[4]) { return (size_t)(w[2] - w[0]) * (size_t)(w[3] - w[1]); }
-
 ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth, size_t pixels, int width,
                            const int *window, char err[IR_ERR_LEN]) {
   size_t chunk = (pixels + (size_t)g->size - 1) / (size_t)g->size;
@@ -494,8 +487,8 @@ ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth,
   } else if (g->rank == 0) { /* the whole frame: the windows are composited into it */
     pack_kernel<<<grid_for(pixels), DIST_BLOCK, 0, g->stream>>>((const uint32_t *)rgba, depth, pixels, pixels,
                                                                  g->result);
-  } else if (window_pixels(window) > 0) {
-    size_t count = window_pixels(window);
+  } else if (ir_dist_window_count(window) > 0) {
+    size_t count = ir_dist_window_count(window);
     pack_window_kernel<<<grid_for(count), DIST_BLOCK, 0, g->stream>>>(
         (const uint32_t *)rgba, depth, width, window[0], window[1], window[2] - window[0], count, g->words);
   }
@@ -508,7 +501,7 @@ static ir_status composite_windows(ir_dist_gpu *g, size_t pixels, int width, con
                                    char err[IR_ERR_LEN]) {
   if (g->rank == 0) {
     size_t total = 0;
-    for (int r = 1; r < g->size; r++) total += window_pixels(windows[r]);
+    for (int r = 1; r < g->size; r++) total += ir_dist_window_count(windows[r]);
     if (total > g->windows_capacity) {
       cudaFree(g->windows_in);
       g->windows_in = NULL;
@@ -520,7 +513,7 @@ static ir_status composite_windows(ir_dist_gpu *g, size_t pixels, int width, con
   DIST_NCCL(ncclGroupStart());
   size_t at = 0;
   for (int r = 1; r < g->size; r++) {
-    size_t n = window_pixels(windows[r]);
+    size_t n = ir_dist_window_count(windows[r]);
     if (n == 0) continue;
     if (g->rank == 0) DIST_NCCL_IN_GROUP(ncclRecv(g->windows_in + at, n, ncclUint64, r, g->comm, g->stream));
     else if (g->rank == r) DIST_NCCL_IN_GROUP(ncclSend(g->words, n, ncclUint64, 0, g->comm, g->stream));
@@ -531,7 +524,7 @@ static ir_status composite_windows(ir_dist_gpu *g, size_t pixels, int width, con
   at = 0;
   for (int r = 1; r < g->size; r++) {
     const int *w = windows[r];
-    size_t n = window_pixels(w);
+    size_t n = ir_dist_window_count(w);
     if (n == 0) continue;
     min_window_kernel<<<grid_for(n), DIST_BLOCK, 0, g->stream>>>(g->windows_in + at, width, w[0], w[1], w[2] - w[0],
                                                                   n, g->result);

@@ -28,6 +28,15 @@ static inline IR_HD uint64_t ir_dist_word(float depth, uint32_t rgba) {
   return (uint64_t)bits << 32 | rgba;
 }
 
+/* A window (x0, y0, x1, y1) of a frame: its pixel count, and the frame index of its pixel i
+ * counted row by row (the order its words travel in). */
+static inline IR_HD size_t ir_dist_window_count(const int w[4]) {
+  return w[2] > w[0] && w[3] > w[1] ? (size_t)(w[2] - w[0]) * (size_t)(w[3] - w[1]) : 0;
+}
+static inline IR_HD size_t ir_dist_window_pixel(size_t i, int width, int x0, int y0, int ww) {
+  return (size_t)(y0 + (int)(i / (size_t)ww)) * (size_t)width + (size_t)(x0 + (int)(i % (size_t)ww));
+}
+
 /* The word of pixel i composited over `count` layers, layer order[j] (front to back) being the
  * words at layers + order[j] * stride. */
 static inline IR_HD uint64_t ir_dist_over_pixel(const uint64_t *layers, size_t stride, const int *order,

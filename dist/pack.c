@@ -1,5 +1,5 @@
-/* Compositing words: depth and colour in one 64-bit integer, so that MPI's own MIN reduction
- * (any of its algorithms, over any number of ranks) is the z-test of sort-last compositing.
+/* Compositing words: depth and colour in one 64-bit integer, so that a MIN of words is the z-test
+ * of sort-last compositing.
  * IEEE 754 floats that are >= +0 order like their bit patterns read as unsigned integers, and
  * the colour in the low half only breaks exact depth ties (deterministically). Translucent
  * frames are blended instead, in the bricks' visibility order (dist/over.cuh). */
@@ -21,6 +21,24 @@ void ir_dist_pack_image(const uint8_t *rgba, const float *depth, size_t pixels, 
     uint32_t c;
     memcpy(&c, rgba + 4 * i, sizeof c);
     words[i] = ir_dist_pack(depth[i], c);
+  }
+}
+
+void ir_dist_pack_window(const uint8_t *rgba, const float *depth, int width, const int window[4], uint64_t *words) {
+  size_t n = ir_dist_window_count(window);
+  for (size_t i = 0; i < n; i++) {
+    size_t p = ir_dist_window_pixel(i, width, window[0], window[1], window[2] - window[0]);
+    uint32_t c;
+    memcpy(&c, rgba + 4 * p, sizeof c);
+    words[i] = ir_dist_pack(depth[p], c);
+  }
+}
+
+void ir_dist_min_window(const uint64_t *words, int width, const int window[4], uint64_t *frame) {
+  size_t n = ir_dist_window_count(window);
+  for (size_t i = 0; i < n; i++) {
+    size_t p = ir_dist_window_pixel(i, width, window[0], window[1], window[2] - window[0]);
+    if (words[i] < frame[p]) frame[p] = words[i];
   }
 }
 

@@ -347,10 +347,10 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   if (st == IR_OK) st = ir_render_frame(s->renderer, &f, &rs, sub);
   if (sub[0]) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   double t1 = ir_dist_now_ms();
-  /* One rank: the frame is finished where the renderer left it. Opaque frames on the GPUs send
-   * only each brick's window (dist/nccl.cu). */
+  /* One rank: the frame is finished where the renderer left it. Opaque frames send only each
+   * brick's window, through NCCL (dist/nccl.cu) or MPI (ir_dist_composite_windows). */
   bool translucent = ranks > 1 && frame_is_translucent(frame);
-  bool by_windows = s->gpu && !translucent;
+  bool by_windows = ranks > 1 && !translucent;
   if (by_windows)
     for (int r = 0; r < ranks; r++) {
       ir_dist_brick b;
@@ -363,7 +363,11 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   if (st == IR_OK && host) {
     st = ir_render_read_image(s->renderer, s->rgba, sub);
     if (st == IR_OK) st = ir_render_read_depth(s->renderer, s->depth, sub);
-    if (st == IR_OK) ir_dist_pack_image(s->rgba, s->depth, pixels, s->words);
+    /* By windows, rank 0's whole frame is where the others' windows are composited. */
+    if (st == IR_OK && by_windows && rank != 0)
+      ir_dist_pack_window(s->rgba, s->depth, frame->width, s->windows[rank], s->words);
+    else if (st == IR_OK)
+      ir_dist_pack_image(s->rgba, s->depth, pixels, by_windows ? s->result : s->words);
     if (st != IR_OK) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   }
   double t2 = ir_dist_now_ms();
@@ -387,7 +391,7 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   else if (host && order)
     st = ir_dist_composite_over(s->d, s->words, order, s->result, pixels, err);
   else if (host)
-    st = ir_dist_reduce_min(s->d, s->words, s->result, pixels, err);
+    st = ir_dist_composite_windows(s->d, s->words, (const int(*)[4])s->windows, frame->width, s->result, err);
   s->composited = st == IR_OK && rank == 0 ? pixels : 0;
   double t3 = ir_dist_now_ms();
   if (st == IR_OK && rank == 0 && rgba) st = ir_dist_scene_read_image(s, rgba, err);

@@ -4,6 +4,7 @@
  * longest axes, clear errors; depth order of packed words and MIN as the z-test. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dist/dist.h"
 #include "render/ray_math.cuh"
@@ -156,6 +157,49 @@ static void test_packed_words_order_by_depth_and_min_composites(void) {
   CHECK(depth[0] == 4.0f && depth[1] == 2.0f && isinf(depth[2]) && depth[2] > 0.0f);
 }
 
+/* Windows: a rank's words of a 2x2 window of a 4x3 frame travel row by row, and MIN-merging them
+ * into another rank's whole frame gives what merging the whole frames gives (outside its window
+ * a brick's frame is background); an empty window packs and merges nothing. */
+static void test_windows_pack_row_by_row_and_merge_as_whole_frames(void) {
+  enum { W = 4, H = 3, N = W * H };
+  uint8_t a_rgba[4 * N], b_rgba[4 * N];
+  float a_depth[N], b_depth[N];
+  const int window[4] = {1, 1, 3, 3}; /* x 1..2, y 1..2 */
+  for (int i = 0; i < N; i++) {
+    int x = i % W, y = i / W;
+    bool inside = x >= 1 && x < 3 && y >= 1 && y < 3;
+    for (int c = 0; c < 4; c++) a_rgba[4 * i + c] = (uint8_t)(10 * i + c), b_rgba[4 * i + c] = (uint8_t)(100 + i + c);
+    a_depth[i] = (i % 3 == 0) ? INFINITY : 2.0f + (float)i;
+    b_depth[i] = inside && i != 9 ? 1.0f + (float)(i % 4) * 3.0f : INFINITY; /* background outside */
+  }
+  uint64_t words[4], whole_a[N], whole_b[N], merged[N];
+  ir_dist_pack_window(b_rgba, b_depth, W, window, words);
+  const int order[4] = {5, 6, 9, 10}; /* the window's pixels, row by row */
+  for (int k = 0; k < 4; k++) {
+    uint32_t c;
+    memcpy(&c, b_rgba + 4 * order[k], sizeof c);
+    CHECK(words[k] == ir_dist_pack(b_depth[order[k]], c));
+  }
+  ir_dist_pack_image(a_rgba, a_depth, N, whole_a);
+  ir_dist_pack_image(b_rgba, b_depth, N, whole_b);
+  memcpy(merged, whole_a, sizeof merged);
+  ir_dist_min_window(words, W, window, merged);
+  int nearer_b = 0;
+  for (int i = 0; i < N; i++) {
+    uint64_t expect = whole_b[i] < whole_a[i] ? whole_b[i] : whole_a[i];
+    CHECK(merged[i] == expect);
+    nearer_b += merged[i] == whole_b[i] && whole_b[i] != whole_a[i];
+  }
+  CHECK(nearer_b > 0); /* the merge did take some of b's pixels */
+  const int empty[4] = {2, 1, 2, 3};
+  uint64_t untouched = 42;
+  ir_dist_pack_window(b_rgba, b_depth, W, empty, &untouched);
+  CHECK(untouched == 42);
+  memcpy(merged, whole_a, sizeof merged);
+  ir_dist_min_window(words, W, empty, merged);
+  CHECK(memcmp(merged, whole_a, sizeof merged) == 0);
+}
+
 /* The pixel a ray with this premultiplied paint gives (render/trace.cuh, ir_paint_pixel). */
 static uint32_t paint_pixel(const float paint[4]) {
   const float bg[3] = {(IR_BACKGROUND_RGBA & 0xffu) / 255.0f, (IR_BACKGROUND_RGBA >> 8 & 0xffu) / 255.0f,
@@ -297,6 +341,7 @@ int main(void) {
   RUN(test_bricks_are_balanced_along_the_longest_axes);
   RUN(test_bad_rank_counts_and_thin_bricks_are_input_errors);
   RUN(test_packed_words_order_by_depth_and_min_composites);
+  RUN(test_windows_pack_row_by_row_and_merge_as_whole_frames);
   RUN(test_over_blends_layers_in_the_given_order);
   RUN(test_visibility_order_is_front_to_back_along_every_ray);
   RUN(test_launched_size_comes_from_the_launchers_environment);
