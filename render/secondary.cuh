@@ -17,8 +17,9 @@
  * clip box cut by the clip plane, ir_ray_clip) to RADIUS voxels (occlusion, one-voxel steps) or
  * the exit (shadow, half-voxel steps). A long one walks the primary rays' cells with ir_next_run
  * and marches each run in batches of samples tested in order; a short one (IR_SHORT_RAY_SAMPLES:
- * the occlusion rays) is marched whole, without the walk; a crossing counts where its interpolated t lies in the
- * drawn part, as for primary rays, and the ray stops at the first opaque one.
+ * the occlusion rays) is marched whole, without the walk; a crossing counts where its
+ * interpolated t lies in the drawn part, as for primary rays, and the ray stops at the first
+ * opaque one.
  *
  * Sampling: hit h of pixel x in frame f takes the samples [f N, f N + N) of one sequence, the
  * first two dimensions of Sobol' (a (0,2)-sequence: any 2^m consecutive points from a multiple
@@ -40,7 +41,7 @@
  * half a voxel like a primary ray. An occlusion ray only asks whether anything lies within its
  * radius, and a hit's occlusion is the mean of N such answers: what one-voxel steps can miss is
  * a sliver thinner than a voxel along the ray, which changes that mean far less than its sampling
- * noise, while they read half the samples (13-20 % of a frame with AO 8 + shadows on an H100,
+ * noise, while they read half the samples (11-24 % of a frame with AO 8 + shadows on an H100,
  * docs/PERFORMANCE.md). A shadow edge is seen whole, so shadow rays keep the fine grid. */
 #ifndef IR_OCCLUSION_STEP_VOXELS
 #define IR_OCCLUSION_STEP_VOXELS 1.0f
