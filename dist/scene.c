@@ -33,7 +33,7 @@ struct ir_dist_scene {
   float *depth;
   uint64_t *words, *result;
   int *order; /* translucent frames: the ranks front to back */
-  int (*windows)[4]; /* opaque frames on the GPUs: every rank's window (brick_window) */
+  int (*windows)[4]; /* opaque frames over several ranks: every rank's window (brick_window) */
   ir_dist_gpu *gpu; /* compositing on the GPUs through NCCL; NULL: on the host through MPI */
   const char *compositing; /* how frames are composited, for the run's header */
   bool whole_frames; /* INKRAY_DIST_WINDOW=off: trace every pixel, not the brick's window */

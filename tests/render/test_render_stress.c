@@ -527,10 +527,12 @@ static bool frame_translucent(const ir_frame_desc *f) {
 /* An isovalue at (or within 1/100 of) a whole number ties with voxel values of the integer
  * volumes: the crossing then sits on a voxel, where the GPU's and the CPU's last bits of float
  * arithmetic pick the cell and so the normal (the extraction's tests treat ties apart too). */
+static bool isovalue_ties(float iso) { return fabsf(iso - nearbyintf(iso)) <= 0.01f; }
+
 static bool frame_has_ties(const ir_frame_desc *f) {
-  if (fabsf(f->isovalue - nearbyintf(f->isovalue)) <= 0.01f) return true;
+  if (isovalue_ties(f->isovalue)) return true;
   for (int i = 0; i < f->surface_count; i++)
-    if (fabsf(f->surfaces[i].isovalue - nearbyintf(f->surfaces[i].isovalue)) <= 0.01f) return true;
+    if (isovalue_ties(f->surfaces[i].isovalue)) return true;
   return false;
 }
 
@@ -549,9 +551,9 @@ static size_t tie_envelope(ir_renderer *cpu_renderer, const ir_frame_desc *f, co
   for (int sign = -1; sign <= 1; sign += 2) {
     ir_frame_desc g = *f;
     const float k = 1.0f + (float)sign * 1e-6f;
-    if (fabsf(g.isovalue - nearbyintf(g.isovalue)) <= 0.01f) g.isovalue *= k;
+    if (isovalue_ties(g.isovalue)) g.isovalue *= k;
     for (int i = 0; i < g.surface_count; i++)
-      if (fabsf(g.surfaces[i].isovalue - nearbyintf(g.surfaces[i].isovalue)) <= 0.01f) g.surfaces[i].isovalue *= k;
+      if (isovalue_ties(g.surfaces[i].isovalue)) g.surfaces[i].isovalue *= k;
     char err[IR_ERR_LEN] = "";
     if (ir_render_frame(cpu_renderer, &g, NULL, err) != IR_OK || ir_render_read_image(cpu_renderer, scratch, err) != IR_OK)
       return 0;
