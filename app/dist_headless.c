@@ -45,6 +45,12 @@ static const char *method_label(const app_dist_options *o) {
 
 static float view_azimuth(const app_dist_options *o, int view) { return 360.0f * (float)view / (float)o->orbit; }
 
+/* View `view` of the run's orbit: the camera of its frames (and of the bricks' choice). */
+static ir_camera orbit_camera(const ir_volume *whole, int view, const void *ctx) {
+  const app_dist_options *o = ctx;
+  return ir_camera_orbit(whole, view_azimuth(o, view), o->elevation, o->distance, IR_AXIS_NONE);
+}
+
 /* Prints on rank 0 only: the ranks share their errors, and one line is enough. */
 static int fail(const ir_dist *d, int status, const char *err) {
   if (ir_dist_rank(d) == 0 || strncmp(err, "rank ", 5) == 0) fprintf(stderr, "inkray: %s\n", err);
@@ -84,7 +90,7 @@ static int run_frames(ir_dist *d, ir_dist_scene *scene, const app_dist_options *
           .width = o->width,
           .height = o->height,
           .isovalue = (float)isovalues[k],
-          .camera = ir_camera_orbit(whole, view_azimuth(o, view), o->elevation, o->distance, IR_AXIS_NONE),
+          .camera = orbit_camera(whole, view, o),
           .method = (ir_compact_method)o->method,
           .pipeline = (ir_pipeline)o->pipeline,
           .tail_rays = o->tail_rays,
@@ -186,6 +192,9 @@ static int run(ir_dist *d, const app_dist_options *o) {
    * automatic choice could differ between hosts of unlike memory). */
   if (desc.volume.level == IR_LEVEL_AUTO) desc.volume.level = 0;
   desc.keep_depth = o->look && o->look->depth_path;
+  /* The bricks are chosen for the orbit's views (dist.h, ir_dist_decompose_for_views). */
+  desc.view_count = o->orbit, desc.view_width = o->width, desc.view_height = o->height;
+  desc.view_camera = orbit_camera, desc.view_ctx = o;
   if (!desc.volume.source) desc.volume.source = IR_DEFAULT_VOLUME;
   ir_dist_scene *scene = NULL;
   char err[IR_ERR_LEN] = "";
@@ -227,8 +236,9 @@ static int run(ir_dist *d, const app_dist_options *o) {
            o->device == IR_DEVICE_CPU ? "CPU reference" : "GPU (rank r on GPU r % devices)");
     printf("compositing %s: opaque by depth (MIN), translucent by \"over\" in the bricks' visibility order\n",
            ir_dist_scene_compositing(scene));
-    printf("volume %s: %zux%zux%zu %s in %dx%dx%d bricks; rank 0 loaded %zux%zux%zu voxels\n", v->name, v->dims[0],
-           v->dims[1], v->dims[2], ir_voxel_type_name(v->type), L->parts[0], L->parts[1], L->parts[2],
+    printf("volume %s: %zux%zux%zu %s in %dx%dx%d bricks (%s); rank 0 loaded %zux%zux%zu voxels\n", v->name,
+           v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type), L->parts[0], L->parts[1], L->parts[2],
+           ir_dist_scene_bricks_for_views(scene) ? "chosen for the orbit's views" : "along the longest axes",
            b->dims[0], b->dims[1], b->dims[2]);
     printf("%dx%d, %s pipeline, compaction %s, %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg "
            "elevation\n",

@@ -54,6 +54,52 @@ ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out
   return IR_OK;
 }
 
+/* The summed projection of the layout's largest brick over the views (pixels). */
+static double largest_brick_pixels(const ir_dist_layout *L, const float spacing[3], const ir_camera *views, int count,
+                                   int width, int height) {
+  double sum = 0.0;
+  for (int v = 0; v < count; v++) {
+    double largest = 0.0;
+    for (int r = 0; r < L->ranks; r++) {
+      ir_dist_brick b;
+      ir_dist_brick_of(L, r, &b);
+      double lo[3], hi[3];
+      for (int k = 0; k < 3; k++) lo[k] = (double)b.clip_lo[k] * spacing[k], hi[k] = (double)b.clip_hi[k] * spacing[k];
+      double px = ir_camera_box_pixels(&views[v], width, height, lo, hi);
+      largest = px > largest ? px : largest;
+    }
+    sum += largest;
+  }
+  return sum;
+}
+
+ir_status ir_dist_decompose_for_views(const size_t dims[3], const float spacing[3], int ranks, const ir_camera *views,
+                                      int count, int width, int height, ir_dist_layout *out, char err[IR_ERR_LEN]) {
+  ir_status st = ir_dist_decompose(dims, ranks, out, err);
+  if (st != IR_OK || ranks == 1 || count <= 0 || width <= 0 || height <= 0) return st;
+  double best = largest_brick_pixels(out, spacing, views, count, width, height);
+  /* Every grid of bricks whose product is `ranks` (d(ranks)^2 of them at most); a grid must beat
+   * the current choice by 1 % to replace it, so that where the views do not tell the grids apart
+   * the bricks stay near cubes. */
+  for (int a = 1; a <= ranks; a++) {
+    if (ranks % a) continue;
+    for (int b = 1; b <= ranks / a; b++) {
+      if ((ranks / a) % b) continue;
+      ir_dist_layout c = *out;
+      c.parts[0] = a, c.parts[1] = b, c.parts[2] = ranks / a / b;
+      bool thick = true;
+      for (int k = 0; k < 3; k++) thick = thick && dims[k] / (size_t)c.parts[k] >= IR_DIST_MIN_THICKNESS;
+      if (!thick) continue;
+      double score = largest_brick_pixels(&c, spacing, views, count, width, height);
+      if (score < 0.99 * best) {
+        best = score;
+        *out = c;
+      }
+    }
+  }
+  return IR_OK;
+}
+
 void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out) {
   memset(out, 0, sizeof *out);
   out->rank = rank;

@@ -1,6 +1,7 @@
 /* inkray dist module: sort-last distributed rendering over MPI.
  *
- * The volume is split into one brick per MPI rank (balanced along the longest axes); each rank
+ * The volume is split into one brick per MPI rank (balanced along the longest axes, or the grid
+ * whose largest brick covers the fewest pixels in the run's views); each rank
  * loads only its brick (data/volume.h regions), renders it with the camera of the whole volume
  * moved into the brick's frame and a clip box around the part it owns, and the frames are
  * composited by depth onto rank 0: each rank's window (its brick's projection) of 64-bit words
@@ -58,6 +59,15 @@ typedef struct ir_dist_brick {
  * IR_ERR_INPUT with one line for a rank count outside 1..IR_DIST_MAX_RANKS or bricks that would
  * own fewer than IR_DIST_MIN_THICKNESS voxels along an axis. */
 ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out, char err[IR_ERR_LEN]);
+/* The same bricks chosen for the frames they will draw: in sort-last each rank traces the rays
+ * that meet its brick, so the slowest rank's work grows with the largest brick's projection.
+ * Of every grid of `ranks` bricks (parts[0] parts[1] parts[2] = ranks, each brick at least
+ * IR_DIST_MIN_THICKNESS voxels thick), the one whose largest brick covers the fewest pixels summed
+ * over `views` (width x height frames of a volume with `spacing`); ir_dist_decompose's grid unless
+ * another covers 1 % fewer. An orbit around an axis gets slabs across it: their projections stack
+ * in every view instead of overlapping where the orbit looks along a cut. */
+ir_status ir_dist_decompose_for_views(const size_t dims[3], const float spacing[3], int ranks, const ir_camera *views,
+                                      int count, int width, int height, ir_dist_layout *out, char err[IR_ERR_LEN]);
 /* Brick `rank` (0 .. ranks-1) of a layout. */
 void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out);
 /* The ranks front to back for an eye at `eye_voxel` (the whole volume's voxel coordinates, inside
@@ -137,6 +147,14 @@ typedef struct ir_dist_scene_desc {
   bool keep_depth;          /* rank 0 will read the composited depth (ir_dist_scene_last_depth);
                                on the GPUs the frames then travel with it (8 bytes a pixel into
                                rank 0 instead of 4) */
+  /* The run's frames, when known before the bricks are chosen (a headless orbit): view_count
+   * cameras, view i = view_camera(whole, i, view_ctx) for the whole volume's header, of
+   * view_width x view_height frames; the bricks are then ir_dist_decompose_for_views's (and
+   * ir_dist_decompose's with INKRAY_DIST_BRICKS=longest in the environment, for comparing).
+   * view_count 0: ir_dist_decompose's. */
+  int view_count, view_width, view_height;
+  ir_camera (*view_camera)(const ir_volume *whole, int view, const void *view_ctx);
+  const void *view_ctx;
 } ir_dist_scene_desc;
 
 /* Phases of one distributed frame, milliseconds on the host clock of this rank. */
@@ -177,6 +195,8 @@ ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[I
 const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s);
 const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s);
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s);
+/* Whether the layout was chosen for the run's views (ir_dist_scene_desc.view_count). */
+bool ir_dist_scene_bricks_for_views(const ir_dist_scene *s);
 const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s);
 /* One frame of the whole volume: frame->camera and clip plane in the whole volume's world space,
  * its clip box in the whole volume's voxel coordinates (all zero: none), each brick drawing the

@@ -36,6 +36,7 @@ struct ir_dist_scene {
   int (*windows)[4]; /* opaque frames over several ranks: every rank's window (brick_window) */
   ir_dist_gpu *gpu; /* compositing on the GPUs through NCCL; NULL: on the host through MPI */
   const char *compositing; /* how frames are composited, for the run's header */
+  bool bricks_for_views; /* the layout was chosen for the run's views (choose_bricks) */
   bool whole_frames; /* INKRAY_DIST_WINDOW=off: trace every pixel, not the brick's window */
 };
 
@@ -44,6 +45,7 @@ const char *ir_dist_scene_compositing(const ir_dist_scene *s) { return s->compos
 const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s) { return &s->whole; }
 const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s) { return &s->brick_volume; }
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s) { return &s->layout; }
+bool ir_dist_scene_bricks_for_views(const ir_dist_scene *s) { return s->bricks_for_views; }
 const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s) { return &s->brick; }
 
 static void free_frame_buffers(ir_dist_scene *s) {
@@ -200,6 +202,26 @@ static ir_status choose_compositing(ir_dist_scene *s, const ir_dist_scene_desc *
   return st;
 }
 
+/* The bricks: for the run's views where the caller knows them (ir_dist_decompose_for_views),
+ * else along the longest axes. The same on every rank (the same header, views and arithmetic). */
+static ir_status choose_bricks(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
+  const char *rule = getenv("INKRAY_DIST_BRICKS");
+  int ranks = ir_dist_size(s->d), count = desc->view_camera ? desc->view_count : 0;
+  if ((rule && strcmp(rule, "longest") == 0) || count <= 0 || ranks == 1)
+    return ir_dist_decompose(s->whole.dims, ranks, &s->layout, err);
+  ir_camera *views = malloc((size_t)count * sizeof *views);
+  if (!views) {
+    snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(s->d));
+    return IR_ERR_RUNTIME;
+  }
+  for (int i = 0; i < count; i++) views[i] = desc->view_camera(&s->whole, i, desc->view_ctx);
+  ir_status st = ir_dist_decompose_for_views(s->whole.dims, s->whole.spacing, ranks, views, count, desc->view_width,
+                                             desc->view_height, &s->layout, err);
+  s->bricks_for_views = st == IR_OK;
+  free(views);
+  return st;
+}
+
 ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_dist_scene **out,
                                char err[IR_ERR_LEN]) {
   *out = NULL;
@@ -223,7 +245,7 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   ir_status st = s->order && s->windows ? ir_volume_load(&hd, &s->whole, err) : IR_ERR_RUNTIME;
   if (!s->order || !s->windows) snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
   if (st == IR_OK && desc->color_source) st = check_color_header(s, desc, err);
-  if (st == IR_OK) st = ir_dist_decompose(s->whole.dims, ir_dist_size(d), &s->layout, err);
+  if (st == IR_OK) st = choose_bricks(s, desc, err);
   if (st == IR_OK) {
     ir_dist_brick_of(&s->layout, ir_dist_rank(d), &s->brick);
     st = load_brick(s, desc, err);

@@ -80,28 +80,35 @@ static double camera_frame(const ir_camera *cam, double f[3], double right[3], d
   return tan(0.5 * fov_or_default(cam->fov_y_degrees) * IR_PI / 180.0);
 }
 
-void ir_camera_box_window(const ir_camera *cam, int width, int height, const double lo[3], const double hi[3],
-                          int window[4]) {
+/* The screen coordinates (sx, sy in -1..1 across the frame) of box lo..hi's eight corners; false
+ * when a corner is on or behind the eye's plane (the eye inside the box has one): its projection
+ * is unbounded, so every pixel may see the box. */
+static bool project_box(const ir_camera *cam, int width, int height, const double lo[3], const double hi[3],
+                        double sx[8], double sy[8]) {
   double f[3], right[3], u[3];
   double tan_half = camera_frame(cam, f, right, u), aspect = (double)width / (double)height;
-  double sx_lo = INFINITY, sx_hi = -INFINITY, sy_lo = INFINITY, sy_hi = -INFINITY;
-  bool whole = false;
-  for (int c = 0; c < 8 && !whole; c++) {
+  for (int c = 0; c < 8; c++) {
     double d[3], z = 0, x = 0, y = 0, len = 0;
     for (int k = 0; k < 3; k++) {
       d[k] = ((c >> k & 1) ? hi[k] : lo[k]) - (double)cam->eye[k];
       z += d[k] * f[k], x += d[k] * right[k], y += d[k] * u[k], len += d[k] * d[k];
     }
-    /* A corner on or behind the eye's plane (the eye inside the box has one): its projection is
-     * unbounded, so every pixel may see the box. */
-    if (!(z > 1e-6 * sqrt(len))) whole = true;
-    double sx = x / (z * tan_half * aspect), sy = y / (z * tan_half);
-    sx_lo = fmin(sx_lo, sx), sx_hi = fmax(sx_hi, sx), sy_lo = fmin(sy_lo, sy), sy_hi = fmax(sy_hi, sy);
+    if (!(z > 1e-6 * sqrt(len))) return false;
+    sx[c] = x / (z * tan_half * aspect), sy[c] = y / (z * tan_half);
   }
-  if (whole) {
+  return true;
+}
+
+void ir_camera_box_window(const ir_camera *cam, int width, int height, const double lo[3], const double hi[3],
+                          int window[4]) {
+  double sx[8], sy[8];
+  if (!project_box(cam, width, height, lo, hi, sx, sy)) {
     window[0] = window[1] = 0, window[2] = width, window[3] = height;
     return;
   }
+  double sx_lo = INFINITY, sx_hi = -INFINITY, sy_lo = INFINITY, sy_hi = -INFINITY;
+  for (int c = 0; c < 8; c++)
+    sx_lo = fmin(sx_lo, sx[c]), sx_hi = fmax(sx_hi, sx[c]), sy_lo = fmin(sy_lo, sy[c]), sy_hi = fmax(sy_hi, sy[c]);
   /* Pixel px's ray has sx = (px + 0.5) 2 / width - 1, row py's sy = 1 - (py + 0.5) 2 / height:
    * the pixels whose centres fall in the projected range, and one more on each side for the
    * float rounding of the rays (the renderer's camera moves with a brick's origin). */
@@ -113,6 +120,59 @@ void ir_camera_box_window(const ir_camera *cam, int width, int height, const dou
     return;
   }
   window[0] = (int)x0, window[1] = (int)y0, window[2] = (int)x1, window[3] = (int)y1;
+}
+
+/* Twice the signed area of triangle o a b (positive: counter-clockwise). */
+static double turn(const double o[2], const double a[2], const double b[2]) {
+  return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
+}
+
+/* Keeps the part of convex polygon p (n vertices, counter-clockwise) where coordinate `axis`
+ * is >= bound (side +1) or <= bound (side -1); returns its vertex count (at most n + 1). */
+static int clip_polygon(const double (*p)[2], int n, int axis, double bound, double side, double (*out)[2]) {
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    const double *a = p[i], *b = p[(i + 1) % n];
+    double da = side * (a[axis] - bound), db = side * (b[axis] - bound);
+    if (da >= 0) out[m][0] = a[0], out[m][1] = a[1], m++;
+    if ((da >= 0) != (db >= 0)) {
+      double t = da / (da - db);
+      out[m][0] = a[0] + t * (b[0] - a[0]), out[m][1] = a[1] + t * (b[1] - a[1]), m++;
+    }
+  }
+  return m;
+}
+
+double ir_camera_box_pixels(const ir_camera *cam, int width, int height, const double lo[3], const double hi[3]) {
+  double sx[8], sy[8];
+  if (!project_box(cam, width, height, lo, hi, sx, sy)) return (double)width * (double)height;
+  /* The corners in pixels, their convex hull (Andrew's monotone chain) cut to the frame. */
+  double pts[8][2], hull[17][2], a[17][2], b[17][2];
+  for (int c = 0; c < 8; c++) {
+    double x = (sx[c] + 1.0) * 0.5 * width, y = (sy[c] + 1.0) * 0.5 * height;
+    int i = c;
+    for (; i > 0 && (pts[i - 1][0] > x || (pts[i - 1][0] == x && pts[i - 1][1] > y)); i--)
+      pts[i][0] = pts[i - 1][0], pts[i][1] = pts[i - 1][1];
+    pts[i][0] = x, pts[i][1] = y;
+  }
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    int start = n;
+    for (int j = 0; j < 8; j++) {
+      const double *q = pts[pass == 0 ? j : 7 - j];
+      while (n >= start + 2 && turn(hull[n - 2], hull[n - 1], q) <= 0) n--;
+      hull[n][0] = q[0], hull[n][1] = q[1], n++;
+    }
+    n--; /* each chain's last point is the other's first */
+  }
+  if (n < 3) return 0.0;
+  n = clip_polygon((const double(*)[2])hull, n, 0, 0.0, 1.0, a);
+  n = clip_polygon((const double(*)[2])a, n, 0, (double)width, -1.0, b);
+  n = clip_polygon((const double(*)[2])b, n, 1, 0.0, 1.0, a);
+  n = clip_polygon((const double(*)[2])a, n, 1, (double)height, -1.0, b);
+  double area = 0.0;
+  for (int i = 0; i < n; i++) area += b[i][0] * b[(i + 1) % n][1] - b[(i + 1) % n][0] * b[i][1];
+  return 0.5 * fabs(area);
 }
 
 void ir_camera_prepare(const ir_camera *cam, const ir_volume *v, int width, int height, ir_cam_basis *out) {

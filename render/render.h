@@ -75,6 +75,10 @@ ir_camera ir_camera_orbit(const ir_volume *v, float azimuth_degrees, float eleva
  * eye inside the box too); an empty one (all zero) when the box is off screen. */
 void ir_camera_box_window(const ir_camera *cam, int width, int height, const double lo[3], const double hi[3],
                           int window[4]);
+/* The area in pixels of the box lo..hi's projection (the convex hull of its corners') within a
+ * width x height frame: how many of the frame's rays meet it; the whole frame when a corner is on
+ * or behind the eye's plane. */
+double ir_camera_box_pixels(const ir_camera *cam, int width, int height, const double lo[3], const double hi[3]);
 
 /* ---- Surfaces and colour ----------------------------------------------------------------------- */
 /* Up to IR_MAX_SURFACES isosurfaces are drawn in one frame. A ray composites the surfaces it

@@ -29,6 +29,9 @@ static bool coverage_only;
 static const char *composite_env;
 /* "INKRAY_DIST_WINDOW=off" to have every rank trace the whole image. */
 static const char *window_env;
+/* "INKRAY_DIST_BRICKS=longest" for the bricks along the longest axes, whatever the views: the
+ * grids whose seams a test means to cross. */
+static const char *bricks_env;
 
 /* inkray with `args` in one process (ranks 0) or under mpirun with that many ranks. CI runs as
  * root on two cores: --allow-run-as-root and --oversubscribe. */
@@ -52,6 +55,10 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
     if (window_env) {
       argv[n++] = "-x";
       argv[n++] = window_env;
+    }
+    if (bricks_env) {
+      argv[n++] = "-x";
+      argv[n++] = bricks_env;
     }
   }
   argv[n++] = inkray_binary();
@@ -135,8 +142,10 @@ static void compare_one_and_three(const char *dir, const char *volume, const cha
 static void test_four_ranks_in_a_2x2_grid_draw_the_single_process_image(void) {
   char dir[64];
   make_scratch(dir);
+  bricks_env = "INKRAY_DIST_BRICKS=longest";
   compare_with_ranks(dir, "builtin:marschner-lobb:80", "0.5", 4);
-  CHECK_STR_CONTAINS(result.output, "2x2x1 bricks");
+  bricks_env = NULL;
+  CHECK_STR_CONTAINS(result.output, "2x2x1 bricks (along the longest axes)");
   remove_scratch(dir);
 }
 
@@ -144,6 +153,7 @@ static void test_three_ranks_draw_the_single_process_image_of_a_builtin_volume(v
   char dir[64];
   make_scratch(dir);
   compare_one_and_three(dir, "builtin:fractal:96", "127.5");
+  CHECK_STR_CONTAINS(result.output, "bricks (chosen for the orbit's views)");
   remove_scratch(dir);
 }
 
@@ -166,7 +176,9 @@ static void test_three_ranks_draw_the_single_process_image_of_a_raw_file(void) {
     fclose(f);
   }
   ir_volume_free(&v);
+  bricks_env = "INKRAY_DIST_BRICKS=longest";
   compare_one_and_three(dir, path, "0.5");
+  bricks_env = NULL;
   CHECK_STR_CONTAINS(result.output, "3x1x1 bricks");
   CHECK_STR_CONTAINS(result.output, "rank 0 loaded 36x64x60 voxels");
   remove_scratch(dir);
@@ -352,10 +364,11 @@ static void check_translucent_images_agree(const char *a_path, const char *b_pat
   stbi_image_free(b);
 }
 
-/* Four surfaces, three translucent, over three bricks (3x1x1) and four (2x2x1): rays cross two
- * or three bricks, each adding its surfaces behind the ones in front; views from several sides
- * change the bricks' order. */
-static int translucent_ranks[2] = {3, 4};
+/* Four surfaces, three translucent, over three bricks (3x1x1) and four (2x2x1, bricks along the
+ * longest axes), and four slabs across the orbit's axis (the bricks chosen for its views): rays
+ * cross two or three bricks, each adding its surfaces behind the ones in front; views from
+ * several sides change the bricks' order. */
+static int translucent_ranks[3] = {3, 4, 4};
 static void test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image(void) {
   char dir[64], one[128], many[128];
   make_scratch(dir);
@@ -364,8 +377,10 @@ static void test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_
   /* The last frame of an orbit of 8 views: azimuth 0, 135 and 270 degrees. */
   static const char *const frames[] = {"1", "4", "7"};
   const int *rank_counts = translucent_ranks;
-  for (size_t r = 0; r < 2; r++)
+  for (size_t r = 0; r < 3; r++)
     for (size_t k = 0; k < sizeof frames / sizeof frames[0]; k++) {
+      if (r == 2 && k != 1) continue; /* the slabs: one view */
+      bricks_env = r < 2 ? "INKRAY_DIST_BRICKS=longest" : NULL;
       const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
                               "--frames", frames[k], "--warmup", "0", "--orbit", "8",
                               "--elevation", "30", "--no-stages", "--quiet", "--png", one, "--surface",
@@ -381,6 +396,8 @@ static void test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_
       run_ranks(rank_counts[r], dist, &result);
       CHECK_MSG(result.status == 0, "%d ranks, %s frames: exit %d: %s", rank_counts[r], frames[k], result.status,
                 result.output);
+      bricks_env = NULL;
+      CHECK_STR_CONTAINS(result.output, r < 2 ? "bricks (along the longest axes)" : "bricks (chosen for the orbit's views)");
       printf("  %d ranks, last of %s frames\n", rank_counts[r], frames[k]);
       if (composite_env) CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
       if (result.status == 0) check_translucent_images_agree(one, many);
@@ -597,6 +614,7 @@ int main(int argc, char **argv) {
       composite_env = "INKRAY_DIST_COMPOSITE=gpu";
       translucent_ranks[0] = 2;
       translucent_ranks[1] = count >= 4 ? 4 : 2;
+      translucent_ranks[2] = translucent_ranks[1];
       printf("GPU, NCCL compositing over %d and %d ranks\n", translucent_ranks[0], translucent_ranks[1]);
       RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
       RUN(test_gpu_ranks_composite_opaque_frames_through_nccl_like_one_process);

@@ -129,6 +129,88 @@ static void test_bad_rank_counts_and_thin_bricks_are_input_errors(void) {
   CHECK(L.parts[2] == 1);
 }
 
+/* A box's projection in pixels: a square seen face on (its far face inside the near one's
+ * outline), one off screen, one around the eye, one larger than the frame. */
+static void test_box_pixels_are_the_projections_area_in_the_frame(void) {
+  ir_camera cam = {.eye = {0, 0, -2}, .target = {0, 0, 0}, .up = {0, 1, 0}, .fov_y_degrees = 90.0f};
+  const double lo[3] = {-0.5, -0.5, 0.0}, hi[3] = {0.5, 0.5, 1.0};
+  /* The near face spans x/z = +-0.25 of the half-width: a quarter of the frame's width. */
+  CHECK(fabs(ir_camera_box_pixels(&cam, 100, 100, lo, hi) - 625.0) < 1e-6);
+  CHECK(fabs(ir_camera_box_pixels(&cam, 200, 100, lo, hi) - 625.0) < 1e-6); /* square pixels */
+  const double off_lo[3] = {50, 0, 0}, off_hi[3] = {51, 1, 1};
+  CHECK(ir_camera_box_pixels(&cam, 100, 100, off_lo, off_hi) == 0.0);
+  const double around_lo[3] = {-5, -5, -5}, around_hi[3] = {5, 5, 5};
+  CHECK(ir_camera_box_pixels(&cam, 100, 80, around_lo, around_hi) == 8000.0);
+  const double big_lo[3] = {-10, -10, 0}, big_hi[3] = {10, 10, 1};
+  CHECK(fabs(ir_camera_box_pixels(&cam, 100, 80, big_lo, big_hi) - 8000.0) < 1e-6);
+  /* Half of the frame: a box whose near face covers x >= 0 of it. */
+  const double half_lo[3] = {0, -10, 0}, half_hi[3] = {10, 10, 1};
+  CHECK(fabs(ir_camera_box_pixels(&cam, 100, 80, half_lo, half_hi) - 4000.0) < 1e-6);
+}
+
+/* The largest brick's projection summed over the views, as ir_dist_decompose_for_views scores it. */
+static double largest_brick_pixels(const ir_dist_layout *L, const ir_camera *views, int count, int w, int h) {
+  double sum = 0;
+  for (int v = 0; v < count; v++) {
+    double largest = 0;
+    for (int r = 0; r < L->ranks; r++) {
+      ir_dist_brick b;
+      ir_dist_brick_of(L, r, &b);
+      double lo[3] = {b.clip_lo[0], b.clip_lo[1], b.clip_lo[2]}, hi[3] = {b.clip_hi[0], b.clip_hi[1], b.clip_hi[2]};
+      largest = fmax(largest, ir_camera_box_pixels(&views[v], w, h, lo, hi));
+    }
+    sum += largest;
+  }
+  return sum;
+}
+
+/* Bricks for the views: an orbit around z cuts across z (two slabs, stacked in every view) where
+ * the longest-axes rule cuts x (the orbit looks along that cut twice); looking down z, a cut
+ * across z would put one brick behind the other, so it is not taken; for 2 to 8 ranks the grid
+ * taken covers no more than any other grid, and never more than the longest-axes one. */
+static void test_bricks_for_views_stack_across_the_orbits_axis(void) {
+  ir_volume v;
+  memset(&v, 0, sizeof v);
+  v.dims[0] = v.dims[1] = v.dims[2] = 2048;
+  v.spacing[0] = v.spacing[1] = v.spacing[2] = 1.0f;
+  ir_camera orbit[8];
+  for (int i = 0; i < 8; i++) orbit[i] = ir_camera_orbit(&v, 45.0f * (float)i, 20.0f, 1.0f, IR_AXIS_NONE);
+  ir_dist_layout L, longest;
+  char err[IR_ERR_LEN] = "";
+  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 2, orbit, 8, 1024, 1024, &L, err) == IR_OK);
+  CHECK(L.parts[0] == 1 && L.parts[1] == 1 && L.parts[2] == 2);
+  CHECK(ir_dist_decompose(v.dims, 2, &longest, err) == IR_OK && longest.parts[0] == 2);
+  /* The stacked slabs' largest projection is about 0.62 of the whole volume's (1.23 / 2 in the
+   * sum over the orbit), the side-by-side halves' about 0.77. */
+  ir_dist_layout one;
+  CHECK(ir_dist_decompose(v.dims, 1, &one, err) == IR_OK);
+  double whole = largest_brick_pixels(&one, orbit, 8, 1024, 1024);
+  double slabs = largest_brick_pixels(&L, orbit, 8, 1024, 1024) / whole;
+  double halves = largest_brick_pixels(&longest, orbit, 8, 1024, 1024) / whole;
+  CHECK_MSG(slabs < 0.66 && halves > 0.72, "slabs %.3f, halves %.3f of the whole", slabs, halves);
+  ir_camera down = ir_camera_orbit(&v, 0.0f, 89.0f, 1.0f, IR_AXIS_NONE);
+  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 2, &down, 1, 1024, 1024, &L, err) == IR_OK);
+  CHECK(L.parts[2] == 1);
+  for (int ranks = 2; ranks <= 8; ranks++) {
+    CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, ranks, orbit, 8, 1920, 1080, &L, err) == IR_OK);
+    CHECK(L.ranks == ranks && L.parts[0] * L.parts[1] * L.parts[2] == ranks);
+    double taken = largest_brick_pixels(&L, orbit, 8, 1920, 1080);
+    CHECK(ir_dist_decompose(v.dims, ranks, &longest, err) == IR_OK);
+    CHECK(taken <= largest_brick_pixels(&longest, orbit, 8, 1920, 1080));
+    for (int a = 1; a <= ranks; a++)
+      for (int b = 1; a * b <= ranks; b++) {
+        if (ranks % (a * b)) continue;
+        ir_dist_layout other = L;
+        other.parts[0] = a, other.parts[1] = b, other.parts[2] = ranks / (a * b);
+        CHECK_MSG(taken <= largest_brick_pixels(&other, orbit, 8, 1920, 1080) / 0.99, "%d ranks: %dx%dx%d beats %dx%dx%d",
+                  ranks, a, b, ranks / (a * b), L.parts[0], L.parts[1], L.parts[2]);
+      }
+  }
+  /* Errors are ir_dist_decompose's. */
+  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 0, orbit, 8, 64, 64, &L, err) == IR_ERR_INPUT);
+  CHECK_STR_CONTAINS(err, "0 ranks");
+}
+
 static void test_packed_words_order_by_depth_and_min_composites(void) {
   const float depths[] = {0.0f, 1e-30f, 0.5f, 1.0f, 1.5f, 100.0f, 3.0e38f};
   for (size_t i = 0; i + 1 < sizeof depths / sizeof depths[0]; i++) {
@@ -340,6 +422,8 @@ int main(void) {
   RUN(test_loaded_boxes_hold_the_shared_voxel_and_the_gradient_ghost);
   RUN(test_bricks_are_balanced_along_the_longest_axes);
   RUN(test_bad_rank_counts_and_thin_bricks_are_input_errors);
+  RUN(test_box_pixels_are_the_projections_area_in_the_frame);
+  RUN(test_bricks_for_views_stack_across_the_orbits_axis);
   RUN(test_packed_words_order_by_depth_and_min_composites);
   RUN(test_windows_pack_row_by_row_and_merge_as_whole_frames);
   RUN(test_over_blends_layers_in_the_given_order);
