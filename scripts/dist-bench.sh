@@ -121,6 +121,7 @@ if ((matrix)); then
     echo "MPI. 1 rank: 'speed-up' is its frame / one process's (N/1p, target <= 1.05). strong: speed-up ="
     echo "1-GPU frame / N-GPU frame, r-ratio = slowest render / (1-GPU render / N) (target <= 1.3);"
     echo "weak: the 'speed-up' column is N-GPU frame / 1-GPU frame (target <= 1.25)."
+    echo "bricks: ${INKRAY_DIST_BRICKS:-views} (views: the grid chosen for the orbit; longest: along the longest axes)"
     printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %8s %9s %7s %8s %5s  %s\n' scaling volume size scene ranks \
       frame render gather composite wait speed-up r-ratio first-s wall compositing
   } >"$table_file"
@@ -156,6 +157,8 @@ if ((matrix)); then
       read -r mean render gather comp wait < <(awk '/^isovalue +ranks/ {getline; print $3, $7, $8, $9, $10; exit}' "$log") || true
       first=$(awk '/^time to the first frame/ {print $6; exit}' "$log")
       where=$(awk '/^compositing / {sub(/^compositing /, ""); sub(/:.*/, ""); print; exit}' "$log")
+      # The brick grid and the rule that chose it (dist.h: for the orbit's views, or the longest axes).
+      where+=$(awk '/ bricks \(/ {for (i = 1; i <= NF; i++) if ($i == "bricks") {print ", " $(i - 1); exit}}' "$log")
     fi
     local key=$vol/$sz/$scene speedup=- ratio=-
     if ((n == 0)); then one_proc[$key]=$mean; fi
