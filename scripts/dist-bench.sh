@@ -11,7 +11,8 @@
 #   4096x4096x2048); and, with LARGE=1 on two GPUs of 80 GB, 4096x4096x5120 (80 GiB) over two
 #   ranks (time to the first frame and frame time). FRAMES defaults to 20 there. PARTS picks
 #   among "strong weak large" (default: strong weak, plus large with LARGE=1), SIZES the strong
-#   scaling's image sizes and SCENES its scenes (default "opaque heavy"); TESTS=1 first
+#   scaling's image sizes, SCENES its scenes (default "opaque heavy") and RANKS its rank counts
+#   (default "1 2 4", those up to the GPUs there); TESTS=1 first
 #   builds and runs the distributed GPU tests (NCCL against one process, a killed rank, a rank that
 #   never joins NCCL, the pixel window). Each case ends at CASE_TIMEOUT seconds (default 900);
 #   INKRAY_DIST_WINDOW=off (named in the table's header) has every rank trace the whole image.
@@ -109,7 +110,7 @@ if ((matrix)); then
   read -r -a sizes <<<"${SIZES:-1024x1024 3840x2160}"
   weak_size=${WEAK_SIZE:-3840x2160}
   counts=()
-  for n in 1 2 4; do ((n <= gpus)) && counts+=("$n"); done
+  for n in ${RANKS:-1 2 4}; do ((n <= gpus)) && counts+=("$n"); done
   heavy=(--surface 80::0.2 --surface 120::0.3 --surface 160::0.4 --surface 200::1)
   # Rows go to matrix.txt as they come, so that a run cut short still leaves what it measured.
   table_file=$out/matrix.txt
