@@ -277,15 +277,28 @@ ir_status ir_dist_composite_over(ir_dist *d, const uint64_t *local, const int *o
   size_t mine_lo = (size_t)d->rank * pixels / (size_t)P, mine = ((size_t)d->rank + 1) * pixels / (size_t)P - mine_lo;
   size_t need = (pixels / (size_t)P + 1) * (size_t)P;
   if (need > d->strip_capacity) {
+    /* Every rank grows at the same frame (the same sizes), and they agree on whether all could
+     * before the exchange: a rank that returned alone would leave the others in MPI_Alltoallv. */
     free(d->strips);
     free(d->blended);
     d->strips = malloc(need * sizeof *d->strips);
     d->blended = malloc((pixels / (size_t)P + 1) * sizeof *d->blended);
-    d->strip_capacity = d->strips && d->blended ? need : 0;
-  }
-  if (!d->strip_capacity) {
-    snprintf(err, IR_ERR_LEN, "rank %d: out of host memory compositing %zu-pixel frames", d->rank, pixels);
-    return IR_ERR_RUNTIME;
+    int mine_failed = !d->strips || !d->blended, any_failed = mine_failed;
+    int rc = MPI_Allreduce(&mine_failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) any_failed = 1;
+    if (any_failed) {
+      free(d->strips);
+      free(d->blended);
+      d->strips = NULL, d->blended = NULL, d->strip_capacity = 0;
+      if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Allreduce (translucent compositing)");
+      if (mine_failed)
+        snprintf(err, IR_ERR_LEN, "rank %d: out of host memory compositing %zu-pixel frames", d->rank, pixels);
+      else
+        snprintf(err, IR_ERR_LEN, "rank %d: another rank ran out of host memory compositing (its message is above)",
+                 d->rank);
+      return IR_ERR_RUNTIME;
+    }
+    d->strip_capacity = need;
   }
   int *send_n = d->counts, *send_at = d->counts + P, *recv_n = d->counts + 2 * P, *recv_at = d->counts + 3 * P;
   for (int j = 0; j < P; j++) {
