@@ -64,8 +64,10 @@ ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out
  * Of every grid of `ranks` bricks (parts[0] parts[1] parts[2] = ranks, each brick at least
  * IR_DIST_MIN_THICKNESS voxels thick), the one whose largest brick covers the fewest pixels summed
  * over `views` (width x height frames of a volume with `spacing`); ir_dist_decompose's grid unless
- * another covers 1 % fewer. An orbit around an axis gets slabs across it: their projections stack
- * in every view instead of overlapping where the orbit looks along a cut. */
+ * another covers 1 % fewer, and for more than IR_DIST_VIEW_RANKS_MAX ranks (the search would take
+ * seconds). An orbit around an axis gets slabs across it: their projections stack in every view
+ * instead of overlapping where the orbit looks along a cut. */
+#define IR_DIST_VIEW_RANKS_MAX 4096
 ir_status ir_dist_decompose_for_views(const size_t dims[3], const float spacing[3], int ranks, const ir_camera *views,
                                       int count, int width, int height, ir_dist_layout *out, char err[IR_ERR_LEN]);
 /* Brick `rank` (0 .. ranks-1) of a layout. */

@@ -217,7 +217,7 @@ static ir_status choose_bricks(ir_dist_scene *s, const ir_dist_scene_desc *desc,
   for (int i = 0; i < count; i++) views[i] = desc->view_camera(&s->whole, i, desc->view_ctx);
   ir_status st = ir_dist_decompose_for_views(s->whole.dims, s->whole.spacing, ranks, views, count, desc->view_width,
                                              desc->view_height, &s->layout, err);
-  s->bricks_for_views = st == IR_OK;
+  s->bricks_for_views = st == IR_OK && ranks <= IR_DIST_VIEW_RANKS_MAX;
   free(views);
   return st;
 }

@@ -206,6 +206,11 @@ static void test_bricks_for_views_stack_across_the_orbits_axis(void) {
                   ranks, a, b, ranks / (a * b), L.parts[0], L.parts[1], L.parts[2]);
       }
   }
+  /* Past IR_DIST_VIEW_RANKS_MAX ranks, the longest-axes grid. */
+  const size_t huge[3] = {16384, 16384, 16384};
+  CHECK(ir_dist_decompose_for_views(huge, v.spacing, 2 * IR_DIST_VIEW_RANKS_MAX, orbit, 8, 64, 64, &L, err) == IR_OK);
+  CHECK(ir_dist_decompose(huge, 2 * IR_DIST_VIEW_RANKS_MAX, &longest, err) == IR_OK);
+  CHECK(memcmp(L.parts, longest.parts, sizeof L.parts) == 0);
   /* Errors are ir_dist_decompose's. */
   CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 0, orbit, 8, 64, 64, &L, err) == IR_ERR_INPUT);
   CHECK_STR_CONTAINS(err, "0 ranks");
