@@ -138,6 +138,8 @@ typedef struct app_dist_options {
   int cpu_threads;
   int width, height, frames, warmup, orbit;
   float elevation, distance;
+  int up;                     /* ir_axis the orbit turns around (--up); IR_AXIS_NONE: the volume's
+                                 header's, else +z, as in one process */
   int iso_count;
   const double *isovalues;    /* none given: the builtin volume's isovalue */
   int pipeline;               /* ir_pipeline */

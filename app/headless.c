@@ -1077,7 +1077,7 @@ static int run_distributed(int argc, char **argv, const hl_options *given) {
   app_dist_options d = {.volume = o->volume, .device = o->device, .cpu_threads = o->cpu_threads,
                         .width = o->width, .height = o->height, .frames = o->frames, .warmup = o->warmup,
                         .orbit = o->orbit, .elevation = o->elevation, .distance = o->distance,
-                        .iso_count = o->iso_count, .isovalues = o->isovalues,
+                        .up = (int)o->up, .iso_count = o->iso_count, .isovalues = o->isovalues,
                         .pipeline = pipeline,
                         .method = method, .tail_rays = (unsigned)o->tail_rays, .png_path = o->png_path,
                         .csv_path = o->csv_path, .look = &o->look};

@@ -579,6 +579,16 @@ static bool needs_swap(const ir_header *h) {
   return ir_voxel_type_size(h->type) > 1 && (h->endian == IR_ENDIAN_BIG) != ir_host_is_big_endian();
 }
 
+/* A header-only volume from a parsed header: what a full load's finish_read gives but the voxels
+ * (dims, type after scaling, spacing, the up axis and where it came from). */
+static void header_only(const ir_header *h, const ir_volume_desc *desc, const char *path, ir_volume *out) {
+  ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
+                        desc->spacing_given ? desc->spacing : h->spacing, ir_display_name(path));
+  out->up_axis = h->up_axis;
+  if (h->up_axis != IR_AXIS_NONE && h->up_source)
+    snprintf(out->up_source, sizeof out->up_source, "%s", h->up_source);
+}
+
 /* Byte order, scaling, spacing, value range: the common end of every loader. */
 static ir_status finish_read(const ir_header *h, const char *path, const ir_volume_desc *desc,
                              const pieces_done *done, ir_volume *out, char err[IR_ERR_LEN]) {
@@ -686,8 +696,7 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
   status = ir_region_resolve(desc, h->dims, path, box_off, box_size, err);
   if (status != IR_OK) return status;
   if (desc->header_only && !desc->check_data) {
-    ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
-                          desc->spacing_given ? desc->spacing : h->spacing, ir_display_name(path));
+    header_only(h, desc, path, out);
     return IR_OK;
   }
   bool box = ir_region_is_partial(h->dims, box_size);
@@ -696,8 +705,7 @@ ir_status ir_gz_read_voxels(const ir_header *h, const char *path, size_t offset,
   status = ir_check_file(path, &file_size, err);
   if (status == IR_OK) status = check_compressed_size(h, path, file_size, bytes, offset, err);
   if (status == IR_OK && desc->header_only) {
-    ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
-                          desc->spacing_given ? desc->spacing : h->spacing, ir_display_name(path));
+    header_only(h, desc, path, out);
     return IR_OK;
   }
   if (status == IR_OK) status = check_load_memory(h, box_size, desc, path, err);
@@ -784,9 +792,7 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
   ir_status status = ir_region_resolve(desc, h->dims, header_path, box_off, box_size, err);
   if (status != IR_OK) return status;
   if (desc->header_only && !desc->check_data) {
-    ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
-                          desc->spacing_given ? desc->spacing : h->spacing,
-                          ir_display_name(header_path));
+    header_only(h, desc, header_path, out);
     out->streamable = h->encoding == IR_ENCODING_RAW && !h->scaled && !ir_region_is_partial(h->dims, box_size);
     return IR_OK;
   }
@@ -821,8 +827,7 @@ ir_status ir_header_read_voxels(const ir_header *h, const char *header_path,
   if (status == IR_OK && desc->header_only) {
     for (size_t i = 0; i < files; i++) free(paths[i]);
     free(paths);
-    ir_volume_header_only(out, h->dims, h->scaled ? IR_VOXEL_FLOAT32 : h->type,
-                          desc->spacing_given ? desc->spacing : h->spacing, ir_display_name(header_path));
+    header_only(h, desc, header_path, out);
     out->streamable = h->encoding == IR_ENCODING_RAW && !h->scaled && !box;
     return IR_OK;
   }

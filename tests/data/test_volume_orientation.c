@@ -15,6 +15,15 @@ static ir_axis up_of(const char *path) {
   ir_axis up = v.up_axis;
   if (up != IR_AXIS_NONE) CHECK_MSG(v.up_source[0] != '\0', "%s: up %s with no source", path, ir_axis_name(up));
   ir_volume_free(&v);
+  /* A header-only load (what a distributed run's ranks read first) says the same. */
+  ir_volume_desc d = {.source = path, .header_only = true};
+  if (ir_volume_load(&d, &v, err) != IR_OK) {
+    CHECK_MSG(0, "%s (header only): %s", path, err);
+    return (ir_axis)-1;
+  }
+  CHECK_MSG(v.up_axis == up, "%s: the header-only load's up is %s, the full load's %s", path,
+            ir_axis_name(v.up_axis), ir_axis_name(up));
+  ir_volume_free(&v);
   return up;
 }
 

@@ -184,6 +184,53 @@ static void test_three_ranks_draw_the_single_process_image_of_a_raw_file(void) {
   remove_scratch(dir);
 }
 
+/* The orbit turns around the axis one process would use: --up, else the header's (a MetaImage
+ * whose AnatomicalOrientation puts up along y), else +z; the bricks are chosen around it. */
+static void test_ranks_orbit_around_the_up_axis_one_process_uses(void) {
+  char dir[64], raw[128], mhd[160], one[128], many[128];
+  make_scratch(dir);
+  snprintf(raw, sizeof raw, "%s/ml.raw", dir);
+  snprintf(mhd, sizeof mhd, "%s/ml.mhd", dir);
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  ir_volume v;
+  ir_volume_desc d = {.source = "builtin:marschner-lobb:64"};
+  char err[IR_ERR_LEN];
+  CHECK(ir_volume_load(&d, &v, err) == IR_OK);
+  FILE *f = fopen(raw, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    CHECK(fwrite(v.voxels, sizeof(float), 64 * 64 * 64, f) == 64 * 64 * 64);
+    fclose(f);
+  }
+  ir_volume_free(&v);
+  f = fopen(mhd, "w");
+  CHECK(f != NULL);
+  if (f) {
+    fprintf(f, "ObjectType = Image\nNDims = 3\nDimSize = 64 64 64\nElementType = MET_FLOAT\n"
+               "AnatomicalOrientation = RIA\nElementDataFile = ml.raw\n");
+    fclose(f);
+  }
+  const char *ups[][2] = {{"--up", "x"}, {"--quiet", "--no-stages"}}; /* --up x; the header's */
+  const char *volumes[] = {"builtin:fractal:64", mhd}, *isos[] = {"127.5", "0.5"};
+  for (int k = 0; k < 2; k++) {
+    const char *single[] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
+                            "--frames", "3", "--warmup", "0", "--orbit", "8", "--no-stages", "--quiet",
+                            ups[k][0], ups[k][1], "--iso", isos[k], "--png", one, volumes[k], NULL};
+    run_ranks(0, single, &result);
+    CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+    const char *dist[] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                          "128x128", "--frames", "3", "--warmup", "0", "--orbit", "8", "--quiet", ups[k][0],
+                          ups[k][1], "--iso", isos[k], "--png", many, volumes[k], NULL};
+    run_ranks(2, dist, &result);
+    CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, k == 0 ? "elevation, up x" : "elevation, up y");
+    CHECK_STR_CONTAINS(result.output, k == 0 ? "2x1x1 bricks (chosen" : "1x2x1 bricks (chosen");
+    if (result.status == 0) check_images_agree(one, many);
+  }
+  remove_scratch(dir);
+}
+
 /* Only the program's own lines: mpirun adds its note about the exit status. */
 static int inkray_lines(const char *text) {
   int n = 0;
@@ -632,6 +679,7 @@ int main(int argc, char **argv) {
   RUN(test_three_ranks_draw_the_single_process_image_of_a_raw_file);
   pipeline = "multi";
   RUN(test_four_ranks_in_a_2x2_grid_draw_the_single_process_image);
+  RUN(test_ranks_orbit_around_the_up_axis_one_process_uses);
   RUN(test_bricks_thinner_than_two_voxels_are_refused_with_one_line);
   RUN(test_a_rank_count_with_a_large_prime_factor_is_refused);
   RUN(test_a_file_without_iso_is_refused);
