@@ -246,6 +246,19 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   if (!s->order || !s->windows) snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
   if (st == IR_OK && desc->color_source) st = check_color_header(s, desc, err);
   if (st == IR_OK) st = choose_bricks(s, desc, err);
+  /* Every rank takes rank 0's grid: the views' scores are floating point, and a host whose libm
+   * rounds a cosine otherwise could tip a near tie the other way. */
+  int agreed = ir_dist_agree(d, (int)st);
+  if (agreed != IR_OK && st == IR_OK) {
+    st = (ir_status)agreed;
+    snprintf(err, IR_ERR_LEN, "another rank failed to read the volume's header (its message is above)");
+  }
+  if (st == IR_OK) {
+    int grid[4] = {s->layout.parts[0], s->layout.parts[1], s->layout.parts[2], s->bricks_for_views};
+    st = ir_dist_broadcast(d, grid, sizeof grid, err);
+    memcpy(s->layout.parts, grid, sizeof s->layout.parts);
+    s->bricks_for_views = grid[3] != 0;
+  }
   if (st == IR_OK) {
     ir_dist_brick_of(&s->layout, ir_dist_rank(d), &s->brick);
     st = load_brick(s, desc, err);
