@@ -122,7 +122,7 @@ typedef struct ir_gpu_counters {
   uint32_t sec_rays;    /* secondary rays started */
   uint32_t sec_chunks;  /* chunks of hits started */
   uint32_t sec_more;    /* the loop goes on: its condition, as the host loop reads it */
-  uint32_t pad[1];
+  uint32_t sec_capped;  /* the loop was stopped at its bound with rays left (the frame fails) */
   uint32_t trav_hist[IR_MAX_ITERATIONS];
   uint32_t isect_hist[IR_MAX_ITERATIONS];
 } ir_gpu_counters;

@@ -221,7 +221,19 @@ static __global__ void sec_round_end_kernel(const ir_gpu_frame *frame, ir_gpu_co
     c->sec_combine_h0 = c->sec_h0;
     sec_start_chunk(c, c->sec_h0 + c->sec_chunk, (uint32_t)ir_light_ray_count(&frame->p), ray_cap);
   }
-  const bool more = c->sec_combine > 0 || c->sec_in > 0;
+  bool more = c->sec_combine > 0 || c->sec_in > 0;
+  /* A bound no frame reaches: each round moves every live ray on by a batch of samples or ends
+   * it, a ray has at most two samples a voxel of its path (at most the sum of the dims), and a
+   * chunk adds its seed and combine rounds. Past it the loop stops and the frame fails (the
+   * host reads sec_capped) instead of the GPU spinning on a loop that makes no progress. */
+  const uint64_t R = (uint64_t)ir_light_ray_count(&frame->p);
+  const uint64_t chunks = R && ray_cap ? ((uint64_t)c->sec_hits * R + ray_cap - 1) / ray_cap : 1;
+  const ir_volume_view *v = &frame->p.vol;
+  const uint64_t samples = 2ull * ((uint64_t)v->dims[0] + (uint64_t)v->dims[1] + (uint64_t)v->dims[2]) + 8;
+  if (more && (uint64_t)c->sec_rounds > (chunks + 1) * (samples + 3)) {
+    c->sec_capped = 1;
+    more = false;
+  }
   c->sec_more = more;
   if (use_cond) cudaGraphSetConditional(cond, more);
   sec_resize_grids(resize, c, more, full_hits, ray_cap);

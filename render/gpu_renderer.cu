@@ -523,6 +523,13 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   if (multi && traced) {
     IR_CUDA(cudaMemcpy(g->h_counters, g->d_counters, sizeof(ir_gpu_counters), cudaMemcpyDeviceToHost));
     const ir_gpu_counters *c = g->h_counters;
+    if (c->sec_capped) {
+      snprintf(err, IR_ERR_LEN,
+               "the multi pipeline's occlusion and shadow rays did not finish within the rounds they can take "
+               "(%u): an internal error, and the frame is incomplete; the single or persistent pipeline draws it",
+               c->sec_rounds);
+      return IR_ERR_RUNTIME;
+    }
     stats->rays_generated = c->generated;
     stats->rays_hit = c->hits;
     stats->iterations = c->generated ? (int)c->round : 0;
