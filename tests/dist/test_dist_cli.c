@@ -157,25 +157,31 @@ static void test_three_ranks_draw_the_single_process_image_of_a_builtin_volume(v
   remove_scratch(dir);
 }
 
+/* The nx x ny x nz corner of builtin:marschner-lobb:nx as a float32 raw file. */
+static void write_marschner_lobb_box(const char *path, size_t nx, size_t ny, size_t nz) {
+  char source[64], err[IR_ERR_LEN];
+  snprintf(source, sizeof source, "builtin:marschner-lobb:%zu", nx);
+  ir_volume v;
+  ir_volume_desc d = {.source = source};
+  CHECK(ir_volume_load(&d, &v, err) == IR_OK);
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    const float *p = v.voxels;
+    for (size_t z = 0; z < nz; z++)
+      for (size_t y = 0; y < ny; y++) CHECK(fwrite(p + (z * nx + y) * nx, sizeof(float), nx, f) == nx);
+    fclose(f);
+  }
+  ir_volume_free(&v);
+}
+
 /* A float32 raw file (Marschner-Lobb, bytes per voxel > 1) that each rank reads its brick of. */
 static void test_three_ranks_draw_the_single_process_image_of_a_raw_file(void) {
   char dir[64], path[128];
   make_scratch(dir);
   snprintf(path, sizeof path, "%s/ml_100x64x60_float32.raw", dir);
-  ir_volume v;
-  ir_volume_desc d = {.source = "builtin:marschner-lobb:100"};
-  char err[IR_ERR_LEN];
-  CHECK(ir_volume_load(&d, &v, err) == IR_OK);
-  FILE *f = fopen(path, "wb");
-  CHECK(f != NULL);
-  if (f) {
-    /* A 100x64x60 box of it: unequal axes, so the bricks are not cubes. */
-    const float *p = v.voxels;
-    for (size_t z = 0; z < 60; z++)
-      for (size_t y = 0; y < 64; y++) CHECK(fwrite(p + (z * 100 + y) * 100, sizeof(float), 100, f) == 100);
-    fclose(f);
-  }
-  ir_volume_free(&v);
+  /* A 100x64x60 box of it: unequal axes, so the bricks are not cubes. */
+  write_marschner_lobb_box(path, 100, 64, 60);
   bricks_env = "INKRAY_DIST_BRICKS=longest";
   compare_one_and_three(dir, path, "0.5");
   bricks_env = NULL;
@@ -193,18 +199,8 @@ static void test_ranks_orbit_around_the_up_axis_one_process_uses(void) {
   snprintf(mhd, sizeof mhd, "%s/ml.mhd", dir);
   snprintf(one, sizeof one, "%s/one.png", dir);
   snprintf(many, sizeof many, "%s/ranks.png", dir);
-  ir_volume v;
-  ir_volume_desc d = {.source = "builtin:marschner-lobb:64"};
-  char err[IR_ERR_LEN];
-  CHECK(ir_volume_load(&d, &v, err) == IR_OK);
-  FILE *f = fopen(raw, "wb");
-  CHECK(f != NULL);
-  if (f) {
-    CHECK(fwrite(v.voxels, sizeof(float), 64 * 64 * 64, f) == 64 * 64 * 64);
-    fclose(f);
-  }
-  ir_volume_free(&v);
-  f = fopen(mhd, "w");
+  write_marschner_lobb_box(raw, 64, 64, 64);
+  FILE *f = fopen(mhd, "w");
   CHECK(f != NULL);
   if (f) {
     fprintf(f, "ObjectType = Image\nNDims = 3\nDimSize = 64 64 64\nElementType = MET_FLOAT\n"
