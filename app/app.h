@@ -36,6 +36,13 @@ bool cli_check_output_path(const char *option, const char *path, char err[IR_ERR
  * on success). */
 int cli_load_volume(ir_volume_desc *desc, ir_volume *out);
 
+/* The volume axis a run shows pointing up (the orbit's axis): --up when given, else the one the
+ * volume's header names, else +z. The window, headless runs and distributed runs alike. */
+static inline ir_axis app_up_axis(ir_axis given, const ir_volume *v) {
+  if (given != IR_AXIS_NONE) return given;
+  return v->up_axis != IR_AXIS_NONE ? v->up_axis : IR_AXIS_Z;
+}
+
 /* ---- Opening a run's volume (open.c) and playing a time series (player.c) ----------------------- */
 typedef struct app_player app_player;
 

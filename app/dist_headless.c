@@ -45,16 +45,10 @@ static const char *method_label(const app_dist_options *o) {
 
 static float view_azimuth(const app_dist_options *o, int view) { return 360.0f * (float)view / (float)o->orbit; }
 
-/* The axis the orbit turns around: --up, else the volume header's, else +z (as in one process). */
-static ir_axis orbit_up(const app_dist_options *o, const ir_volume *whole) {
-  if ((ir_axis)o->up != IR_AXIS_NONE) return (ir_axis)o->up;
-  return whole->up_axis != IR_AXIS_NONE ? whole->up_axis : IR_AXIS_Z;
-}
-
 /* View `view` of the run's orbit: the camera of its frames (and of the bricks' choice). */
 static ir_camera orbit_camera(const ir_volume *whole, int view, const void *ctx) {
   const app_dist_options *o = ctx;
-  return ir_camera_orbit(whole, view_azimuth(o, view), o->elevation, o->distance, orbit_up(o, whole));
+  return ir_camera_orbit(whole, view_azimuth(o, view), o->elevation, o->distance, app_up_axis((ir_axis)o->up, whole));
 }
 
 /* Prints on rank 0 only: the ranks share their errors, and one line is enough. */
@@ -250,7 +244,7 @@ static int run(ir_dist *d, const app_dist_options *o) {
            "elevation, up %s\n",
            o->width, o->height, ir_pipeline_name((ir_pipeline)o->pipeline), method_label(o),
            o->frames, o->frames == 1 ? "" : "s", o->warmup, o->orbit, o->orbit == 1 ? "" : "s", (double)o->elevation,
-           ir_axis_name(orbit_up(o, v)));
+           ir_axis_name(app_up_axis((ir_axis)o->up, v)));
     fflush(stdout);
   }
   app_look look;

@@ -1162,10 +1162,8 @@ int app_headless_main(int argc, char **argv) {
     }
   }
   const char *up_from = "--up";
-  if (o.up == IR_AXIS_NONE) {
-    o.up = st.volume->up_axis != IR_AXIS_NONE ? st.volume->up_axis : IR_AXIS_Z;
-    up_from = st.volume->up_axis != IR_AXIS_NONE ? st.volume->up_source : "default";
-  }
+  if (o.up == IR_AXIS_NONE) up_from = st.volume->up_axis != IR_AXIS_NONE ? st.volume->up_source : "default";
+  o.up = app_up_axis(o.up, st.volume);
   resolve_isovalues(st.volume, &st.opened.stats, &o);
 
   size_t pixels = (size_t)o.width * (size_t)o.height;

@@ -1693,7 +1693,7 @@ int app_window_main(int argc, char **argv) {
   if (rc == 0) rc = load_volume(&s, &o);
   if (rc == 0) {
     /* --up wins; else what the file's header says; else +z. */
-    s.start_up = o.up != IR_AXIS_NONE ? o.up : s.volume.up_axis != IR_AXIS_NONE ? s.volume.up_axis : IR_AXIS_Z;
+    s.start_up = app_up_axis(o.up, &s.volume);
     s.view = wnd_view_default(s.start_up);
     if (o.up == IR_AXIS_NONE && s.volume.up_axis != IR_AXIS_NONE)
       printf("inkray: up %s, from the %s (--up changes it, U flips it)\n", ir_axis_name(s.start_up), s.volume.up_source);
