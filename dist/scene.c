@@ -203,11 +203,12 @@ static ir_status choose_compositing(ir_dist_scene *s, const ir_dist_scene_desc *
 }
 
 /* The bricks: for the run's views where the caller knows them (ir_dist_decompose_for_views),
- * else along the longest axes. The same on every rank (the same header, views and arithmetic). */
+ * else along the longest axes. Only rank 0 searches the views (its grid is broadcast to the
+ * others, below); every rank meets the decomposition's errors alike. */
 static ir_status choose_bricks(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
   const char *rule = getenv("INKRAY_DIST_BRICKS");
   int ranks = ir_dist_size(s->d), count = desc->view_camera ? desc->view_count : 0;
-  if ((rule && strcmp(rule, "longest") == 0) || count <= 0 || ranks == 1)
+  if ((rule && strcmp(rule, "longest") == 0) || count <= 0 || ranks == 1 || ir_dist_rank(s->d) != 0)
     return ir_dist_decompose(s->whole.dims, ranks, &s->layout, err);
   ir_camera *views = malloc((size_t)count * sizeof *views);
   if (!views) {
@@ -246,8 +247,8 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   if (!s->order || !s->windows) snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
   if (st == IR_OK && desc->color_source) st = check_color_header(s, desc, err);
   if (st == IR_OK) st = choose_bricks(s, desc, err);
-  /* Every rank takes rank 0's grid: the views' scores are floating point, and a host whose libm
-   * rounds a cosine otherwise could tip a near tie the other way. */
+  /* Every rank takes rank 0's grid: the search is done once, and the views' scores are floating
+   * point (a host whose libm rounds a cosine otherwise could tip a near tie the other way). */
   int agreed = ir_dist_agree(d, (int)st);
   if (agreed != IR_OK && st == IR_OK) {
     st = (ir_status)agreed;
