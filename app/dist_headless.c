@@ -232,14 +232,23 @@ static int run(ir_dist *d, const app_dist_options *o) {
     const ir_volume *v = ir_dist_scene_volume(scene);
     const ir_dist_layout *L = ir_dist_scene_layout(scene);
     const ir_volume *b = ir_dist_scene_brick_volume(scene); /* what rank 0 holds in memory */
-    printf("inkray headless: distributed over %d rank%s (MPI, sort-last), %s renderer\n", ranks, ranks == 1 ? "" : "s",
+    bool replicated = ir_dist_scene_replicated(scene);
+    printf("inkray headless: distributed over %d rank%s (MPI, %s), %s renderer\n", ranks, ranks == 1 ? "" : "s",
+           replicated ? "sort-first" : "sort-last",
            o->device == IR_DEVICE_CPU ? "CPU reference" : "GPU (rank r on GPU r % devices)");
-    printf("compositing %s: opaque by depth (MIN), translucent by \"over\" in the bricks' visibility order\n",
-           ir_dist_scene_compositing(scene));
-    printf("volume %s: %zux%zux%zu %s in %dx%dx%d bricks (%s); rank 0 loaded %zux%zux%zu voxels\n", v->name,
-           v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type), L->parts[0], L->parts[1], L->parts[2],
-           ir_dist_scene_bricks_for_views(scene) ? "chosen for the orbit's views" : "along the longest axes",
-           b->dims[0], b->dims[1], b->dims[2]);
+    if (replicated) {
+      printf("compositing %s: each rank's band of finished pixels onto rank 0\n", ir_dist_scene_compositing(scene));
+      printf("volume %s: %zux%zux%zu %s replicated on every rank (%s); each traces a band of rows, balanced by the "
+             "ranks' render times\n",
+             v->name, v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type), ir_dist_scene_data_reason(scene));
+    } else {
+      printf("compositing %s: opaque by depth (MIN), translucent by \"over\" in the bricks' visibility order\n",
+             ir_dist_scene_compositing(scene));
+      printf("volume %s: %zux%zux%zu %s in %dx%dx%d bricks (%s); rank 0 loaded %zux%zux%zu voxels; bricks: %s\n",
+             v->name, v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type), L->parts[0], L->parts[1],
+             L->parts[2], ir_dist_scene_bricks_for_views(scene) ? "chosen for the orbit's views" : "along the longest axes",
+             b->dims[0], b->dims[1], b->dims[2], ir_dist_scene_data_reason(scene));
+    }
     printf("%dx%d, %s pipeline, compaction %s, %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg "
            "elevation, up %s\n",
            o->width, o->height, ir_pipeline_name((ir_pipeline)o->pipeline), method_label(o),

@@ -200,6 +200,19 @@ int ir_dist_agree(ir_dist *d, int status) {
   return worst;
 }
 
+int ir_dist_agree_times(ir_dist *d, int status, double mine, double *times, double *scratch) {
+  if (d->broken) return status > IR_ERR_RUNTIME ? status : IR_ERR_RUNTIME;
+  double pair[2] = {(double)status, mine};
+  if (MPI_Allgather(pair, 2, MPI_DOUBLE, scratch, 2, MPI_DOUBLE, MPI_COMM_WORLD) != MPI_SUCCESS)
+    return status > IR_ERR_RUNTIME ? status : IR_ERR_RUNTIME;
+  int worst = status;
+  for (int r = 0; r < d->size; r++) {
+    worst = (int)scratch[2 * r] > worst ? (int)scratch[2 * r] : worst;
+    times[r] = scratch[2 * r + 1];
+  }
+  return worst;
+}
+
 ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR_LEN]) {
   (void)d;
   int rc = MPI_Bcast(buf, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);

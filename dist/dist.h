@@ -1,6 +1,9 @@
-/* inkray dist module: sort-last distributed rendering over MPI.
+/* inkray dist module: distributed rendering over MPI.
  *
- * The volume is split into one brick per MPI rank (balanced along the longest axes, or the grid
+ * Where every rank can hold the whole volume, each loads all of it and traces a band of the
+ * image's rows (sort-first, the bands balanced by the ranks' measured render times), and rank 0
+ * gathers the bands. Otherwise (data-parallel, sort-last)
+ * the volume is split into one brick per MPI rank (balanced along the longest axes, or the grid
  * whose largest brick covers the fewest pixels in the run's views); each rank
  * loads only its brick (data/volume.h regions), renders it with the camera of the whole volume
  * moved into the brick's frame and a clip box around the part it owns, and the frames are
@@ -77,6 +80,24 @@ void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out);
  * sorted by the sum over the axes of their distance in cells from the eye's cell). `order` holds
  * L->ranks entries. */
 void ir_dist_visibility_order(const ir_dist_layout *L, const double eye_voxel[3], int *order);
+
+/* ---- Replicated data: bands of rows (no MPI) ----------------------------------------------------
+ * Where every rank can hold the whole volume, the ranks split the image instead of the volume
+ * (sort-first): rank r traces the rows between cuts[r] and cuts[r+1] of the rows the volume
+ * covers (fractions, cuts[0] = 0 <= ... <= cuts[ranks] = 1), so no ray is traced twice and no
+ * depth is composited. A ray's cost varies with what it meets, so equal bands are not equal work:
+ * the cuts follow the ranks' measured times through a model of the rows' cost, `density`
+ * (ir_dist_band_slots(ranks) values). ir_dist_bands_even: equal bands and a uniform model.
+ * ir_dist_bands_balance: the model taught that the bands took times[r] ms, and the cuts moved to
+ * where it says the ranks take equal times; every band keeps at least IR_DIST_BAND_MIN / ranks
+ * of the rows, so that its time keeps saying what its rows cost. Nothing changes where a time is
+ * not finite or negative, or all are 0. */
+#define IR_DIST_BAND_MIN 0.0625
+int ir_dist_band_slots(int ranks);
+void ir_dist_bands_even(int ranks, double *cuts, double *density);
+void ir_dist_bands_balance(int ranks, const double *times, double *cuts, double *density);
+/* Rank r's band of the rows [y0, y1): rows rows[0] <= y < rows[1]. */
+void ir_dist_band_rows(const double *cuts, int r, int y0, int y1, int rows[2]);
 
 /* ---- Compositing words (no MPI) --------------------------------------------------------------- */
 /* One pixel as a 64-bit word: the depth's float bits above the RGBA8 colour. Non-negative
@@ -199,6 +220,11 @@ const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s);
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s);
 /* Whether the layout was chosen for the run's views (ir_dist_scene_desc.view_count). */
 bool ir_dist_scene_bricks_for_views(const ir_dist_scene *s);
+/* Whether every rank holds the whole volume and traces a band of rows (replicated data, chosen
+ * where every rank can hold it; INKRAY_DIST_DATA=bricks|replicated|auto on rank 0 asks), and
+ * why, in a few words for the run's header. */
+bool ir_dist_scene_replicated(const ir_dist_scene *s);
+const char *ir_dist_scene_data_reason(const ir_dist_scene *s);
 const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s);
 /* One frame of the whole volume: frame->camera and clip plane in the whole volume's world space,
  * its clip box in the whole volume's voxel coordinates (all zero: none), each brick drawing the

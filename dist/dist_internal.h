@@ -11,6 +11,9 @@ extern "C" {
 /* Host clock, milliseconds. */
 double ir_dist_now_ms(void);
 
+/* ir_dist_agree (dist.h) that also gives every rank each rank's `mine` (one MPI_Allgather for
+ * both): times[r] is rank r's; `scratch` holds 2 * size values. */
+int ir_dist_agree_times(ir_dist *d, int status, double mine, double *times, double *scratch);
 /* Rank 0's `bytes` at `buf` to every rank (MPI_Bcast). */
 ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR_LEN]);
 /* Ranks on this rank's host (MPI_Comm_split_type, shared memory; found once at init), 1 without

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dist/dist_internal.h"
 #include "render/ray_math.cuh"
@@ -38,6 +39,12 @@ struct ir_dist_scene {
   const char *compositing; /* how frames are composited, for the run's header */
   bool bricks_for_views; /* the layout was chosen for the run's views (choose_bricks) */
   bool whole_frames; /* INKRAY_DIST_WINDOW=off: trace every pixel, not the brick's window */
+  /* Replicated data (choose_data): every rank holds the whole volume and traces a band of the
+   * rows; the cuts between bands (dist.h) follow the ranks' render times frame by frame. */
+  bool replicated;
+  char data_reason[160];  /* why, for the run's header */
+  double color_bytes;     /* the colour volume's voxel bytes (desc->color_source), from its header */
+  double *cuts, *density, *times, *scratch; /* ranks + 1, ir_dist_band_slots, ranks, 2 ranks */
 };
 
 const char *ir_dist_scene_compositing(const ir_dist_scene *s) { return s->compositing; }
@@ -46,6 +53,8 @@ const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s) { return &s->whole
 const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s) { return &s->brick_volume; }
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s) { return &s->layout; }
 bool ir_dist_scene_bricks_for_views(const ir_dist_scene *s) { return s->bricks_for_views; }
+bool ir_dist_scene_replicated(const ir_dist_scene *s) { return s->replicated; }
+const char *ir_dist_scene_data_reason(const ir_dist_scene *s) { return s->data_reason; }
 const ir_dist_brick *ir_dist_scene_brick(const ir_dist_scene *s) { return &s->brick; }
 
 static void free_frame_buffers(ir_dist_scene *s) {
@@ -74,6 +83,10 @@ void ir_dist_scene_destroy(ir_dist_scene *s) {
   free_frame_buffers(s);
   free(s->order);
   free(s->windows);
+  free(s->cuts);
+  free(s->density);
+  free(s->times);
+  free(s->scratch);
   free(s);
 }
 
@@ -98,7 +111,7 @@ static ir_status pick_gpu(int local_rank, char err[IR_ERR_LEN]) {
 
 /* The colour volume's header against the whole volume's: the same on every rank, like the
  * header's own errors (a colour volume of other dims could still hold a box of a brick's). */
-static ir_status check_color_header(const ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
+static ir_status check_color_header(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
   ir_volume_desc cd = desc->volume;
   cd.source = desc->color_source;
   cd.header_only = true;
@@ -113,6 +126,7 @@ static ir_status check_color_header(const ir_dist_scene *s, const ir_dist_scene_
              s->whole.dims[2]);
     st = IR_ERR_INPUT;
   }
+  s->color_bytes = (double)ir_volume_voxel_count(&header) * (double)ir_voxel_type_size(header.type);
   ir_volume_free(&header);
   return st;
 }
@@ -202,6 +216,114 @@ static ir_status choose_compositing(ir_dist_scene *s, const ir_dist_scene_desc *
   return st;
 }
 
+/* Bytes a voxel takes in a GPU renderer's texture (render/gpu_volume.cu: 8- and 16-bit integers
+ * as they are, every other type as float). */
+static double gpu_voxel_bytes(ir_voxel_type t) {
+  return t == IR_VOXEL_UINT8 ? 1.0 : t == IR_VOXEL_UINT16 || t == IR_VOXEL_INT16 ? 2.0 : 4.0;
+}
+
+/* Whether this rank can hold the whole volume (and the colour volume) beside the other ranks of
+ * its host, in at most half of the memory it shares with them: the host's for every rank (each
+ * loads the volume there first) and, on a GPU, the device's among the ranks that share it. The
+ * other half is left to the renderer's buffers (bricks' ranges, masks, images) and other work. */
+static bool whole_volume_fits(const ir_dist_scene *s, const ir_dist_scene_desc *desc, char *why, size_t why_len) {
+  double voxels = (double)ir_volume_voxel_count(&s->whole);
+  double host_bytes = voxels * (double)ir_voxel_type_size(s->whole.type) + s->color_bytes;
+  double gpu_bytes = voxels * gpu_voxel_bytes(s->whole.type) + (desc->color_source ? 4.0 * voxels : 0.0);
+  int local = ir_dist_local_size(s->d);
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  double host_memory = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0;
+  if (host_bytes * local > 0.5 * host_memory) {
+    snprintf(why, why_len, "%d ranks x %.2f GiB is more than half of this host's %.0f GiB", local, host_bytes / 1073741824.0,
+             host_memory / 1073741824.0);
+    return false;
+  }
+  if (desc->device != IR_DEVICE_GPU) return true;
+  int devices = 0;
+  struct cudaDeviceProp prop;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    snprintf(why, why_len, "no CUDA device to hold it");
+    return false;
+  }
+  int mine = ir_dist_local_rank(s->d) % devices;
+  int sharing = local / devices + (mine < local % devices ? 1 : 0);
+  if (cudaGetDeviceProperties(&prop, mine) != cudaSuccess) {
+    snprintf(why, why_len, "cannot read CUDA device %d's memory size", mine);
+    return false;
+  }
+  if (gpu_bytes * sharing > 0.5 * (double)prop.totalGlobalMem) {
+    snprintf(why, why_len, "%d rank%s x %.2f GiB is more than half of a GPU's %.0f GiB", sharing, sharing == 1 ? "" : "s",
+             gpu_bytes / 1073741824.0, (double)prop.totalGlobalMem / 1073741824.0);
+    return false;
+  }
+  return true;
+}
+
+/* How the ranks share the work: replicated data (every rank the whole volume, a band of rows
+ * each: no ray traced twice, nothing composited by depth) where every rank can hold the volume,
+ * else bricks (sort-last, for volumes larger than a rank's memory). Rank 0's INKRAY_DIST_DATA
+ * (replicated, bricks, auto) decides for all, as INKRAY_DIST_COMPOSITE does; replicated asked for
+ * where it does not fit is refused, in one line. One rank draws everything either way (bricks:
+ * its one brick is the volume). Collective. */
+static ir_status choose_data(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
+  enum { DATA_AUTO, DATA_BRICKS, DATA_REPLICATED, DATA_BAD };
+  int32_t choice = DATA_AUTO;
+  const char *want = getenv("INKRAY_DIST_DATA");
+  if (ir_dist_rank(s->d) == 0 && want && *want)
+    choice = strcmp(want, "auto") == 0         ? DATA_AUTO
+             : strcmp(want, "bricks") == 0     ? DATA_BRICKS
+             : strcmp(want, "replicated") == 0 ? DATA_REPLICATED
+                                               : DATA_BAD;
+  ir_status st = ir_dist_broadcast(s->d, &choice, sizeof choice, err);
+  if (st != IR_OK) return st;
+  if (choice == DATA_BAD) {
+    if (ir_dist_rank(s->d) == 0) snprintf(err, IR_ERR_LEN, "INKRAY_DIST_DATA='%.64s': use auto, bricks or replicated", want);
+    else snprintf(err, IR_ERR_LEN, "INKRAY_DIST_DATA on rank 0: use auto, bricks or replicated");
+    return IR_ERR_INPUT;
+  }
+  int ranks = ir_dist_size(s->d);
+  double bytes = (double)ir_volume_voxel_count(&s->whole) * (double)ir_voxel_type_size(s->whole.type);
+  char size[32];
+  if (bytes >= 1073741824.0) snprintf(size, sizeof size, "%.2f GiB", bytes / 1073741824.0);
+  else snprintf(size, sizeof size, "%.1f MiB", bytes / 1048576.0);
+  if (ranks == 1) {
+    snprintf(s->data_reason, sizeof s->data_reason, "one rank");
+    return IR_OK;
+  }
+  if (choice == DATA_BRICKS) {
+    snprintf(s->data_reason, sizeof s->data_reason, "INKRAY_DIST_DATA=bricks");
+    return IR_OK;
+  }
+  char why[128] = "";
+  bool fits = whole_volume_fits(s, desc, why, sizeof why);
+  /* Whether any rank cannot hold it, and whether rank 0 cannot (then rank 0 alone says why: the
+   * hosts of a job are mostly alike). */
+  double mine[2] = {fits ? 0.0 : 1.0, !fits && ir_dist_rank(s->d) == 0 ? 1.0 : 0.0}, all[2];
+  st = ir_dist_max_all(s->d, mine, all, 2, err);
+  if (st != IR_OK) return st;
+  if (all[0] == 0.0) {
+    s->replicated = true;
+    snprintf(s->data_reason, sizeof s->data_reason, "%s: %s fits every rank",
+             choice == DATA_REPLICATED ? "INKRAY_DIST_DATA=replicated" : "automatic", size);
+    return IR_OK;
+  }
+  if (choice == DATA_REPLICATED) {
+    int rank = ir_dist_rank(s->d);
+    if (all[1] != 0.0 || (rank == 0 && !fits))
+      snprintf(err, IR_ERR_LEN, "INKRAY_DIST_DATA=replicated: the whole volume does not fit: %s; use bricks", why);
+    else if (!fits)
+      snprintf(err, IR_ERR_LEN, "rank %d: INKRAY_DIST_DATA=replicated: the whole volume does not fit: %s; use bricks", rank,
+               why);
+    else
+      snprintf(err, IR_ERR_LEN, "INKRAY_DIST_DATA=replicated: another rank cannot hold the whole volume (its message "
+                                "is above); use bricks");
+    return IR_ERR_INPUT;
+  }
+  snprintf(s->data_reason, sizeof s->data_reason, "automatic: the whole volume (%s) does not fit every rank%s%s", size,
+           fits ? "" : ": ", fits ? "" : why);
+  return IR_OK;
+}
+
 /* The bricks: for the run's views where the caller knows them (ir_dist_decompose_for_views),
  * else along the longest axes. Only rank 0 searches the views (its grid is broadcast to the
  * others, below); every rank meets the decomposition's errors alike. */
@@ -246,22 +368,42 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   ir_status st = s->order && s->windows ? ir_volume_load(&hd, &s->whole, err) : IR_ERR_RUNTIME;
   if (!s->order || !s->windows) snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
   if (st == IR_OK && desc->color_source) st = check_color_header(s, desc, err);
-  if (st == IR_OK) st = choose_bricks(s, desc, err);
-  /* Every rank takes rank 0's grid: the search is done once, and the views' scores are floating
-   * point (a host whose libm rounds a cosine otherwise could tip a near tie the other way). */
   int agreed = ir_dist_agree(d, (int)st);
   if (agreed != IR_OK && st == IR_OK) {
     st = (ir_status)agreed;
     snprintf(err, IR_ERR_LEN, "another rank failed to read the volume's header (its message is above)");
   }
-  if (st == IR_OK) {
+  if (st == IR_OK) st = choose_data(s, desc, err); /* the same status on every rank */
+  /* Replicated: one brick, the whole volume, on every rank. */
+  if (st == IR_OK) st = s->replicated ? ir_dist_decompose(s->whole.dims, 1, &s->layout, err) : choose_bricks(s, desc, err);
+  /* Every rank takes rank 0's grid: the search is done once, and the views' scores are floating
+   * point (a host whose libm rounds a cosine otherwise could tip a near tie the other way). */
+  agreed = ir_dist_agree(d, (int)st);
+  if (agreed != IR_OK && st == IR_OK) {
+    st = (ir_status)agreed;
+    snprintf(err, IR_ERR_LEN, "another rank failed to choose the bricks (its message is above)");
+  }
+  if (st == IR_OK && s->replicated) {
+    int ranks = ir_dist_size(d);
+    s->cuts = malloc((size_t)(ranks + 1) * sizeof *s->cuts);
+    s->density = malloc((size_t)ir_dist_band_slots(ranks) * sizeof *s->density);
+    s->times = malloc((size_t)ranks * sizeof *s->times);
+    s->scratch = malloc(2 * (size_t)ranks * sizeof *s->scratch);
+    if (!s->cuts || !s->density || !s->times || !s->scratch) {
+      snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
+      st = IR_ERR_RUNTIME;
+    } else {
+      ir_dist_bands_even(ranks, s->cuts, s->density);
+    }
+  }
+  if (st == IR_OK && !s->replicated) {
     int grid[4] = {s->layout.parts[0], s->layout.parts[1], s->layout.parts[2], s->bricks_for_views};
     st = ir_dist_broadcast(d, grid, sizeof grid, err);
     memcpy(s->layout.parts, grid, sizeof s->layout.parts);
     s->bricks_for_views = grid[3] != 0;
   }
   if (st == IR_OK) {
-    ir_dist_brick_of(&s->layout, ir_dist_rank(d), &s->brick);
+    ir_dist_brick_of(&s->layout, s->replicated ? 0 : ir_dist_rank(d), &s->brick);
     st = load_brick(s, desc, err);
   }
   int worst = ir_dist_agree(d, (int)st);
@@ -358,6 +500,28 @@ static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *fr
   return f;
 }
 
+/* Replicated data: rank r traces band r (ir_dist_band_rows) of the rows where the volume's drawn
+ * part can show (ir_camera_box_window, within the frame's own window), the whole width of that
+ * window; the frame is otherwise the one a single process draws. Every rank computes every band
+ * from the same cuts, so that the composite knows them without a message. With
+ * INKRAY_DIST_WINDOW=off a rank traces the whole frame and still sends only its band. */
+static ir_frame_desc band_frame(ir_dist_scene *s, const ir_frame_desc *frame) {
+  int covered[4], ranks = ir_dist_size(s->d);
+  brick_window(s, frame, &s->brick, covered);
+  for (int r = 0; r < ranks; r++) {
+    int rows[2];
+    ir_dist_band_rows(s->cuts, r, covered[1], covered[3], rows);
+    int *w = s->windows[r];
+    w[0] = covered[0], w[1] = rows[0], w[2] = covered[2], w[3] = rows[1];
+    if (w[2] <= w[0] || w[3] <= w[1]) w[0] = w[1] = w[2] = w[3] = 0;
+  }
+  ir_frame_desc f = *frame;
+  if (s->whole_frames) return f;
+  f.window_on = true;
+  memcpy(f.window, s->windows[ir_dist_rank(s->d)], sizeof f.window);
+  return f;
+}
+
 /* Whether a surface lets light through (hidden ones, opacity 0, are not drawn at all): then the
  * bricks are blended in visibility order instead of keeping the nearest. */
 static bool frame_is_translucent(const ir_frame_desc *frame) {
@@ -376,7 +540,7 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   bool host = ranks > 1 && !s->gpu;
   s->composited = 0;
   ir_status st = host ? ensure_buffers(s, pixels, err) : IR_OK;
-  ir_frame_desc f = brick_frame(s, frame);
+  ir_frame_desc f = s->replicated ? band_frame(s, frame) : brick_frame(s, frame);
   ir_frame_stats rs;
   char sub[IR_ERR_LEN] = "";
   /* With stats the renderer waits for the frame's GPU work, so render time is all of it. */
@@ -384,10 +548,11 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   if (sub[0]) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   double t1 = ir_dist_now_ms();
   /* One rank: the frame is finished where the renderer left it. Opaque frames send only each
-   * brick's window, through NCCL (dist/nccl.cu) or MPI (ir_dist_composite_windows). */
-  bool translucent = ranks > 1 && frame_is_translucent(frame);
+   * brick's window, through NCCL (dist/nccl.cu) or MPI (ir_dist_composite_windows); so do the
+   * bands of replicated data, translucent or not (each pixel is finished by one rank). */
+  bool translucent = ranks > 1 && frame_is_translucent(frame) && !s->replicated;
   bool by_windows = ranks > 1 && !translucent;
-  if (by_windows)
+  if (by_windows && !s->replicated)
     for (int r = 0; r < ranks; r++) {
       ir_dist_brick b;
       ir_dist_brick_of(&s->layout, r, &b);
@@ -407,8 +572,11 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
     if (st != IR_OK) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   }
   double t2 = ir_dist_now_ms();
-  /* A rank that failed must not leave the others waiting in the reduction. */
-  int worst = ranks > 1 ? ir_dist_agree(s->d, (int)st) : (int)st;
+  /* A rank that failed must not leave the others waiting in the reduction. Replicated data: the
+   * same message hands every rank each rank's render time, for the next frame's bands. */
+  int worst = ranks == 1         ? (int)st
+              : s->replicated ? ir_dist_agree_times(s->d, (int)st, t1 - t0, s->times, s->scratch)
+                                : ir_dist_agree(s->d, (int)st);
   double t_ready = ir_dist_now_ms(); /* every rank has drawn and packed its brick */
   if (worst != IR_OK) {
     if (st == IR_OK) snprintf(err, IR_ERR_LEN, "another rank failed to render its brick (its message is above)");
@@ -429,6 +597,7 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   else if (host)
     st = ir_dist_composite_windows(s->d, s->words, (const int(*)[4])s->windows, frame->width, s->result, err);
   s->composited = st == IR_OK && rank == 0 ? pixels : 0;
+  if (st == IR_OK && s->replicated && ranks > 1) ir_dist_bands_balance(ranks, s->times, s->cuts, s->density);
   double t3 = ir_dist_now_ms();
   if (st == IR_OK && rank == 0 && rgba) st = ir_dist_scene_read_image(s, rgba, err);
   local.render_ms = t1 - t0;

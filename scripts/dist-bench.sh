@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Distributed (sort-last, MPI) frame times on one machine: the same volume and views over 1, 2
+# Distributed (MPI) frame times on one machine: the same volume and views over 1, 2
 # and 4 ranks (all ranks on GPU rank % devices, so on a one-GPU machine they share it), and a
 # table of the frame time and its phases (render, gather, composite, wait) per rank count.
 # Usage: scripts/dist-bench.sh [RANKS...]            (default: 1 2 4)
@@ -122,6 +122,8 @@ if ((matrix)); then
     echo "MPI. 1 rank: 'speed-up' is its frame / one process's (N/1p, target <= 1.05). strong: speed-up ="
     echo "1-GPU frame / N-GPU frame, r-ratio = slowest render / (1-GPU render / N) (target <= 1.3);"
     echo "weak: the 'speed-up' column is N-GPU frame / 1-GPU frame (target <= 1.25)."
+    echo "data: ${INKRAY_DIST_DATA:-auto} for the strong cases (auto: the whole volume on every rank, a band of rows each,"
+    echo "where it fits; else bricks), ${WEAK_DATA:-bricks} for the weak and large ones (their point is the data per GPU)"
     echo "bricks: ${INKRAY_DIST_BRICKS:-views} (views: the grid chosen for the orbit; longest: along the longest axes)"
     printf '%-7s %-26s %-10s %-6s %5s %9s %8s %8s %9s %8s %9s %7s %8s %5s  %s\n' scaling volume size scene ranks \
       frame render gather composite wait speed-up r-ratio first-s wall compositing
@@ -139,10 +141,13 @@ if ((matrix)); then
     local t0=$SECONDS ok=1
     # A case that hangs ends at CASE_TIMEOUT seconds (default 900) instead of taking the rest of the run.
     local limit=(timeout --kill-after=10 "${CASE_TIMEOUT:-900}")
+    # Weak and large cases keep their data per GPU: bricks unless WEAK_DATA says otherwise.
+    local data=${INKRAY_DIST_DATA:-auto}
+    [[ $kind == strong ]] || data=${WEAK_DATA:-bricks}
     if ((n == 0)); then
       "${limit[@]}" "${cmd[@]}" --no-stages >"$log" 2>&1 || ok=0
     else
-      "${limit[@]}" "${mpi[@]}" -np "$n" "${cmd[@]}" >"$log" 2>&1 || ok=0
+      INKRAY_DIST_DATA=$data "${limit[@]}" "${mpi[@]}" -np "$n" "${cmd[@]}" >"$log" 2>&1 || ok=0
     fi
     local wall=$((SECONDS - t0)) mean render gather comp wait first where
     if ((!ok)); then
@@ -160,6 +165,7 @@ if ((matrix)); then
       where=$(awk '/^compositing / {sub(/^compositing /, ""); sub(/:.*/, ""); print; exit}' "$log")
       # The brick grid and the rule that chose it (dist.h: for the orbit's views, or the longest axes).
       where+=$(awk '/ bricks \(/ {for (i = 1; i <= NF; i++) if ($i == "bricks") {print ", " $(i - 1); exit}}' "$log")
+      grep -q "replicated on every rank" "$log" && where+=", replicated"
     fi
     local key=$vol/$sz/$scene speedup=- ratio=-
     if ((n == 0)); then one_proc[$key]=$mean; fi

@@ -32,6 +32,9 @@ static const char *window_env;
 /* "INKRAY_DIST_BRICKS=longest" for the bricks along the longest axes, whatever the views: the
  * grids whose seams a test means to cross. */
 static const char *bricks_env;
+/* INKRAY_DIST_DATA: the tests of bricks ask for them (a small volume fits every rank, so runs
+ * would otherwise replicate it); NULL leaves the choice to inkray. */
+static const char *data_env = "INKRAY_DIST_DATA=bricks";
 
 /* inkray with `args` in one process (ranks 0) or under mpirun with that many ranks. CI runs as
  * root on two cores: --allow-run-as-root and --oversubscribe. */
@@ -59,6 +62,10 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
     if (bricks_env) {
       argv[n++] = "-x";
       argv[n++] = bricks_env;
+    }
+    if (data_env) {
+      argv[n++] = "-x";
+      argv[n++] = data_env;
     }
   }
   argv[n++] = inkray_binary();
@@ -620,6 +627,72 @@ static void test_the_pixel_window_changes_no_bit_of_the_composited_frame(void) {
   remove_scratch(dir);
 }
 
+/* Replicated data: every rank holds the whole volume and traces a band of rows, so the composited
+ * frame and depth are one process's byte for byte: opaque and translucent surfaces, a clip box
+ * and plane, and a view from inside the volume. Several frames of an orbit, so that the bands
+ * have moved (their cuts follow the ranks' render times) before the last frame is written. */
+static int replicated_ranks[2] = {2, 3};
+static void test_replicated_ranks_draw_the_single_process_frame_bit_for_bit(void) {
+  char dir[64], png[2][128], pfm[2][128];
+  make_scratch(dir);
+  const char *looks[][8] = {
+      {"--surface", "127.5", NULL},
+      {"--surface", "60:red:0.5", "--surface", "127.5", "--distance", "0.6", NULL},
+      {"--surface", "127.5", "--clip-box", "0.1,0.9,0,1,0.2,0.8", "--clip-plane", "1,0.2,0,0.05", NULL},
+      {"--surface", "100:orange:0.4", "--surface", "150", "--distance", "0.15", NULL},
+  };
+  for (int k = 0; k < 4; k++) {
+    int ranks = replicated_ranks[k % 2];
+    for (int pass = 0; pass < 2; pass++) {
+      snprintf(png[pass], sizeof png[pass], "%s/r%d.png", dir, pass);
+      snprintf(pfm[pass], sizeof pfm[pass], "%s/r%d.pfm", dir, pass);
+      const char *args[48] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                              "120x90", "--frames", "4", "--warmup", "1", "--orbit", "3", "--elevation", "30",
+                              "--quiet", "--png", png[pass], "--depth", pfm[pass]};
+      int n = 22;
+      for (int j = 0; looks[k][j]; j++) args[n++] = looks[k][j];
+      args[n++] = "builtin:fractal:64";
+      args[n] = NULL;
+      data_env = "INKRAY_DIST_DATA=replicated";
+      run_ranks(pass ? ranks : 0, args, &result);
+      data_env = "INKRAY_DIST_DATA=bricks";
+      CHECK_MSG(result.status == 0, "look %d, %s: exit %d: %s", k, pass ? "ranks" : "one process", result.status,
+                result.output);
+      if (pass) {
+        CHECK_STR_CONTAINS(result.output, "(MPI, sort-first)");
+        CHECK_STR_CONTAINS(result.output, "replicated on every rank (INKRAY_DIST_DATA=replicated");
+        if (composite_env) CHECK_STR_CONTAINS(result.output, "compositing on the GPUs (NCCL)");
+      }
+    }
+    CHECK_MSG(same_file(png[0], png[1]), "look %d: the image differs from one process's", k);
+    CHECK_MSG(same_file(pfm[0], pfm[1]), "look %d: the depth differs from one process's", k);
+  }
+  remove_scratch(dir);
+}
+
+/* Left to inkray, a volume every rank can hold is replicated; INKRAY_DIST_DATA other than auto,
+ * bricks or replicated stops the run with one line. */
+static void test_the_data_choice_replicates_what_fits_and_is_checked(void) {
+  const char *args[] = {"--headless", "--device", device, "--size", "16x16", "--frames", "1", "--quiet",
+                        "builtin:sphere:16", NULL};
+  data_env = NULL;
+  run_ranks(2, args, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "replicated on every rank (automatic: ");
+  data_env = "INKRAY_DIST_DATA=auto";
+  run_ranks(2, args, &result);
+  CHECK_STR_CONTAINS(result.output, "replicated on every rank (automatic: ");
+  data_env = "INKRAY_DIST_DATA=bricks";
+  run_ranks(2, args, &result);
+  CHECK_STR_CONTAINS(result.output, "bricks: INKRAY_DIST_DATA=bricks");
+  data_env = "INKRAY_DIST_DATA=mirror";
+  run_ranks(2, args, &result);
+  CHECK_MSG(result.status == 2, "INKRAY_DIST_DATA=mirror: exit %d", result.status);
+  CHECK_STR_CONTAINS(result.output, "INKRAY_DIST_DATA='mirror': use auto, bricks or replicated");
+  CHECK_EQ_INT(inkray_lines(result.output), 1);
+  data_env = "INKRAY_DIST_DATA=bricks";
+}
+
 int main(int argc, char **argv) {
   const char *mpiexec = getenv("INKRAY_MPIEXEC");
   if (!mpiexec || !*mpiexec || access(mpiexec, X_OK) != 0) check_skip_all("inkray was built without MPI (no mpiexec)");
@@ -650,6 +723,7 @@ int main(int argc, char **argv) {
     if (!nccl_only) {
       RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
       RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
+      RUN(test_replicated_ranks_draw_the_single_process_frame_bit_for_bit);
     }
     /* One rank per GPU: compositing on the GPUs through NCCL (opaque and translucent), where
      * the machine has two GPUs or more. */
@@ -665,6 +739,9 @@ int main(int argc, char **argv) {
       RUN(test_three_ranks_write_the_single_process_depth);
       window_max_ranks = count;
       RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
+      replicated_ranks[1] = count >= 3 ? 3 : 2;
+      RUN(test_replicated_ranks_draw_the_single_process_frame_bit_for_bit);
+      RUN(test_the_data_choice_replicates_what_fits_and_is_checked);
       composite_env = NULL;
     }
     return check_summary();
@@ -688,5 +765,7 @@ int main(int argc, char **argv) {
   RUN(test_three_ranks_colour_by_a_second_volume_like_one_process);
   RUN(test_three_ranks_write_the_single_process_depth);
   RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
+  RUN(test_replicated_ranks_draw_the_single_process_frame_bit_for_bit);
+  RUN(test_the_data_choice_replicates_what_fits_and_is_checked);
   return check_summary();
 }
