@@ -45,6 +45,14 @@ ir_status ir_dist_gpu_pack(ir_dist_gpu *g, const void *rgba, const float *depth,
  * deadline. */
 ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels, int width, const int (*windows)[4],
                                 char err[IR_ERR_LEN]);
+/* Replicated data: the rows of every rank's band (windows[r]: x0, y0, x1, y1; whole rows y0 <= y
+ * < y1 travel, the pixels outside the band's columns being background) from its renderer's image
+ * (`rgba`, `depth`: with keep_depth, the depth too) straight into the same rows of rank 0's,
+ * which then holds the frame: each pixel is finished by one rank, so nothing is packed or
+ * reduced, and 4 bytes a pixel travel (8 with the depth). Every renderer's frame must be done.
+ * Collective; waits for it, with a deadline. */
+ir_status ir_dist_gpu_gather_rows(ir_dist_gpu *g, void *rgba, float *depth, int width, const int (*windows)[4],
+                                  char err[IR_ERR_LEN]);
 /* Rank 0: the composited frame unpacked to RGBA8 (on the GPU) and copied to host memory. */
 ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_LEN]);
 /* Rank 0: the composited words, copied to host memory (keep_depth only). */

@@ -605,6 +605,31 @@ ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels,
   return st;
 }
 
+ir_status ir_dist_gpu_gather_rows(ir_dist_gpu *g, void *rgba, float *depth, int width, const int (*windows)[4],
+                                  char err[IR_ERR_LEN]) {
+  if (!g->comm) {
+    snprintf(err, IR_ERR_LEN, "rank %d: NCCL was aborted by an earlier failure", g->rank);
+    return IR_ERR_RUNTIME;
+  }
+  g->pixels = 0; /* the frame is in rank 0's renderer, not in this module's buffers */
+  DIST_NCCL(ncclGroupStart());
+  for (int r = 1; r < g->size; r++) {
+    const int *w = windows[r];
+    size_t at = (size_t)w[1] * (size_t)width, n = (size_t)(w[3] - w[1]) * (size_t)width;
+    if (n == 0 || (g->rank != 0 && g->rank != r)) continue;
+    uint32_t *color = (uint32_t *)rgba + at;
+    if (g->rank == 0) {
+      DIST_NCCL_IN_GROUP(ncclRecv(color, n, ncclUint32, r, g->comm, g->stream));
+      if (g->keep_depth) DIST_NCCL_IN_GROUP(ncclRecv(depth + at, n, ncclFloat32, r, g->comm, g->stream));
+    } else {
+      DIST_NCCL_IN_GROUP(ncclSend(color, n, ncclUint32, 0, g->comm, g->stream));
+      if (g->keep_depth) DIST_NCCL_IN_GROUP(ncclSend(depth + at, n, ncclFloat32, 0, g->comm, g->stream));
+    }
+  }
+  DIST_NCCL_WATCHED(ncclGroupEnd(), "sending frames through NCCL");
+  return wait_stream(g, "gathering the bands (NCCL)", err);
+}
+
 ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_LEN]) {
   if (!g->pixels) {
     snprintf(err, IR_ERR_LEN, "rank %d: no composited frame to read", g->rank);

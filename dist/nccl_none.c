@@ -29,6 +29,11 @@ ir_status ir_dist_gpu_composite(ir_dist_gpu *g, const int *order, size_t pixels,
   (void)g, (void)order, (void)pixels, (void)width, (void)windows;
   return unavailable(err);
 }
+ir_status ir_dist_gpu_gather_rows(ir_dist_gpu *g, void *rgba, float *depth, int width, const int (*windows)[4],
+                                  char err[IR_ERR_LEN]) {
+  (void)g, (void)rgba, (void)depth, (void)width, (void)windows;
+  return unavailable(err);
+}
 ir_status ir_dist_gpu_read_image(ir_dist_gpu *g, uint8_t *rgba, char err[IR_ERR_LEN]) {
   (void)g, (void)rgba;
   return unavailable(err);

@@ -558,7 +558,9 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
       ir_dist_brick_of(&s->layout, r, &b);
       brick_window(s, frame, &b, s->windows[r]);
     }
-  if (st == IR_OK && s->gpu)
+  /* Replicated data on the GPUs: the bands' rows go from the renderers' images as they are. */
+  bool rows = s->gpu && s->replicated;
+  if (st == IR_OK && s->gpu && !rows)
     st = ir_dist_gpu_pack(s->gpu, ir_render_device_image(s->renderer), ir_render_device_depth(s->renderer), pixels,
                           frame->width, by_windows ? s->windows[rank] : NULL, err);
   if (st == IR_OK && host) {
@@ -589,7 +591,11 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
     ir_dist_visibility_order(&s->layout, eye, s->order);
     order = s->order;
   }
-  if (s->gpu)
+  if (rows)
+    st = ir_dist_gpu_gather_rows(s->gpu, (void *)ir_render_device_image(s->renderer),
+                                 (float *)ir_render_device_depth(s->renderer), frame->width,
+                                 (const int(*)[4])s->windows, err);
+  else if (s->gpu)
     st = ir_dist_gpu_composite(s->gpu, order, pixels, frame->width, by_windows ? (const int(*)[4])s->windows : NULL,
                                err);
   else if (host && order)
@@ -616,7 +622,8 @@ ir_status ir_dist_scene_read_image(ir_dist_scene *s, uint8_t *rgba, char err[IR_
     snprintf(err, IR_ERR_LEN, "rank %d: no composited frame to read", ir_dist_rank(s->d));
     return IR_ERR_INPUT;
   }
-  if (ir_dist_size(s->d) == 1) return ir_render_read_image(s->renderer, rgba, err);
+  /* One rank, or the bands gathered into rank 0's renderer: the frame is where it drew. */
+  if (ir_dist_size(s->d) == 1 || (s->gpu && s->replicated)) return ir_render_read_image(s->renderer, rgba, err);
   if (s->gpu) return ir_dist_gpu_read_image(s->gpu, rgba, err);
   ir_dist_unpack_image(s->result, s->composited, IR_BACKGROUND_RGBA, rgba);
   return IR_OK;
@@ -639,7 +646,7 @@ ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[I
 bool ir_dist_scene_last_depth(ir_dist_scene *s, float *depth) {
   if (!s->composited) return false;
   char err[IR_ERR_LEN];
-  if (ir_dist_size(s->d) == 1) return ir_render_read_depth(s->renderer, depth, err) == IR_OK;
+  if (ir_dist_size(s->d) == 1 || (s->gpu && s->replicated)) return ir_render_read_depth(s->renderer, depth, err) == IR_OK;
   if (!s->gpu) {
     ir_dist_unpack_depth(s->result, s->composited, depth);
     return true;
