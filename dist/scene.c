@@ -19,6 +19,31 @@
 #include "dist/dist_internal.h"
 #include "render/ray_math.cuh"
 
+/* The bands' cost model of one view (dist.h, ir_dist_bands_balance). A view's rows cost what its
+ * rays meet, so each view a run draws again (an orbit's come round every few frames; a still
+ * window draws one) keeps its own model, up to BAND_VIEWS of them, the least recently drawn
+ * making way; a new view starts from the model of the last one drawn (a moving camera's next
+ * view looks much like its last). */
+#define BAND_VIEWS 16
+typedef struct band_model {
+  uint64_t view;      /* the camera and frame size it was learned on (view_key) */
+  unsigned long used; /* when it was last drawn (band_clock) */
+  double *cuts, *density;
+} band_model;
+
+static bool band_model_make(band_model *m, int ranks) {
+  m->cuts = malloc((size_t)(ranks + 1) * sizeof *m->cuts);
+  m->density = malloc((size_t)ir_dist_band_slots(ranks) * sizeof *m->density);
+  if (!m->cuts || !m->density) {
+    free(m->cuts);
+    free(m->density);
+    m->cuts = m->density = NULL;
+    return false;
+  }
+  ir_dist_bands_even(ranks, m->cuts, m->density);
+  return true;
+}
+
 struct ir_dist_scene {
   ir_dist *d;
   ir_volume whole; /* header only */
@@ -40,11 +65,15 @@ struct ir_dist_scene {
   bool bricks_for_views; /* the layout was chosen for the run's views (choose_bricks) */
   bool whole_frames; /* INKRAY_DIST_WINDOW=off: trace every pixel, not the brick's window */
   /* Replicated data (choose_data): every rank holds the whole volume and traces a band of the
-   * rows; the cuts between bands (dist.h) follow the ranks' render times frame by frame. */
+   * rows; the cuts between bands (dist.h) follow the ranks' render times frame by frame, one
+   * model per view recently drawn (band_model_for). */
   bool replicated;
   char data_reason[160];  /* why, for the run's header */
   double color_bytes;     /* the colour volume's voxel bytes (desc->color_source), from its header */
-  double *cuts, *density, *times, *scratch; /* ranks + 1, ir_dist_band_slots, ranks, 2 ranks */
+  band_model models[BAND_VIEWS];
+  band_model *model;        /* this frame's */
+  unsigned long band_clock; /* frames drawn, for the models' ages */
+  double *times, *scratch;  /* ranks, 2 ranks */
 };
 
 const char *ir_dist_scene_compositing(const ir_dist_scene *s) { return s->compositing; }
@@ -83,8 +112,10 @@ void ir_dist_scene_destroy(ir_dist_scene *s) {
   free_frame_buffers(s);
   free(s->order);
   free(s->windows);
-  free(s->cuts);
-  free(s->density);
+  for (int i = 0; i < BAND_VIEWS; i++) {
+    free(s->models[i].cuts);
+    free(s->models[i].density);
+  }
   free(s->times);
   free(s->scratch);
   free(s);
@@ -385,16 +416,13 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
   }
   if (st == IR_OK && s->replicated) {
     int ranks = ir_dist_size(d);
-    s->cuts = malloc((size_t)(ranks + 1) * sizeof *s->cuts);
-    s->density = malloc((size_t)ir_dist_band_slots(ranks) * sizeof *s->density);
     s->times = malloc((size_t)ranks * sizeof *s->times);
     s->scratch = malloc(2 * (size_t)ranks * sizeof *s->scratch);
-    if (!s->cuts || !s->density || !s->times || !s->scratch) {
+    if (!s->times || !s->scratch || !band_model_make(&s->models[0], ranks)) {
       snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
       st = IR_ERR_RUNTIME;
-    } else {
-      ir_dist_bands_even(ranks, s->cuts, s->density);
     }
+    s->model = &s->models[0];
   }
   if (st == IR_OK && !s->replicated) {
     int grid[4] = {s->layout.parts[0], s->layout.parts[1], s->layout.parts[2], s->bricks_for_views};
@@ -500,6 +528,49 @@ static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *fr
   return f;
 }
 
+/* FNV-1a over the frame's camera and size: the same on every rank for the same frame. */
+static uint64_t view_key(const ir_frame_desc *frame) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char *p = (const unsigned char *)&frame->camera;
+  for (size_t i = 0; i < sizeof frame->camera; i++) h = (h ^ p[i]) * 1099511628211ull;
+  int size[2] = {frame->width, frame->height};
+  p = (const unsigned char *)size;
+  for (size_t i = 0; i < sizeof size; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The model of this frame's view: its own if the run drew it lately, else a new one copied from
+ * the model last drawn (where memory for it cannot be had, that model itself). */
+static band_model *band_model_for(ir_dist_scene *s, const ir_frame_desc *frame) {
+  uint64_t view = view_key(frame);
+  int ranks = ir_dist_size(s->d), oldest = 0;
+  band_model *last = s->model;
+  s->band_clock++;
+  if (!last->used) { /* the run's first frame: the even bands made with the scene */
+    last->view = view;
+    last->used = s->band_clock;
+    return last;
+  }
+  for (int i = 0; i < BAND_VIEWS; i++) {
+    band_model *m = &s->models[i];
+    if (m->cuts && m->view == view && m->used) {
+      m->used = s->band_clock;
+      return m;
+    }
+    if (!m->cuts || m->used < s->models[oldest].used) oldest = i;
+    if (!m->cuts) break;
+  }
+  band_model *m = &s->models[oldest];
+  if (m != last && !m->cuts && !band_model_make(m, ranks)) return last;
+  if (m != last) {
+    memcpy(m->cuts, last->cuts, (size_t)(ranks + 1) * sizeof *m->cuts);
+    memcpy(m->density, last->density, (size_t)ir_dist_band_slots(ranks) * sizeof *m->density);
+  }
+  m->view = view;
+  m->used = s->band_clock;
+  return m;
+}
+
 /* Replicated data: rank r traces band r (ir_dist_band_rows) of the rows where the volume's drawn
  * part can show (ir_camera_box_window, within the frame's own window), the whole width of that
  * window; the frame is otherwise the one a single process draws. Every rank computes every band
@@ -507,10 +578,11 @@ static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *fr
  * INKRAY_DIST_WINDOW=off a rank traces the whole frame and still sends only its band. */
 static ir_frame_desc band_frame(ir_dist_scene *s, const ir_frame_desc *frame) {
   int covered[4], ranks = ir_dist_size(s->d);
+  s->model = band_model_for(s, frame);
   brick_window(s, frame, &s->brick, covered);
   for (int r = 0; r < ranks; r++) {
     int rows[2];
-    ir_dist_band_rows(s->cuts, r, covered[1], covered[3], rows);
+    ir_dist_band_rows(s->model->cuts, r, covered[1], covered[3], rows);
     int *w = s->windows[r];
     w[0] = covered[0], w[1] = rows[0], w[2] = covered[2], w[3] = rows[1];
     if (w[2] <= w[0] || w[3] <= w[1]) w[0] = w[1] = w[2] = w[3] = 0;
@@ -603,7 +675,8 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   else if (host)
     st = ir_dist_composite_windows(s->d, s->words, (const int(*)[4])s->windows, frame->width, s->result, err);
   s->composited = st == IR_OK && rank == 0 ? pixels : 0;
-  if (st == IR_OK && s->replicated && ranks > 1) ir_dist_bands_balance(ranks, s->times, s->cuts, s->density);
+  if (st == IR_OK && s->replicated && ranks > 1)
+    ir_dist_bands_balance(ranks, s->times, s->model->cuts, s->model->density);
   double t3 = ir_dist_now_ms();
   if (st == IR_OK && rank == 0 && rgba) st = ir_dist_scene_read_image(s, rgba, err);
   local.render_ms = t1 - t0;
