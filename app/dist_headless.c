@@ -192,6 +192,7 @@ static int run(ir_dist *d, const app_dist_options *o) {
    * automatic choice could differ between hosts of unlike memory). */
   if (desc.volume.level == IR_LEVEL_AUTO) desc.volume.level = 0;
   desc.keep_depth = o->look && o->look->depth_path;
+  desc.whole_volume_rays = o->look && (o->look->ao_samples > 0 || o->look->shadows);
   /* The bricks are chosen for the orbit's views (dist.h, ir_dist_decompose_for_views). */
   desc.view_count = o->orbit, desc.view_width = o->width, desc.view_height = o->height;
   desc.view_camera = orbit_camera, desc.view_ctx = o;
@@ -268,6 +269,17 @@ static int run(ir_dist *d, const app_dist_options *o) {
              (double)look.color_range[0], (double)look.color_range[1], auto_range ? " (automatic)" : "");
       fflush(stdout);
     }
+  }
+  if (rc == 0 && rank == 0 && o->look && (o->look->ao_samples > 0 || o->look->shadows || o->look->light_on)) {
+    const app_look *l = o->look;
+    if (l->ao_samples > 0)
+      printf("lit: ambient occlusion %d rays of %g voxels%s", l->ao_samples,
+             (double)(l->ao_radius > 0.0f ? l->ao_radius : IR_AO_RADIUS_DEFAULT), l->shadows ? "; shadows" : "");
+    else
+      printf("lit: %s", l->shadows ? "shadows" : "no occlusion");
+    if (l->light_on) printf("; light at azimuth %g, elevation %g\n", (double)l->light[0], (double)l->light[1]);
+    else printf("; headlight\n");
+    fflush(stdout);
   }
   if (rc == 0) rc = run_frames(d, scene, &with_range, isovalues, iso_count, csv, image, start_ms);
   if (rc == 0 && rank == 0 && o->png_path) {

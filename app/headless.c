@@ -164,9 +164,11 @@ static void print_help(FILE *to) {
         "the first configuration, the next steps read onto the GPU meanwhile; a line per step with\n"
         "its read, upload, range and render times, then the steps per second. --png NAME_%03d.png\n"
         "writes every step's image (without a %d: the last step's).\n"
-        "Under mpirun -np N the run is distributed over N ranks, one brick of the volume each, and\n"
-        "composited on rank 0: by depth, translucent surfaces by \"over\" in the bricks' order; on the\n"
-        "GPUs through NCCL when each rank has its own (one pipeline and method; docs/distributed.md).\n"
+        "Under mpirun -np N the run is distributed over N ranks: where every rank can hold the whole\n"
+        "volume, each draws a band of rows (balanced by their times) and rank 0 gathers them; else one\n"
+        "brick of the volume each, composited on rank 0 by depth, translucent surfaces by \"over\" in\n"
+        "the bricks' order (INKRAY_DIST_DATA=bricks|replicated asks for one); on the GPUs through NCCL\n"
+        "when each rank has its own (one pipeline and method; docs/distributed.md).\n"
         "Example: inkray --headless --frames 100 --size 1024x1024 --method all --pipeline all\n"
         "         --orbit 8 --csv frames.csv --png last.png builtin:sphere:256\n"
         "\n",
@@ -1050,10 +1052,12 @@ static int check_distributed(const hl_options *o) {
     return bad_option("a distributed run renders one pipeline with one --method, and takes no --verify or "
                       "--iso suggested%s%s", "", "");
   const app_look *look = &o->look;
-  /* An occlusion or shadow ray would leave its rank's brick. */
-  if (look->ao_samples > 0 || look->shadows || look->light_on || o->accumulate)
-    return bad_option("--ao, --shadows, --light and --accumulate are not drawn in a distributed run: their rays "
-                      "would leave a rank's brick; run without mpirun%s%s", "", "");
+  /* Occlusion and shadow rays are drawn where every rank holds the whole volume (the scene
+   * refuses them over bricks, dist.h); an accumulated mean is not: its frames' bands move, so a
+   * pixel's frames are drawn by different ranks, each with its own sums. */
+  if (o->accumulate)
+    return bad_option("--accumulate is not drawn in a distributed run: a pixel's frames may be drawn by different "
+                      "ranks; run without mpirun%s%s", "", "");
   /* No rank holds the whole volume: a gradient range measured on bricks would differ from the
    * whole volume's (their faces, their subsamples). */
   if (look->color_by == IR_COLOR_GRADIENT && !look->color_range_given)

@@ -167,6 +167,11 @@ typedef struct ir_dist_scene_desc {
   const char *color_source; /* NULL, or a second volume of the whole volume's dims for
                                IR_COLOR_VOLUME frames, read with the same format options: each
                                rank loads the same brick of it */
+  bool whole_volume_rays;   /* the frames trace rays that leave their pixel's brick (ambient
+                               occlusion, shadows): only replicated
+                               data draws them; where it cannot be had (INKRAY_DIST_DATA=bricks,
+                               or the volume does not fit every rank) IR_ERR_INPUT, before any
+                               voxel is loaded */
   bool keep_depth;          /* rank 0 will read the composited depth (ir_dist_scene_last_depth);
                                on the GPUs the frames then travel with it (8 bytes a pixel into
                                rank 0 instead of 4) */

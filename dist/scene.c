@@ -321,6 +321,12 @@ static ir_status choose_data(ir_dist_scene *s, const ir_dist_scene_desc *desc, c
     snprintf(s->data_reason, sizeof s->data_reason, "one rank");
     return IR_OK;
   }
+  /* Occlusion and shadow rays cross bricks: only replicated data draws them. */
+  const char *lit = "--ao and --shadows need every rank to hold the whole volume (their rays cross bricks)";
+  if (choice == DATA_BRICKS && desc->whole_volume_rays) {
+    snprintf(err, IR_ERR_LEN, "%s: INKRAY_DIST_DATA=bricks cannot draw them", lit);
+    return IR_ERR_INPUT;
+  }
   if (choice == DATA_BRICKS) {
     snprintf(s->data_reason, sizeof s->data_reason, "INKRAY_DIST_DATA=bricks");
     return IR_OK;
@@ -338,16 +344,17 @@ static ir_status choose_data(ir_dist_scene *s, const ir_dist_scene_desc *desc, c
              choice == DATA_REPLICATED ? "INKRAY_DIST_DATA=replicated" : "automatic", size);
     return IR_OK;
   }
-  if (choice == DATA_REPLICATED) {
+  if (choice == DATA_REPLICATED || desc->whole_volume_rays) {
     int rank = ir_dist_rank(s->d);
+    const char *asked = choice == DATA_REPLICATED ? "INKRAY_DIST_DATA=replicated" : lit;
+    const char *instead = choice == DATA_REPLICATED ? "use bricks" : "draw them in one process";
     if (all[1] != 0.0 || (rank == 0 && !fits))
-      snprintf(err, IR_ERR_LEN, "INKRAY_DIST_DATA=replicated: the whole volume does not fit: %s; use bricks", why);
+      snprintf(err, IR_ERR_LEN, "%s: the whole volume does not fit: %s; %s", asked, why, instead);
     else if (!fits)
-      snprintf(err, IR_ERR_LEN, "rank %d: INKRAY_DIST_DATA=replicated: the whole volume does not fit: %s; use bricks", rank,
-               why);
+      snprintf(err, IR_ERR_LEN, "rank %d: %s: the whole volume does not fit: %s; %s", rank, asked, why, instead);
     else
-      snprintf(err, IR_ERR_LEN, "INKRAY_DIST_DATA=replicated: another rank cannot hold the whole volume (its message "
-                                "is above); use bricks");
+      snprintf(err, IR_ERR_LEN, "%s: another rank cannot hold the whole volume (its message is above); %s", asked,
+               instead);
     return IR_ERR_INPUT;
   }
   snprintf(s->data_reason, sizeof s->data_reason, "automatic: the whole volume (%s) does not fit every rank%s%s", size,

@@ -629,19 +629,21 @@ static void test_the_pixel_window_changes_no_bit_of_the_composited_frame(void) {
 
 /* Replicated data: every rank holds the whole volume and traces a band of rows, so the composited
  * frame and depth are one process's byte for byte: opaque and translucent surfaces, a clip box
- * and plane, and a view from inside the volume. Several frames of an orbit, so that the bands
+ * and plane, a view from inside the volume, and ambient occlusion with shadows (their rays cross
+ * the other ranks' bands). Several frames of an orbit, so that the bands
  * have moved (their cuts follow the ranks' render times) before the last frame is written. */
 static int replicated_ranks[2] = {2, 3};
 static void test_replicated_ranks_draw_the_single_process_frame_bit_for_bit(void) {
   char dir[64], png[2][128], pfm[2][128];
   make_scratch(dir);
-  const char *looks[][8] = {
+  const char *looks[][12] = {
       {"--surface", "127.5", NULL},
       {"--surface", "60:red:0.5", "--surface", "127.5", "--distance", "0.6", NULL},
       {"--surface", "127.5", "--clip-box", "0.1,0.9,0,1,0.2,0.8", "--clip-plane", "1,0.2,0,0.05", NULL},
       {"--surface", "100:orange:0.4", "--surface", "150", "--distance", "0.15", NULL},
+      {"--surface", "60:red:0.5", "--surface", "127.5", "--ao", "4", "--shadows", "--light", "30,45", NULL},
   };
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     int ranks = replicated_ranks[k % 2];
     for (int pass = 0; pass < 2; pass++) {
       snprintf(png[pass], sizeof png[pass], "%s/r%d.png", dir, pass);
@@ -667,6 +669,40 @@ static void test_replicated_ranks_draw_the_single_process_frame_bit_for_bit(void
     CHECK_MSG(same_file(png[0], png[1]), "look %d: the image differs from one process's", k);
     CHECK_MSG(same_file(pfm[0], pfm[1]), "look %d: the depth differs from one process's", k);
   }
+  remove_scratch(dir);
+}
+
+/* Over bricks, --ao and --shadows are refused in one line and exit 2 (their rays would leave a
+ * rank's brick); --light alone shades each hit where it is and draws one process's image. */
+static void test_occlusion_over_bricks_is_refused_and_light_is_drawn(void) {
+  const char *const lit[][3] = {{"--ao", "4", NULL}, {"--shadows", NULL, NULL}};
+  for (int k = 0; k < 2; k++) {
+    const char *args[16] = {"--headless", "--device", device, "--size", "16x16", "--frames", "1", "--quiet"};
+    int n = 8;
+    for (int j = 0; lit[k][j]; j++) args[n++] = lit[k][j];
+    args[n++] = "builtin:sphere:16";
+    args[n] = NULL;
+    run_ranks(2, args, &result);
+    CHECK_MSG(result.status == 2, "%s over bricks: exit %d", lit[k][0], result.status);
+    CHECK_STR_CONTAINS(result.output, "need every rank to hold the whole volume");
+    CHECK_EQ_INT(inkray_lines(result.output), 1);
+  }
+  char dir[64], one[128], many[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  const char *single[] = {"--headless", "--device", device, "--size", "128x128", "--frames", "1", "--warmup", "0",
+                          "--orbit", "1", "--elevation", "30", "--no-stages", "--quiet", "--light", "30,45", "--iso",
+                          "127.5", "--png", one, "builtin:fractal:96", NULL};
+  run_ranks(0, single, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  const char *dist[] = {"--headless", "--device", device, "--threads", "1", "--size", "128x128", "--frames", "1",
+                        "--warmup", "0", "--orbit", "1", "--elevation", "30", "--quiet", "--light", "30,45", "--iso",
+                        "127.5", "--png", many, "builtin:fractal:96", NULL};
+  run_ranks(3, dist, &result);
+  CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, "bricks: INKRAY_DIST_DATA=bricks");
+  if (result.status == 0) check_images_agree(one, many);
   remove_scratch(dir);
 }
 
@@ -767,5 +803,6 @@ int main(int argc, char **argv) {
   RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);
   RUN(test_replicated_ranks_draw_the_single_process_frame_bit_for_bit);
   RUN(test_the_data_choice_replicates_what_fits_and_is_checked);
+  RUN(test_occlusion_over_bricks_is_refused_and_light_is_drawn);
   return check_summary();
 }
