@@ -227,6 +227,23 @@ ir_status ir_dist_max_to_root(ir_dist *d, const double *in, double *out, int n, 
   return rc == MPI_SUCCESS ? IR_OK : mpi_fail(err, rc, "MPI_Reduce (timings)");
 }
 
+ir_status ir_dist_share_parts(ir_dist *d, void *buf, const size_t *at, char err[IR_ERR_LEN]) {
+  const size_t piece = (size_t)256 << 20;
+  for (int r = 0; r < d->size; r++)
+    for (size_t from = at[r]; from < at[r + 1]; from += piece) {
+      size_t n = at[r + 1] - from < piece ? at[r + 1] - from : piece;
+      int rc = MPI_Bcast((char *)buf + from, (int)n, MPI_BYTE, r, MPI_COMM_WORLD);
+      if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Bcast (the volume's parts)");
+    }
+  return IR_OK;
+}
+
+ir_status ir_dist_sum_all(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]) {
+  (void)d;
+  int rc = MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return rc == MPI_SUCCESS ? IR_OK : mpi_fail(err, rc, "MPI_Allreduce (sums)");
+}
+
 ir_status ir_dist_max_all(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]) {
   (void)d;
   int rc = MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);

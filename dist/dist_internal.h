@@ -14,6 +14,12 @@ double ir_dist_now_ms(void);
 /* ir_dist_agree (dist.h) that also gives every rank each rank's `mine` (one MPI_Allgather for
  * both): times[r] is rank r's; `scratch` holds 2 * size values. */
 int ir_dist_agree_times(ir_dist *d, int status, double mine, double *times, double *scratch);
+/* Every rank's part of `buf`, bytes [at[r], at[r + 1]) from rank r, to every rank (MPI_Bcast from
+ * each rank in turn, in pieces of at most 256 MiB: MPI counts are ints, and some transports
+ * mishandle single messages past 2 GiB). */
+ir_status ir_dist_share_parts(ir_dist *d, void *buf, const size_t *at, char err[IR_ERR_LEN]);
+/* The sum of each of `n` values over the ranks, on every rank. */
+ir_status ir_dist_sum_all(ir_dist *d, const double *in, double *out, int n, char err[IR_ERR_LEN]);
 /* Rank 0's `bytes` at `buf` to every rank (MPI_Bcast). */
 ir_status ir_dist_broadcast(ir_dist *d, void *buf, size_t bytes, char err[IR_ERR_LEN]);
 /* Ranks on this rank's host (MPI_Comm_split_type, shared memory; found once at init), 1 without

@@ -68,7 +68,7 @@ struct ir_dist_scene {
    * rows; the cuts between bands (dist.h) follow the ranks' render times frame by frame, one
    * model per view recently drawn (band_model_for). */
   bool replicated;
-  char data_reason[160];  /* why, for the run's header */
+  char data_reason[192];  /* why, and how it was read, for the run's header */
   double color_bytes;     /* the colour volume's voxel bytes (desc->color_source), from its header */
   band_model models[BAND_VIEWS];
   band_model *model;        /* this frame's */
@@ -162,7 +162,91 @@ static ir_status check_color_header(ir_dist_scene *s, const ir_dist_scene_desc *
   return st;
 }
 
-/* Loads the brick and makes its renderer; a message starting "rank N: " on failure. */
+/* Replicated data: the whole volume on every rank, each reading (or computing) one slab of its
+ * z slices and the slabs then sent to every rank (ir_dist_share_parts): the ranks of a host
+ * share the reading instead of each reading all of it (P times the file's bytes, or P builtin
+ * volumes computed at once on the same cores). INKRAY_DIST_LOAD=each has every rank load the
+ * whole volume itself (for comparing). Collective: every rank comes here; the status is the same
+ * on every rank (a rank's own failure starts with "rank N: " in `sub`). */
+static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, char sub[IR_ERR_LEN]) {
+  int P = ir_dist_size(s->d), rank = ir_dist_rank(s->d);
+  const size_t *n = s->whole.dims;
+  const char *how = getenv("INKRAY_DIST_LOAD");
+  size_t said = strlen(s->data_reason);
+  if (P == 1 || n[2] < (size_t)P || (how && strcmp(how, "each") == 0)) {
+    snprintf(s->data_reason + said, sizeof s->data_reason - said, "; every rank read all of it");
+    ir_status st = ir_volume_load(whole_desc, &s->brick_volume, sub);
+    int worst = ir_dist_agree(s->d, (int)st);
+    if (st == IR_OK && worst != IR_OK) snprintf(sub, IR_ERR_LEN, "another rank failed to load the volume (its message is above)");
+    return (ir_status)worst;
+  }
+  snprintf(s->data_reason + said, sizeof s->data_reason - said, "; read in %d slabs, one a rank", P);
+  ir_volume_desc vd = *whole_desc;
+  size_t z0 = (size_t)rank * n[2] / (size_t)P, z1 = (size_t)(rank + 1) * n[2] / (size_t)P;
+  vd.region_offset[0] = vd.region_offset[1] = 0;
+  vd.region_offset[2] = z0;
+  vd.region_size[0] = n[0], vd.region_size[1] = n[1], vd.region_size[2] = z1 - z0;
+  ir_volume slab;
+  memset(&slab, 0, sizeof slab);
+  ir_status st = ir_volume_load(&vd, &slab, sub);
+  /* The whole volume's voxels, of the type the slabs were read as. */
+  size_t slice = st == IR_OK ? n[0] * n[1] * ir_voxel_type_size(slab.type) : 0;
+  void *voxels = st == IR_OK ? malloc(slice * n[2]) : NULL;
+  if (st == IR_OK && !voxels) {
+    snprintf(sub, IR_ERR_LEN, "out of host memory for the whole volume (%zu bytes)", slice * n[2]);
+    st = IR_ERR_RUNTIME;
+  }
+  int worst = ir_dist_agree(s->d, (int)st);
+  if (worst != IR_OK) {
+    if (st == IR_OK) snprintf(sub, IR_ERR_LEN, "another rank failed to load its part of the volume (its message is above)");
+    free(voxels);
+    ir_volume_free(&slab);
+    return (ir_status)worst;
+  }
+  memcpy((char *)voxels + slice * z0, slab.voxels, slice * (z1 - z0));
+  size_t *at = malloc((size_t)(P + 1) * sizeof *at);
+  /* The finite range and the non-finite voxels of the whole: the slabs' own, combined (a slab of
+   * only non-finite voxels has no range: the loader's 0..0 for it is left out). */
+  bool finite = slab.nonfinite_count < ir_volume_voxel_count(&slab);
+  double neg_min = finite ? -slab.value_min : -INFINITY, max = finite ? slab.value_max : -INFINITY;
+  double low[1], high[1], bad[1];
+  st = at ? IR_OK : IR_ERR_RUNTIME;
+  if (!at) snprintf(sub, IR_ERR_LEN, "out of host memory");
+  worst = ir_dist_agree(s->d, (int)st);
+  if (worst == IR_OK) {
+    for (int r = 0; r <= P; r++) at[r] = slice * ((size_t)r * n[2] / (size_t)P);
+    st = ir_dist_share_parts(s->d, voxels, at, sub);
+    if (st == IR_OK) st = ir_dist_max_all(s->d, &neg_min, low, 1, sub);
+    if (st == IR_OK) st = ir_dist_max_all(s->d, &max, high, 1, sub);
+    double count = (double)slab.nonfinite_count;
+    if (st == IR_OK) st = ir_dist_sum_all(s->d, &count, bad, 1, sub);
+    worst = (int)st;
+  } else if (st == IR_OK) {
+    snprintf(sub, IR_ERR_LEN, "another rank ran out of host memory (its message is above)");
+  }
+  free(at);
+  if (worst != IR_OK) {
+    free(voxels);
+    ir_volume_free(&slab);
+    return (ir_status)worst;
+  }
+  /* The slab's header (name, spacing, orientation, notes) with the whole volume's voxels. */
+  free(slab.voxels);
+  slab.voxels = voxels;
+  slab.bytes = slice * n[2];
+  memcpy(slab.dims, n, sizeof slab.dims);
+  memcpy(slab.full_dims, n, sizeof slab.full_dims);
+  memset(slab.origin, 0, sizeof slab.origin);
+  bool any = isfinite(low[0]) && isfinite(high[0]);
+  slab.value_min = any ? -low[0] : 0.0; /* no finite voxel: 0..0, as the loader says it */
+  slab.value_max = any ? high[0] : 0.0;
+  slab.nonfinite_count = (size_t)bad[0];
+  s->brick_volume = slab;
+  return IR_OK;
+}
+
+/* Loads the brick (replicated data: the whole volume, load_whole) and makes its renderer; a
+ * message starting "rank N: " on failure. Collective with replicated data. */
 static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
   int rank = ir_dist_rank(s->d);
   ir_volume_desc vd = desc->volume;
@@ -172,7 +256,7 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
     vd.region_size[k] = s->brick.load_hi[k] - s->brick.load_lo[k];
   }
   char sub[IR_ERR_LEN];
-  ir_status st = ir_volume_load(&vd, &s->brick_volume, sub);
+  ir_status st = s->replicated ? load_whole(s, &vd, sub) : ir_volume_load(&vd, &s->brick_volume, sub);
   if (st == IR_OK && desc->device == IR_DEVICE_GPU) st = pick_gpu(ir_dist_local_rank(s->d), sub);
   if (st == IR_OK) {
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
@@ -436,6 +520,12 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
     st = ir_dist_broadcast(d, grid, sizeof grid, err);
     memcpy(s->layout.parts, grid, sizeof s->layout.parts);
     s->bricks_for_views = grid[3] != 0;
+  }
+  /* Replicated data loads together (load_whole): every rank goes on, or none. */
+  if (s->replicated) {
+    int worst = ir_dist_agree(d, (int)st);
+    if (worst != IR_OK && st == IR_OK) snprintf(err, IR_ERR_LEN, "another rank failed (its message is above)");
+    st = (ir_status)worst;
   }
   if (st == IR_OK) {
     ir_dist_brick_of(&s->layout, s->replicated ? 0 : ir_dist_rank(d), &s->brick);

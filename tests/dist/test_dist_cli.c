@@ -35,6 +35,8 @@ static const char *bricks_env;
 /* INKRAY_DIST_DATA: the tests of bricks ask for them (a small volume fits every rank, so runs
  * would otherwise replicate it); NULL leaves the choice to inkray. */
 static const char *data_env = "INKRAY_DIST_DATA=bricks";
+/* "INKRAY_DIST_LOAD=each": every rank of replicated data loads the whole volume itself. */
+static const char *load_env;
 
 /* inkray with `args` in one process (ranks 0) or under mpirun with that many ranks. CI runs as
  * root on two cores: --allow-run-as-root and --oversubscribe. */
@@ -66,6 +68,10 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
     if (data_env) {
       argv[n++] = "-x";
       argv[n++] = data_env;
+    }
+    if (load_env) {
+      argv[n++] = "-x";
+      argv[n++] = load_env;
     }
   }
   argv[n++] = inkray_binary();
@@ -672,6 +678,44 @@ static void test_replicated_ranks_draw_the_single_process_frame_bit_for_bit(void
   remove_scratch(dir);
 }
 
+/* Replicated data from a file: each rank reads a slab of its z slices and the slabs are sent to
+ * every rank; the frame is one process's byte for byte, and the same as with every rank reading
+ * the whole file (INKRAY_DIST_LOAD=each). Float32 with a last slab of NaN only (a rank whose part
+ * has no finite value). */
+static void test_replicated_ranks_share_the_reading_of_a_file(void) {
+  char dir[64], path[128], png[3][128], pfm[3][128];
+  make_scratch(dir);
+  snprintf(path, sizeof path, "%s/ml_72x64x48_float32.raw", dir);
+  write_marschner_lobb_box(path, 72, 64, 48);
+  FILE *f = fopen(path, "r+b");
+  CHECK(f != NULL);
+  if (f) {
+    const float nan = NAN;
+    CHECK(fseek(f, (long)(72 * 64 * 36 * sizeof(float)), SEEK_SET) == 0);
+    for (size_t i = 0; i < 72 * 64 * 12; i++) CHECK(fwrite(&nan, sizeof nan, 1, f) == 1);
+    fclose(f);
+  }
+  for (int pass = 0; pass < 3; pass++) {
+    snprintf(png[pass], sizeof png[pass], "%s/f%d.png", dir, pass);
+    snprintf(pfm[pass], sizeof pfm[pass], "%s/f%d.pfm", dir, pass);
+    const char *args[] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                          "120x90", "--frames", "2", "--warmup", "0", "--orbit", "2", "--elevation", "30",
+                          "--quiet", "--iso", "0.5", "--png", png[pass], "--depth", pfm[pass], path, NULL};
+    data_env = "INKRAY_DIST_DATA=replicated";
+    load_env = pass == 2 ? "INKRAY_DIST_LOAD=each" : NULL;
+    run_ranks(pass ? 3 : 0, args, &result);
+    data_env = "INKRAY_DIST_DATA=bricks";
+    load_env = NULL;
+    CHECK_MSG(result.status == 0, "pass %d: exit %d: %s", pass, result.status, result.output);
+    if (pass) CHECK_STR_CONTAINS(result.output, pass == 1 ? "; read in 3 slabs, one a rank)" : "; every rank read all of it)");
+  }
+  for (int pass = 1; pass < 3; pass++) {
+    CHECK_MSG(same_file(png[0], png[pass]), "%s: the image differs from one process's", pass == 1 ? "shared" : "each");
+    CHECK_MSG(same_file(pfm[0], pfm[pass]), "%s: the depth differs from one process's", pass == 1 ? "shared" : "each");
+  }
+  remove_scratch(dir);
+}
+
 /* Over bricks, --ao and --shadows are refused in one line and exit 2 (their rays would leave a
  * rank's brick); --light alone shades each hit where it is and draws one process's image. */
 static void test_occlusion_over_bricks_is_refused_and_light_is_drawn(void) {
@@ -804,5 +848,6 @@ int main(int argc, char **argv) {
   RUN(test_replicated_ranks_draw_the_single_process_frame_bit_for_bit);
   RUN(test_the_data_choice_replicates_what_fits_and_is_checked);
   RUN(test_occlusion_over_bricks_is_refused_and_light_is_drawn);
+  RUN(test_replicated_ranks_share_the_reading_of_a_file);
   return check_summary();
 }
