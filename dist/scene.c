@@ -20,10 +20,10 @@
 #include "render/ray_math.cuh"
 
 /* The bands' cost model of one view (dist.h, ir_dist_bands_balance). A view's rows cost what its
- * rays meet, so each view a run draws again (an orbit's come round every few frames; a still
- * window draws one) keeps its own model, up to BAND_VIEWS of them, the least recently drawn
- * making way; a new view starts from the model of the last one drawn (a moving camera's next
- * view looks much like its last). */
+ * rays meet, so each view a run draws again (camera, size and surfaces: an orbit's come round
+ * every few frames; a still window draws one) keeps its own model, up to BAND_VIEWS of them
+ * (all made with the scene), the least recently drawn making way; a new view starts from the
+ * model of the last one drawn (a moving camera's next view looks much like its last). */
 #define BAND_VIEWS 16
 typedef struct band_model {
   uint64_t view;      /* the camera and frame size it was learned on (view_key) */
@@ -68,6 +68,7 @@ struct ir_dist_scene {
    * rows; the cuts between bands (dist.h) follow the ranks' render times frame by frame, one
    * model per view recently drawn (band_model_for). */
   bool replicated;
+  bool keep_depth;        /* desc->keep_depth */
   char data_reason[192];  /* why, and how it was read, for the run's header */
   double color_bytes;     /* the colour volume's voxel bytes (desc->color_source), from its header */
   band_model models[BAND_VIEWS];
@@ -168,16 +169,24 @@ static ir_status check_color_header(ir_dist_scene *s, const ir_dist_scene_desc *
  * volumes computed at once on the same cores). INKRAY_DIST_LOAD=each has every rank load the
  * whole volume itself (for comparing). Collective: every rank comes here; the status is the same
  * on every rank (a rank's own failure starts with "rank N: " in `sub`). */
-static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, char sub[IR_ERR_LEN]) {
+static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, char sub[IR_ERR_LEN], bool *own) {
   int P = ir_dist_size(s->d), rank = ir_dist_rank(s->d);
   const size_t *n = s->whole.dims;
+  /* Rank 0's environment decides for all (the two ways meet in different collectives). */
   const char *how = getenv("INKRAY_DIST_LOAD");
+  int32_t each = rank == 0 && how && strcmp(how, "each") == 0;
+  ir_status bst = ir_dist_broadcast(s->d, &each, sizeof each, sub);
+  if (bst != IR_OK) return bst;
   size_t said = strlen(s->data_reason);
-  if (P == 1 || n[2] < (size_t)P || (how && strcmp(how, "each") == 0)) {
+  *own = true;
+  if (P == 1 || n[2] < (size_t)P || each) {
     snprintf(s->data_reason + said, sizeof s->data_reason - said, "; every rank read all of it");
     ir_status st = ir_volume_load(whole_desc, &s->brick_volume, sub);
     int worst = ir_dist_agree(s->d, (int)st);
-    if (st == IR_OK && worst != IR_OK) snprintf(sub, IR_ERR_LEN, "another rank failed to load the volume (its message is above)");
+    if (st == IR_OK && worst != IR_OK) {
+      *own = false;
+      snprintf(sub, IR_ERR_LEN, "another rank failed to load the volume (its message is above)");
+    }
     return (ir_status)worst;
   }
   snprintf(s->data_reason + said, sizeof s->data_reason - said, "; read in %d slabs, one a rank", P);
@@ -198,7 +207,10 @@ static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, 
   }
   int worst = ir_dist_agree(s->d, (int)st);
   if (worst != IR_OK) {
-    if (st == IR_OK) snprintf(sub, IR_ERR_LEN, "another rank failed to load its part of the volume (its message is above)");
+    if (st == IR_OK) {
+      *own = false;
+      snprintf(sub, IR_ERR_LEN, "another rank failed to load its part of the volume (its message is above)");
+    }
     free(voxels);
     ir_volume_free(&slab);
     return (ir_status)worst;
@@ -215,13 +227,20 @@ static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, 
   worst = ir_dist_agree(s->d, (int)st);
   if (worst == IR_OK) {
     for (int r = 0; r <= P; r++) at[r] = slice * ((size_t)r * n[2] / (size_t)P);
-    st = ir_dist_share_parts(s->d, voxels, at, sub);
-    if (st == IR_OK) st = ir_dist_max_all(s->d, &neg_min, low, 1, sub);
-    if (st == IR_OK) st = ir_dist_max_all(s->d, &max, high, 1, sub);
+    /* Every rank makes every call (a failed one leaves the others in step), then they agree. */
     double count = (double)slab.nonfinite_count;
-    if (st == IR_OK) st = ir_dist_sum_all(s->d, &count, bad, 1, sub);
-    worst = (int)st;
+    char why[4][IR_ERR_LEN];
+    ir_status calls[4] = {ir_dist_share_parts(s->d, voxels, at, why[0]), ir_dist_max_all(s->d, &neg_min, low, 1, why[1]),
+                          ir_dist_max_all(s->d, &max, high, 1, why[2]), ir_dist_sum_all(s->d, &count, bad, 1, why[3])};
+    for (int k = 3; k >= 0; k--)
+      if (calls[k] != IR_OK) st = calls[k], snprintf(sub, IR_ERR_LEN, "%.480s", why[k]);
+    worst = ir_dist_agree(s->d, (int)st);
+    if (worst != IR_OK && st == IR_OK) {
+      *own = false;
+      snprintf(sub, IR_ERR_LEN, "another rank failed to share its part of the volume (its message is above)");
+    }
   } else if (st == IR_OK) {
+    *own = false;
     snprintf(sub, IR_ERR_LEN, "another rank ran out of host memory (its message is above)");
   }
   free(at);
@@ -256,7 +275,8 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
     vd.region_size[k] = s->brick.load_hi[k] - s->brick.load_lo[k];
   }
   char sub[IR_ERR_LEN];
-  ir_status st = s->replicated ? load_whole(s, &vd, sub) : ir_volume_load(&vd, &s->brick_volume, sub);
+  bool own = true; /* a failure is this rank's own (else another's, said by that rank) */
+  ir_status st = s->replicated ? load_whole(s, &vd, sub, &own) : ir_volume_load(&vd, &s->brick_volume, sub);
   if (st == IR_OK && desc->device == IR_DEVICE_GPU) st = pick_gpu(ir_dist_local_rank(s->d), sub);
   if (st == IR_OK) {
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
@@ -277,7 +297,8 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
     st = ir_volume_load(&cd, &s->color_brick, sub);
     if (st == IR_OK) st = ir_renderer_set_color_volume(s->renderer, &s->color_brick, sub);
   }
-  if (st != IR_OK) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
+  if (st != IR_OK && own) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
+  else if (st != IR_OK) snprintf(err, IR_ERR_LEN, "%.480s", sub);
   return st;
 }
 
@@ -476,6 +497,7 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
     return ir_dist_agree(d, IR_ERR_RUNTIME) == IR_ERR_INPUT ? IR_ERR_INPUT : IR_ERR_RUNTIME;
   }
   s->d = d;
+  s->keep_depth = desc->keep_depth;
   /* Each rank's own choice (the composited frame is the same either way), for measuring what the
    * window saves. */
   const char *window = getenv("INKRAY_DIST_WINDOW");
@@ -509,7 +531,9 @@ ir_status ir_dist_scene_create(ir_dist *d, const ir_dist_scene_desc *desc, ir_di
     int ranks = ir_dist_size(d);
     s->times = malloc((size_t)ranks * sizeof *s->times);
     s->scratch = malloc(2 * (size_t)ranks * sizeof *s->scratch);
-    if (!s->times || !s->scratch || !band_model_make(&s->models[0], ranks)) {
+    bool made = true;
+    for (int i = 0; i < BAND_VIEWS; i++) made = made && band_model_make(&s->models[i], ranks);
+    if (!s->times || !s->scratch || !made) {
       snprintf(err, IR_ERR_LEN, "rank %d: out of host memory", ir_dist_rank(d));
       st = IR_ERR_RUNTIME;
     }
@@ -625,19 +649,29 @@ static ir_frame_desc brick_frame(const ir_dist_scene *s, const ir_frame_desc *fr
   return f;
 }
 
-/* FNV-1a over the frame's camera and size: the same on every rank for the same frame. */
-static uint64_t view_key(const ir_frame_desc *frame) {
-  uint64_t h = 1469598103934665603ull;
-  const unsigned char *p = (const unsigned char *)&frame->camera;
-  for (size_t i = 0; i < sizeof frame->camera; i++) h = (h ^ p[i]) * 1099511628211ull;
-  int size[2] = {frame->width, frame->height};
-  p = (const unsigned char *)size;
-  for (size_t i = 0; i < sizeof size; i++) h = (h ^ p[i]) * 1099511628211ull;
+static uint64_t fnv1a(uint64_t h, const void *data, size_t bytes) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < bytes; i++) h = (h ^ p[i]) * 1099511628211ull;
   return h;
 }
 
-/* The model of this frame's view: its own if the run drew it lately, else a new one copied from
- * the model last drawn (where memory for it cannot be had, that model itself). */
+/* The view a model is learned on: the frame's camera, size and surfaces (what its rays meet),
+ * hashed (FNV-1a): the same on every rank for the same frame. */
+static uint64_t view_key(const ir_frame_desc *frame) {
+  uint64_t h = fnv1a(1469598103934665603ull, &frame->camera, sizeof frame->camera);
+  int size[3] = {frame->width, frame->height, frame->surface_count};
+  h = fnv1a(h, size, sizeof size);
+  h = fnv1a(h, &frame->isovalue, sizeof frame->isovalue);
+  for (int k = 0; k < frame->surface_count && k < IR_MAX_SURFACES; k++) {
+    float surface[2] = {frame->surfaces[k].isovalue, frame->surfaces[k].opacity};
+    h = fnv1a(h, surface, sizeof surface);
+  }
+  return h;
+}
+
+/* The model of this frame's view: its own if the run drew it lately, else the least recently drawn
+ * one, taking a copy of the model last drawn (all are made with the scene, so every rank picks
+ * the same). */
 static band_model *band_model_for(ir_dist_scene *s, const ir_frame_desc *frame) {
   uint64_t view = view_key(frame);
   int ranks = ir_dist_size(s->d), oldest = 0;
@@ -650,15 +684,13 @@ static band_model *band_model_for(ir_dist_scene *s, const ir_frame_desc *frame) 
   }
   for (int i = 0; i < BAND_VIEWS; i++) {
     band_model *m = &s->models[i];
-    if (m->cuts && m->view == view && m->used) {
+    if (m->view == view && m->used) {
       m->used = s->band_clock;
       return m;
     }
-    if (!m->cuts || m->used < s->models[oldest].used) oldest = i;
-    if (!m->cuts) break;
+    if (m->used < s->models[oldest].used) oldest = i;
   }
   band_model *m = &s->models[oldest];
-  if (m != last && !m->cuts && !band_model_make(m, ranks)) return last;
   if (m != last) {
     memcpy(m->cuts, last->cuts, (size_t)(ranks + 1) * sizeof *m->cuts);
     memcpy(m->density, last->density, (size_t)ir_dist_band_slots(ranks) * sizeof *m->density);
@@ -713,6 +745,7 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   ir_frame_stats rs;
   char sub[IR_ERR_LEN] = "";
   /* With stats the renderer waits for the frame's GPU work, so render time is all of it. */
+  double t_render = ir_dist_now_ms();
   if (st == IR_OK) st = ir_render_frame(s->renderer, &f, &rs, sub);
   if (sub[0]) snprintf(err, IR_ERR_LEN, "rank %d: %.480s", rank, sub);
   double t1 = ir_dist_now_ms();
@@ -746,7 +779,7 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   /* A rank that failed must not leave the others waiting in the reduction. Replicated data: the
    * same message hands every rank each rank's render time, for the next frame's bands. */
   int worst = ranks == 1         ? (int)st
-              : s->replicated ? ir_dist_agree_times(s->d, (int)st, t1 - t0, s->times, s->scratch)
+              : s->replicated ? ir_dist_agree_times(s->d, (int)st, t1 - t_render, s->times, s->scratch)
                                 : ir_dist_agree(s->d, (int)st);
   double t_ready = ir_dist_now_ms(); /* every rank has drawn and packed its brick */
   if (worst != IR_OK) {
@@ -772,7 +805,8 @@ ir_status ir_dist_scene_frame(ir_dist_scene *s, const ir_frame_desc *frame, uint
   else if (host)
     st = ir_dist_composite_windows(s->d, s->words, (const int(*)[4])s->windows, frame->width, s->result, err);
   s->composited = st == IR_OK && rank == 0 ? pixels : 0;
-  if (st == IR_OK && s->replicated && ranks > 1)
+  /* Not from the run's first frame: its times hold each renderer's first launch. */
+  if (st == IR_OK && s->replicated && ranks > 1 && s->band_clock > 1)
     ir_dist_bands_balance(ranks, s->times, s->model->cuts, s->model->density);
   double t3 = ir_dist_now_ms();
   if (st == IR_OK && rank == 0 && rgba) st = ir_dist_scene_read_image(s, rgba, err);
@@ -816,6 +850,8 @@ ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[I
 bool ir_dist_scene_last_depth(ir_dist_scene *s, float *depth) {
   if (!s->composited) return false;
   char err[IR_ERR_LEN];
+  /* Bands gathered on the GPUs carry the depth only where it was asked for (keep_depth). */
+  if (s->gpu && s->replicated && !s->keep_depth) return false;
   if (ir_dist_size(s->d) == 1 || (s->gpu && s->replicated)) return ir_render_read_depth(s->renderer, depth, err) == IR_OK;
   if (!s->gpu) {
     ir_dist_unpack_depth(s->result, s->composited, depth);
