@@ -163,20 +163,47 @@ static ir_status check_color_header(ir_dist_scene *s, const ir_dist_scene_desc *
   return st;
 }
 
+/* A choice rank 0's environment makes for all: mpirun passes variables to other hosts only when
+ * -x names them, and ranks that chose differently would meet in different collectives. *choice:
+ * 0 where `name` is unset or empty, else 1 + the index of its value in words[0 .. count); any
+ * other value is IR_ERR_INPUT with one line naming the words. Collective. */
+static ir_status rank0_choice(ir_dist *d, const char *name, const char *const *words, int count, int32_t *choice,
+                              char err[IR_ERR_LEN]) {
+  const char *want = getenv(name);
+  *choice = 0;
+  if (ir_dist_rank(d) == 0 && want && *want) {
+    *choice = -1;
+    for (int k = 0; k < count; k++)
+      if (strcmp(want, words[k]) == 0) *choice = k + 1;
+  }
+  ir_status st = ir_dist_broadcast(d, choice, sizeof *choice, err);
+  if (st != IR_OK || *choice >= 0) return st;
+  char list[128] = "";
+  for (int k = 0; k < count; k++) {
+    size_t at = strlen(list);
+    snprintf(list + at, sizeof list - at, "%s%s", k == 0 ? "" : k + 1 == count ? " or " : ", ", words[k]);
+  }
+  if (ir_dist_rank(d) == 0) snprintf(err, IR_ERR_LEN, "%s='%.64s': use %s", name, want, list);
+  else snprintf(err, IR_ERR_LEN, "%s on rank 0: use %s", name, list);
+  return IR_ERR_INPUT;
+}
+
 /* Replicated data: the whole volume on every rank, each reading (or computing) one slab of its
  * z slices and the slabs then sent to every rank (ir_dist_share_parts): the ranks of a host
  * share the reading instead of each reading all of it (P times the file's bytes, or P builtin
  * volumes computed at once on the same cores). INKRAY_DIST_LOAD=each has every rank load the
- * whole volume itself (for comparing). Collective: every rank comes here; the status is the same
+ * whole volume itself (for comparing; =shared, the default, reads slabs). Collective: every rank comes here; the status is the same
  * on every rank (a rank's own failure starts with "rank N: " in `sub`). */
 static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, char sub[IR_ERR_LEN], bool *own) {
   int P = ir_dist_size(s->d), rank = ir_dist_rank(s->d);
   const size_t *n = s->whole.dims;
   /* Rank 0's environment decides for all (the two ways meet in different collectives). */
-  const char *how = getenv("INKRAY_DIST_LOAD");
-  int32_t each = rank == 0 && how && strcmp(how, "each") == 0;
-  ir_status bst = ir_dist_broadcast(s->d, &each, sizeof each, sub);
+  static const char *const ways[] = {"shared", "each"};
+  int32_t way;
+  *own = false; /* a bad value: rank 0 says so, once */
+  ir_status bst = rank0_choice(s->d, "INKRAY_DIST_LOAD", ways, 2, &way, sub);
   if (bst != IR_OK) return bst;
+  bool each = way == 2;
   size_t said = strlen(s->data_reason);
   *own = true;
   if (P == 1 || n[2] < (size_t)P || each) {
@@ -308,20 +335,11 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
  * be). Collective; the choice is the same on every rank. */
 static ir_status choose_compositing(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
   int ranks = ir_dist_size(s->d);
-  /* Rank 0's environment decides for all: mpirun passes variables to other hosts only when -x
-   * names them, and ranks that chose differently would meet in different collectives. */
-  enum { WANT_AUTO, WANT_HOST, WANT_GPU, WANT_BAD };
-  int32_t choice = WANT_AUTO;
-  const char *want = getenv("INKRAY_DIST_COMPOSITE");
-  if (ir_dist_rank(s->d) == 0 && want && *want)
-    choice = strcmp(want, "host") == 0 ? WANT_HOST : strcmp(want, "gpu") == 0 ? WANT_GPU : WANT_BAD;
-  ir_status bst = ir_dist_broadcast(s->d, &choice, sizeof choice, err);
+  enum { WANT_AUTO, WANT_HOST, WANT_GPU };
+  static const char *const words[] = {"host", "gpu"};
+  int32_t choice;
+  ir_status bst = rank0_choice(s->d, "INKRAY_DIST_COMPOSITE", words, 2, &choice, err);
   if (bst != IR_OK) return bst;
-  if (choice == WANT_BAD) {
-    if (ir_dist_rank(s->d) == 0) snprintf(err, IR_ERR_LEN, "INKRAY_DIST_COMPOSITE='%.64s': use host or gpu", want);
-    else snprintf(err, IR_ERR_LEN, "INKRAY_DIST_COMPOSITE on rank 0: use host or gpu");
-    return IR_ERR_INPUT;
-  }
   bool want_host = choice == WANT_HOST, want_gpu = choice == WANT_GPU;
   s->compositing = desc->device == IR_DEVICE_GPU ? "on the host (MPI)" : "on the host (MPI, CPU ranks)";
   if (ranks == 1) {
@@ -402,21 +420,12 @@ static bool whole_volume_fits(const ir_dist_scene *s, const ir_dist_scene_desc *
  * where it does not fit is refused, in one line. One rank draws everything either way (bricks:
  * its one brick is the volume). Collective. */
 static ir_status choose_data(ir_dist_scene *s, const ir_dist_scene_desc *desc, char err[IR_ERR_LEN]) {
-  enum { DATA_AUTO, DATA_BRICKS, DATA_REPLICATED, DATA_BAD };
-  int32_t choice = DATA_AUTO;
-  const char *want = getenv("INKRAY_DIST_DATA");
-  if (ir_dist_rank(s->d) == 0 && want && *want)
-    choice = strcmp(want, "auto") == 0         ? DATA_AUTO
-             : strcmp(want, "bricks") == 0     ? DATA_BRICKS
-             : strcmp(want, "replicated") == 0 ? DATA_REPLICATED
-                                               : DATA_BAD;
-  ir_status st = ir_dist_broadcast(s->d, &choice, sizeof choice, err);
+  enum { DATA_AUTO, DATA_AUTO_NAMED, DATA_BRICKS, DATA_REPLICATED };
+  static const char *const words[] = {"auto", "bricks", "replicated"};
+  int32_t choice;
+  ir_status st = rank0_choice(s->d, "INKRAY_DIST_DATA", words, 3, &choice, err);
   if (st != IR_OK) return st;
-  if (choice == DATA_BAD) {
-    if (ir_dist_rank(s->d) == 0) snprintf(err, IR_ERR_LEN, "INKRAY_DIST_DATA='%.64s': use auto, bricks or replicated", want);
-    else snprintf(err, IR_ERR_LEN, "INKRAY_DIST_DATA on rank 0: use auto, bricks or replicated");
-    return IR_ERR_INPUT;
-  }
+  if (choice == DATA_AUTO_NAMED) choice = DATA_AUTO;
   int ranks = ir_dist_size(s->d);
   double bytes = (double)ir_volume_voxel_count(&s->whole) * (double)ir_voxel_type_size(s->whole.type);
   char size[32];

@@ -53,26 +53,12 @@ static void run_ranks(int ranks, const char *const *args, run_result *r) {
     argv[n++] = "none";
     argv[n++] = "-np";
     argv[n++] = np;
-    if (composite_env) {
-      argv[n++] = "-x";
-      argv[n++] = composite_env;
-    }
-    if (window_env) {
-      argv[n++] = "-x";
-      argv[n++] = window_env;
-    }
-    if (bricks_env) {
-      argv[n++] = "-x";
-      argv[n++] = bricks_env;
-    }
-    if (data_env) {
-      argv[n++] = "-x";
-      argv[n++] = data_env;
-    }
-    if (load_env) {
-      argv[n++] = "-x";
-      argv[n++] = load_env;
-    }
+    const char *envs[] = {composite_env, window_env, bricks_env, data_env, load_env};
+    for (size_t k = 0; k < sizeof envs / sizeof envs[0]; k++)
+      if (envs[k]) {
+        argv[n++] = "-x";
+        argv[n++] = envs[k];
+      }
   }
   argv[n++] = inkray_binary();
   for (int k = 0; args[k] && n < 63; k++) argv[n++] = args[k];
