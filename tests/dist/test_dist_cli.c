@@ -573,6 +573,20 @@ static bool same_file(const char *a, const char *b) {
   return same;
 }
 
+/* The arguments of a 120x90 frame of builtin:fractal:64 with `look`, written to png and pfm:
+ * `frames` timed after `warmup`, over an orbit of `orbit` views, into args (48 entries). */
+static void look_args(const char **args, const char *png, const char *pfm, const char *frames, const char *warmup,
+                      const char *orbit, const char *const *look) {
+  const char *head[] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size", "120x90",
+                        "--frames", frames, "--warmup", warmup, "--orbit", orbit, "--elevation", "30", "--quiet",
+                        "--png", png, "--depth", pfm};
+  int n = 0;
+  for (size_t j = 0; j < sizeof head / sizeof head[0]; j++) args[n++] = head[j];
+  for (int j = 0; look[j]; j++) args[n++] = look[j];
+  args[n++] = "builtin:fractal:64";
+  args[n] = NULL;
+}
+
 /* Each rank traces only the pixels its brick's projection covers (dist/scene.c); the composited
  * image and depth are those of ranks tracing every pixel, byte for byte: opaque and translucent
  * surfaces, a clip box, a view from inside the volume (every brick's window the whole image)
@@ -592,13 +606,8 @@ static void test_the_pixel_window_changes_no_bit_of_the_composited_frame(void) {
     for (int pass = 0; pass < 2; pass++) {
       snprintf(png[pass], sizeof png[pass], "%s/w%d.png", dir, pass);
       snprintf(pfm[pass], sizeof pfm[pass], "%s/w%d.pfm", dir, pass);
-      const char *args[48] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
-                              "120x90", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30",
-                              "--quiet", "--png", png[pass], "--depth", pfm[pass]};
-      int n = 22;
-      for (int j = 0; looks[k][j]; j++) args[n++] = looks[k][j];
-      args[n++] = "builtin:fractal:64";
-      args[n] = NULL;
+      const char *args[48];
+      look_args(args, png[pass], pfm[pass], "1", "0", "1", looks[k]);
       window_env = pass ? "INKRAY_DIST_WINDOW=off" : NULL;
       run_ranks(ranks[k] < window_max_ranks ? ranks[k] : window_max_ranks, args, &result);
       window_env = NULL;
@@ -640,13 +649,8 @@ static void test_replicated_ranks_draw_the_single_process_frame_bit_for_bit(void
     for (int pass = 0; pass < 2; pass++) {
       snprintf(png[pass], sizeof png[pass], "%s/r%d.png", dir, pass);
       snprintf(pfm[pass], sizeof pfm[pass], "%s/r%d.pfm", dir, pass);
-      const char *args[48] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
-                              "120x90", "--frames", "4", "--warmup", "1", "--orbit", "3", "--elevation", "30",
-                              "--quiet", "--png", png[pass], "--depth", pfm[pass]};
-      int n = 22;
-      for (int j = 0; looks[k][j]; j++) args[n++] = looks[k][j];
-      args[n++] = "builtin:fractal:64";
-      args[n] = NULL;
+      const char *args[48];
+      look_args(args, png[pass], pfm[pass], "4", "1", "3", looks[k]);
       data_env = "INKRAY_DIST_DATA=replicated";
       run_ranks(pass ? ranks : 0, args, &result);
       data_env = "INKRAY_DIST_DATA=bricks";
