@@ -280,6 +280,7 @@ void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace
   p->cell = (float)IR_BRICK_CELLS;
   p->inv_cell = 1.0f / (float)IR_BRICK_CELLS;
   p->ranges = NULL;
+  p->skip = NULL;
   p->run_cells = 0;
   p->ao_n = f->ao_samples;
   p->ao_radius = f->ao_radius > 0.0f ? f->ao_radius : IR_AO_RADIUS_DEFAULT;

@@ -108,6 +108,28 @@ static ir_status ensure_buffers(ir_renderer *r, size_t image_bytes, char err[IR_
   return IR_OK;
 }
 
+/* The walk's skip distances for this frame's cells and isovalues (skip.cuh). Made every frame:
+ * a few passes over the cells, small beside a frame traced on the CPU. */
+static ir_status skip_map(ir_renderer *r, ir_trace_params *p, double *ms, char err[IR_ERR_LEN]) {
+  size_t n = (size_t)p->cells[0] * p->cells[1] * p->cells[2];
+  if (n > r->skip_capacity) {
+    free(r->skip);
+    free(r->skip_tmp);
+    r->skip = malloc(n);
+    r->skip_tmp = malloc(n);
+    r->skip_capacity = r->skip && r->skip_tmp ? n : 0;
+    if (!r->skip_capacity) {
+      snprintf(err, IR_ERR_LEN, "out of host memory for the walk's %zu skip distances", n);
+      return IR_ERR_RUNTIME;
+    }
+  }
+  double t0 = ir_now_ms();
+  ir_skip_map_host(p->ranges, p->cells, &p->iso, r->skip, r->skip_tmp);
+  *ms = ir_now_ms() - t0;
+  p->skip = r->skip;
+  return IR_OK;
+}
+
 /* The running mean of accumulated frames (ir_frame_desc.accumulate), as the GPU computes it. */
 static ir_status accumulate(ir_renderer *r, const ir_frame_desc *f, char err[IR_ERR_LEN]) {
   size_t n = (size_t)f->width * (size_t)f->height;
@@ -142,6 +164,7 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   if (st != IR_OK) return st;
 
   ir_trace_params p;
+  double skip_ms = 0.0;
   ir_trace_params_fill(r, f, &p);
   ir_bvh_update_host(&r->layout, r->ranges, &p.iso, r->nodes);
   double t1 = ir_now_ms();
@@ -150,7 +173,10 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
   /* The brick walk tests its cells' ranges, as the single and persistent kernels do; the paper's
    * pipeline walks the tree. */
-  if (f->pipeline != IR_PIPELINE_PAPER) ir_trace_params_walk(r, f, r->ranges, r->cell_ranges, &p);
+  if (f->pipeline != IR_PIPELINE_PAPER) {
+    ir_trace_params_walk(r, f, r->ranges, r->cell_ranges, &p);
+    if ((st = skip_map(r, &p, &skip_ms, err)) != IR_OK) return st;
+  }
 
   frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER,
                    .step_batches = f->pipeline == IR_PIPELINE_PERSISTENT ? ir_frame_step_batches(f) : 0,
@@ -175,6 +201,8 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   if (stats) {
     memset(stats, 0, sizeof *stats);
     stats->frame_ms = ir_now_ms() - t0;
+    stats->skip_ms = skip_ms;
+    stats->skip_rebuilt = f->pipeline != IR_PIPELINE_PAPER;
     /* The CPU traces each pixel start to finish, so only the BVH update is a separate stage. */
     if (f->stage_timing) stats->bvh_update_ms = t1 - t0;
     stats->iterations = job.total.rounds;

@@ -214,6 +214,19 @@ struct ir_gpu_state {
   uint8_t *d_hit_surf;           /* per ray slot: the paper pipeline's hit surface */
   ir_brick_range *d_ranges;
   ir_brick_range *d_cell_ranges; /* the brick walk's finer cells (IR_WALK_CELLS) */
+  unsigned ranges_version;       /* bumped whenever the ranges above change (ir_gpu_use_slot) */
+  /* The walk's skip distances (skip.cuh) for the isovalues, cells and ranges below; sized for
+   * the finer cells, the larger grid. Rebuilt only when one of them changes. */
+  uint8_t *d_skip, *d_skip_tmp;
+  bool skip_made;
+  ir_iso_set skip_iso;
+  int skip_cell;
+  unsigned skip_ranges_version;
+  bool skip_rebuilt;             /* for the frame being rendered */
+  cudaEvent_t skip_ev[2];        /* around the last rebuild; */
+  int skip_ev_created;
+  bool skip_timed;               /* its time not read yet */
+  double skip_ms;                /* the last rebuild's */
   ir_bvh_node *d_nodes;
   ir_gpu_frame *d_frame;
   ir_gpu_counters *d_counters;
@@ -282,6 +295,10 @@ struct ir_gpu_state {
 };
 
 /* ---- Launchers (each in the stage's own file) ---------------------------------------------- */
+/* skip_map.cu: the walk's skip distances of cells[] cells from their ranges, into d_map (d_tmp:
+ * as many bytes of scratch). */
+cudaError_t ir_skip_map_launch(const ir_brick_range *d_ranges, const uint32_t cells[3], const ir_iso_set *iso,
+                               uint8_t *d_map, uint8_t *d_tmp, cudaStream_t stream);
 /* bvh_update.cu: one or two launches; the isovalue is read from the device frame. */
 cudaError_t ir_bvh_update_launch(const ir_bvh_layout *L, const ir_brick_range *d_ranges, ir_bvh_node *d_nodes,
                                  const ir_gpu_frame *d_frame, cudaStream_t stream);

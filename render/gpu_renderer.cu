@@ -168,6 +168,7 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   IR_CUDA(cudaEventCreate(&g->ev_stop));
   for (; g->timeline_created < IR_TIMELINE_EVENTS; g->timeline_created++)
     IR_CUDA(cudaEventCreate(&g->timeline[g->timeline_created]));
+  for (; g->skip_ev_created < 2; g->skip_ev_created++) IR_CUDA(cudaEventCreate(&g->skip_ev[g->skip_ev_created]));
   /* The brick and cell ranges frames read: the slot in use's, copied here when it is chosen
    * (gpu_volume.cu), so that captured graphs keep pointing at the same buffers. */
   const ir_bvh_layout *L = &r->layout;
@@ -175,6 +176,8 @@ ir_status ir_gpu_create(ir_renderer *r, char err[IR_ERR_LEN]) {
   IR_CUDA(cudaMalloc(&g->d_ranges, bricks * sizeof(ir_brick_range)));
   size_t cells = (size_t)r->cells[0] * r->cells[1] * r->cells[2];
   IR_CUDA(cudaMalloc(&g->d_cell_ranges, cells * sizeof(ir_brick_range)));
+  IR_CUDA(cudaMalloc(&g->d_skip, cells));
+  IR_CUDA(cudaMalloc(&g->d_skip_tmp, cells));
   ir_status st = ir_gpu_volumes_create(r, err);
   if (st != IR_OK) return st;
   IR_CUDA(cudaMalloc(&g->d_nodes, (size_t)L->node_count * sizeof(ir_bvh_node)));
@@ -277,6 +280,8 @@ void ir_gpu_destroy(ir_renderer *r) {
   cudaFree(g->d_colormaps);
   cudaFree(g->d_ranges);
   cudaFree(g->d_cell_ranges);
+  cudaFree(g->d_skip);
+  cudaFree(g->d_skip_tmp);
   cudaFree(g->d_nodes);
   cudaFree(g->d_frame);
   cudaFree(g->d_counters);
@@ -288,6 +293,7 @@ void ir_gpu_destroy(ir_renderer *r) {
   if (g->h_persist) cudaFreeHost(g->h_persist);
   if (g->cctx) ir_compact_ctx_destroy(g->cctx);
   for (int i = 0; i < g->timeline_created; i++) cudaEventDestroy(g->timeline[i]);
+  for (int i = 0; i < g->skip_ev_created; i++) cudaEventDestroy(g->skip_ev[i]);
   if (g->ev_start) cudaEventDestroy(g->ev_start);
   if (g->ev_stop) cudaEventDestroy(g->ev_stop);
   if (g->stream) cudaStreamDestroy(g->stream);
@@ -342,6 +348,45 @@ static ir_status ensure_capacity(ir_renderer *r, size_t pixels, char err[IR_ERR_
 }
 
 /* ---- Frames ------------------------------------------------------------------------------------ */
+ir_status ir_gpu_read_skip(ir_renderer *r, uint8_t *map, size_t cells, char err[IR_ERR_LEN]) {
+  struct ir_gpu_state *g = r->gpu;
+  if (!g->skip_made) {
+    snprintf(err, IR_ERR_LEN, "ir_gpu_read_skip: no frame has made the skip distances yet");
+    return IR_ERR_INPUT;
+  }
+  IR_CUDA(cudaMemcpyAsync(map, g->d_skip, cells, cudaMemcpyDeviceToHost, g->stream));
+  IR_CUDA(cudaStreamSynchronize(g->stream));
+  return IR_OK;
+}
+
+/* The walk's skip distances for the frame's cells and isovalues (skip.cuh), rebuilt on the
+ * renderer's stream only when the isovalues, the cell size or the ranges changed since the last
+ * build; its time (CUDA events) is kept for the frame statistics. */
+static ir_status skip_map(struct ir_gpu_state *g, const ir_brick_range *d_ranges, ir_trace_params *p,
+                          char err[IR_ERR_LEN]) {
+#ifdef IR_NO_SKIP_MAP /* measuring what the map saves: the walk tests every cell's range */
+  (void)g, (void)d_ranges, (void)p, (void)err;
+  return IR_OK;
+#endif
+  int cell = (int)p->cell;
+  bool same = g->skip_made && g->skip_cell == cell && g->skip_ranges_version == g->ranges_version &&
+              g->skip_iso.n == p->iso.n && !memcmp(g->skip_iso.v, p->iso.v, (size_t)p->iso.n * sizeof p->iso.v[0]);
+  if (!same) {
+    g->skip_made = false;
+    IR_CUDA(cudaEventRecord(g->skip_ev[0], g->stream));
+    IR_CUDA(ir_skip_map_launch(d_ranges, p->cells, &p->iso, g->d_skip, g->d_skip_tmp, g->stream));
+    IR_CUDA(cudaEventRecord(g->skip_ev[1], g->stream));
+    g->skip_made = true;
+    g->skip_timed = true;
+    g->skip_rebuilt = true;
+    g->skip_cell = cell;
+    g->skip_ranges_version = g->ranges_version;
+    g->skip_iso = p->iso;
+  }
+  p->skip = g->d_skip;
+  return IR_OK;
+}
+
 /* The frame's parameters. The multi-kernel pipelines (CUDA graphs) and the plain caster read them
  * from the device copy; the single kernel and the persistent one take them by value. */
 static ir_status prepare_frame(ir_renderer *r, const ir_frame_desc *f, ir_gpu_frame *hf, char err[IR_ERR_LEN]) {
@@ -361,7 +406,13 @@ static ir_status prepare_frame(ir_renderer *r, const ir_frame_desc *f, ir_gpu_fr
    * pipelines read this frame's tree. */
   if (f->pipeline == IR_PIPELINE_SINGLE || f->pipeline == IR_PIPELINE_PERSISTENT) {
     ir_trace_params_walk(r, f, g->d_ranges, g->d_cell_ranges, &hf->p);
-    return IR_OK;
+    return skip_map(g, hf->p.ranges, &hf->p, err);
+  }
+  /* The multi pipeline's traversal walks the bricks: their skip distances from the brick ranges
+   * say what this frame's leaves say (a leaf is valid where its range holds an isovalue). */
+  if (f->pipeline == IR_PIPELINE_MULTI) {
+    ir_status st = skip_map(g, g->d_ranges, &hf->p, err);
+    if (st != IR_OK) return st;
   }
   if (f->pipeline == IR_PIPELINE_PLAIN) hf->p.ranges = g->d_ranges;
   /* From pageable memory: the copy is staged before the call returns, so `hf` may go. */
@@ -504,6 +555,7 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   }
   bool host_loop = f->host_loop || !ir_compact_supports_device_n(f->method);
 
+  g->skip_rebuilt = false;
   IR_CUDA(cudaEventRecord(g->ev_start, g->stream));
   if ((st = run_frame(r, f, host_loop, false, NULL, err)) != IR_OK) return st;
   if ((st = accumulate_frame(r, f, false, err)) != IR_OK) return st;
@@ -517,6 +569,14 @@ ir_status ir_gpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   float ms = 0.0f;
   IR_CUDA(cudaEventElapsedTime(&ms, g->ev_start, g->ev_stop));
   stats->frame_ms = ms;
+  if (g->skip_timed) { /* the map's last rebuild, done by now: read its time once */
+    float skip = 0.0f;
+    IR_CUDA(cudaEventElapsedTime(&skip, g->skip_ev[0], g->skip_ev[1]));
+    g->skip_ms = skip;
+    g->skip_timed = false;
+  }
+  stats->skip_ms = g->skip_ms;
+  stats->skip_rebuilt = g->skip_rebuilt;
   int win[4];
   ir_frame_window(f, win);
   bool traced = win[2] > win[0] && win[3] > win[1]; /* an empty window runs no pipeline */

@@ -472,6 +472,7 @@ ir_status ir_gpu_use_slot(ir_renderer *r, int slot, char err[IR_ERR_LEN]) {
     old->released_pending = true;
   }
   v->in_use = slot;
+  g->ranges_version++;
   g->tex = s->tex;
   g->tex_point = s->tex_point;
   r->view.tex = (unsigned long long)s->tex;

@@ -98,6 +98,8 @@ void ir_renderer_destroy(ir_renderer *r) {
   if (r->gpu) ir_gpu_destroy(r);
   for (int k = 0; k < IR_MAX_SLOTS; k++) ir_cpu_slot_free(&r->cpu_slots[k]);
   free(r->nodes);
+  free(r->skip);
+  free(r->skip_tmp);
   free(r->image);
   free(r->depth);
   free(r->accum);

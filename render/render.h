@@ -289,6 +289,10 @@ typedef struct ir_frame_stats {
   uint32_t secondary_rays; /* multi pipeline, lit frames: the occlusion and shadow rays of its
                               secondary phase (the rays of every hit that ends a ray) */
   int secondary_chunks;  /* and the chunks of hits they ran in (docs/render.md) */
+  double skip_ms;        /* the last rebuild of the walk's skip distances (made when the isovalues,
+                            the walk's cells or the volume change), inside the frame_ms of the
+                            frame that made it (skip_rebuilt) */
+  bool skip_rebuilt;     /* this frame rebuilt them (the CPU renderer: every frame) */
   /* How the timed frame ran (GPU multi pipeline): */
   bool graph;            /* as one CUDA graph (no host round trips) */
   bool graph_resized;    /* with the loop's grids resized on the device each round (all

@@ -32,6 +32,8 @@ struct ir_renderer {
   int walk_cells;            /* the cells of frames without a BVH update: IR_WALK_CELLS or
                                 IR_BRICK_CELLS, 0: per frame (ir_renderer_desc.walk_cells) */
   ir_bvh_node *nodes;        /* CPU device: this frame's tree */
+  uint8_t *skip, *skip_tmp;  /* CPU device: the walk's skip distances (skip.cuh), made per frame */
+  size_t skip_capacity;      /* bytes of each */
   int threads;               /* CPU device */
   uint8_t *image;            /* CPU device: last frame, RGBA8 */
   float *depth;              /* CPU device: last frame's hit distances (INFINITY: none) */
@@ -103,6 +105,9 @@ ir_status ir_gpu_slot_times(ir_renderer *r, int slot, ir_slot_times *out, char e
 ir_status ir_gpu_volume_stats(ir_renderer *r, ir_volume_stats *out, char err[IR_ERR_LEN]);
 /* The ranges of the slot in use, copied to the host (tests compare them with the CPU's). */
 ir_status ir_gpu_read_ranges(ir_renderer *r, ir_brick_range *bricks, ir_brick_range *cells, char err[IR_ERR_LEN]);
+/* The walk's skip distances of the last frame that used them (tests compare them with the
+ * host's, ir_skip_map_host), `cells` cells; IR_ERR_INPUT before any frame has made them. */
+ir_status ir_gpu_read_skip(ir_renderer *r, uint8_t *map, size_t cells, char err[IR_ERR_LEN]);
 
 /* Milliseconds on a monotonic clock. */
 double ir_now_ms(void);

@@ -33,6 +33,7 @@
 #define INKRAY_RENDER_TRACE_CUH
 
 #include "render/bvh.cuh"
+#include "render/skip.cuh"
 #include "render/render.h"
 #include "render/ray_math.cuh"
 #include "render/volume_sample.cuh"
@@ -67,6 +68,8 @@ typedef struct ir_trace_params {
   uint32_t cells[3];
   float cell, inv_cell;
   const ir_brick_range *ranges;
+  const uint8_t *skip;        /* with ranges: each cell's skip distance for the frame's isovalues
+                                 (skip.cuh), or NULL: the walk tests ranges cell by cell */
   int run_cells;              /* most valid cells the walk hands the march in one run (0: no
                                  limit): short runs let a ray start marching before it has read
                                  the ranges of a long row of valid cells */
@@ -645,6 +648,9 @@ static inline IR_HD uint32_t ir_trace_pixel(const ir_trace_params *p, uint32_t p
  * voxels with their own ranges for the single and persistent kernels and the CPU. Cell c of size
  * C along an axis spans [C c + 0.5, C c + C + 0.5] in voxel coordinates (the first from 0, the
  * last to the volume's face; bvh.cuh), so the cell boundaries are C c + 0.5. */
+/* The cell's skip distance (skip.cuh): 0 where it is valid; without a map, 1 where it is not. */
+static inline IR_HD int ir_cell_skip(const ir_trace_params *p, int x, int y, int z);
+
 static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, int x, int y, int z) {
   uint32_t i = (uint32_t)x + p->cells[0] * ((uint32_t)y + p->cells[1] * (uint32_t)z);
 #ifdef __CUDA_ARCH__
@@ -656,6 +662,16 @@ static inline IR_HD bool ir_brick_valid(const ir_trace_params *p, int x, int y, 
 #else
   if (p->ranges) return ir_iso_in_range(&p->iso, p->ranges[i].min, p->ranges[i].max);
   return p->nodes[i].a != IR_BVH_NONE;
+#endif
+}
+
+static inline IR_HD int ir_cell_skip(const ir_trace_params *p, int x, int y, int z) {
+  if (!p->skip) return ir_brick_valid(p, x, y, z) ? 0 : 1;
+  uint32_t i = (uint32_t)x + p->cells[0] * ((uint32_t)y + p->cells[1] * (uint32_t)z);
+#ifdef __CUDA_ARCH__
+  return __ldg(p->skip + i);
+#else
+  return p->skip[i];
 #endif
 }
 
@@ -723,6 +739,46 @@ static inline IR_HD void ir_cursor_step(const ir_trace_params *p, const ir_ray *
   }
 }
 
+/* Where the ray leaves, along one axis, the cubes of cells [c - reach, c + reach] about cell c:
+ * infinite where the cube reaches the grid's last cell that way (the volume's exit ends the walk
+ * instead) or the ray runs parallel to the axis. */
+static inline IR_HD float ir_cube_exit(float o, float inv, int c, int step, int reach, uint32_t n, float cell) {
+  if (step == 0 || (step > 0 && c + reach + 1 >= (int)n) || (step < 0 && c - reach <= 0)) return INFINITY;
+  float boundary = (float)(step > 0 ? c + reach + 1 : c - reach) * cell + 0.5f;
+  return (boundary - o) * inv;
+}
+
+static inline IR_HD int ir_clamp_cell(int c, int lo, int hi) { return c < lo ? lo : (c > hi ? hi : c); }
+
+/* The cursor is in a cell `skip` >= 2 cells from any valid one, so the cube of cells within
+ * skip - 1 of it holds none (skip.cuh). Moves the cursor to the cell where the ray leaves that
+ * cube and returns the t there (infinite when the ray leaves the grid inside it). The axis the
+ * ray leaves through gets the cell past the cube's face exactly; the others the cell of the
+ * point there, kept inside the cube, so rounding can never move the cursor backwards; the
+ * exits are those of the new cell (ir_cell_exit). */
+static inline IR_HD float ir_cursor_leap(const ir_trace_params *p, const ir_ray *r, ir_brick_cursor *q, int skip) {
+  int reach = skip - 1;
+  float ex = ir_cube_exit(r->o.x, r->inv_d.x, q->cx, q->sx, reach, p->cells[0], p->cell);
+  float ey = ir_cube_exit(r->o.y, r->inv_d.y, q->cy, q->sy, reach, p->cells[1], p->cell);
+  float ez = ir_cube_exit(r->o.z, r->inv_d.z, q->cz, q->sz, reach, p->cells[2], p->cell);
+  float t = fminf(ex, fminf(ey, ez));
+  if (!(t < INFINITY)) return INFINITY;
+  ir_vec3 x = ir_ray_at(r, t);
+  int cx = ir_clamp_cell(ir_cell_of(x.x, p->cells[0], p->inv_cell), q->cx - reach, q->cx + reach);
+  int cy = ir_clamp_cell(ir_cell_of(x.y, p->cells[1], p->inv_cell), q->cy - reach, q->cy + reach);
+  int cz = ir_clamp_cell(ir_cell_of(x.z, p->cells[2], p->inv_cell), q->cz - reach, q->cz + reach);
+  if (ex <= ey && ex <= ez) cx = q->cx + q->sx * skip;
+  else if (ey <= ez) cy = q->cy + q->sy * skip;
+  else cz = q->cz + q->sz * skip;
+  q->cx = cx;
+  q->cy = cy;
+  q->cz = cz;
+  q->ex = ir_cell_exit(r->o.x, r->inv_d.x, cx, q->sx, p->cells[0], p->cell);
+  q->ey = ir_cell_exit(r->o.y, r->inv_d.y, cy, q->sy, p->cells[1], p->cell);
+  q->ez = ir_cell_exit(r->o.z, r->inv_d.z, cz, q->sz, p->cells[2], p->cell);
+  return t;
+}
+
 /* From sample k on, walks the cells the ray passes and returns the next run of consecutive
  * valid cells (at most max_cells of them, 0 = no limit) as the samples [*ka, *kb] to march;
  * false when the ray leaves the volume first. */
@@ -734,7 +790,8 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
   int cells = 0;
   for (;;) {
     float t_out = fminf(ir_cursor_exit(&q), s->t1);
-    if (ir_brick_valid(p, q.cx, q.cy, q.cz)) {
+    int skip = ir_cell_skip(p, q.cx, q.cy, q.cz);
+    if (skip == 0) {
       if (cells++ == 0) run_start = t;
       if (cells == max_cells) {
         run_end = t_out;
@@ -743,6 +800,11 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
     } else if (cells > 0) {
       run_end = t;
       break;
+    } else if (skip > 1) { /* empty space: out of the cube of empty cells in one step */
+      float t_leap = ir_cursor_leap(p, r, &q, skip);
+      if (t_leap >= s->t1) break;
+      t = fmaxf(t, t_leap);
+      continue;
     }
     if (t_out >= s->t1) break; /* run_end stays t1 */
     ir_cursor_step(p, r, &q);

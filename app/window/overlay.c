@@ -27,7 +27,7 @@ static const uint8_t COLOR_BAR_BACK[4] = {60, 64, 76, 255};
 static const uint8_t COLOR_STAGE[WND_MAX_STAGE_ROWS][4] = {
     {120, 170, 255, 255}, {110, 220, 200, 255}, {140, 220, 110, 255}, {235, 215, 90, 255},
     {250, 120, 80, 255},  {240, 150, 90, 255},  {230, 100, 150, 255}, {180, 140, 240, 255},
-    {170, 170, 170, 255}, {120, 200, 255, 255}, {255, 200, 120, 255},
+    {170, 170, 170, 255}, {120, 200, 255, 255}, {255, 200, 120, 255}, {200, 200, 120, 255},
 };
 
 void wnd_mesh_free(wnd_mesh *mesh) {
@@ -211,7 +211,7 @@ int wnd_overlay_stage_rows(const ir_frame_stats *s, wnd_stage_row rows[WND_MAX_S
       {"isect", s->intersect_ms}, {"tail", s->tail_ms},        {"shade", s->shade_ms},
       {"secondary", s->secondary_ms},
       {"compact", s->compact_ms}, {"control", s->control_ms},  {"host wait", s->host_wait_ms},
-      {"kernel", s->kernel_ms},
+      {"kernel", s->kernel_ms},   {"skip map", s->skip_ms}, /* its last rebuild (an isovalue changed) */
   };
   int n = 0;
   for (int k = 0; k < WND_MAX_STAGE_ROWS; k++)
@@ -221,7 +221,7 @@ int wnd_overlay_stage_rows(const ir_frame_stats *s, wnd_stage_row rows[WND_MAX_S
 
 static int stage_label_units(void) {
   static const char *const names[] = {"bvh", "raygen", "trav", "isect", "tail", "shade", "secondary", "compact",
-                                      "control", "host wait", "kernel"};
+                                      "control", "host wait", "kernel", "skip map"};
   int widest = 0;
   for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
     int units = text_units(names[k]);

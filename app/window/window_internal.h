@@ -189,9 +189,9 @@ void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines);
 /* The title over the stage-time chart: "GPU only" on the CPU renderer, which has no stages. */
 const char *wnd_overlay_stage_title(const wnd_overlay_info *info);
 /* The stage-time chart's rows: every stage the frame ran (its time is not zero), in the order a
- * frame runs them: bvh, raygen, trav, isect, tail, shade, compact, control, host wait, kernel.
- * Returns how many. */
-#define WND_MAX_STAGE_ROWS 11
+ * frame runs them: bvh, raygen, trav, isect, tail, shade, secondary, compact, control, host wait, kernel;
+ * then the last rebuild of the walk's skip map (when an isovalue changed). Returns how many. */
+#define WND_MAX_STAGE_ROWS 12
 typedef struct wnd_stage_row {
   const char *name;
   double ms;

@@ -391,6 +391,158 @@ static void test_steps_draw_the_brick_walks_image(void) {
   }
 }
 
+/* ---- The walk's skip distances (skip.cuh) ---------------------------------------------------- */
+static uint32_t lcg(uint32_t *state) {
+  *state = *state * 1664525u + 1013904223u;
+  return *state >> 8;
+}
+
+/* Every cell's value is its L-infinity distance in cells to the nearest cell whose range holds
+ * an isovalue, capped at IR_SKIP_MAX (0 on those cells): against a search over all cells, on
+ * grids from one cell to long thin ones, sparse and dense, with one surface and with three. */
+static void test_skip_map_is_the_capped_distance_to_the_nearest_valid_cell(void) {
+  const uint32_t grids[][3] = {{1, 1, 1}, {5, 7, 3}, {40, 3, 2}, {33, 20, 17}, {2, 50, 9}, {26, 24, 22}};
+  const double densities[] = {0.0, 0.0005, 0.01, 0.2, 1.0};
+  uint32_t seed = 12345u;
+  for (size_t g = 0; g < sizeof grids / sizeof grids[0]; g++)
+    for (size_t d = 0; d < sizeof densities / sizeof densities[0]; d++)
+      for (int surfaces = 1; surfaces <= 3; surfaces += 2) {
+        const uint32_t *c = grids[g];
+        size_t n = (size_t)c[0] * c[1] * c[2];
+        ir_brick_range *ranges = malloc(n * sizeof *ranges);
+        uint8_t *map = malloc(n), *tmp = malloc(n);
+        ir_iso_set iso = {.v = {10.0f, 20.0f, 30.0f}, .n = surfaces};
+        for (size_t i = 0; i < n; i++) {
+          bool valid = (double)(lcg(&seed) % 1000000u) < densities[d] * 1e6;
+          float at = iso.v[lcg(&seed) % (uint32_t)surfaces];
+          /* an invalid cell lies between the isovalues, or its min is above its max (no value) */
+          ranges[i] = valid ? (ir_brick_range){at - 1.0f, at + 1.0f}
+                            : (lcg(&seed) % 4 == 0 ? (ir_brick_range){1.0f, 0.0f} : (ir_brick_range){11.0f, 19.0f});
+        }
+        ir_skip_map_host(ranges, c, &iso, map, tmp);
+        size_t wrong = 0, far = 0;
+        for (uint32_t z = 0; z < c[2]; z++)
+          for (uint32_t y = 0; y < c[1]; y++)
+            for (uint32_t x = 0; x < c[0]; x++) {
+              int want = IR_SKIP_MAX;
+              for (uint32_t k = 0; k < c[2]; k++)
+                for (uint32_t j = 0; j < c[1]; j++)
+                  for (uint32_t i = 0; i < c[0]; i++) {
+                    ir_brick_range r = ranges[i + c[0] * (j + (size_t)c[1] * k)];
+                    if (!ir_iso_in_range(&iso, r.min, r.max)) continue;
+                    int dist = abs((int)i - (int)x);
+                    if (abs((int)j - (int)y) > dist) dist = abs((int)j - (int)y);
+                    if (abs((int)k - (int)z) > dist) dist = abs((int)k - (int)z);
+                    if (dist < want) want = dist;
+                  }
+              uint8_t got = map[x + c[0] * (y + (size_t)c[1] * z)];
+              wrong += got != want;
+              far += got >= 2;
+            }
+        CHECK_MSG(wrong == 0, "grid %ux%ux%u, density %g, %d surfaces: %zu of %zu distances wrong", c[0], c[1], c[2],
+                  densities[d], surfaces, wrong, n);
+        if (n >= 1000 && densities[d] > 0 && densities[d] < 0.1) CHECK(far > 0);
+        free(ranges);
+        free(map);
+        free(tmp);
+      }
+}
+
+/* A few small balls in a large empty volume: most cells far from any surface. */
+static void balls_volume(ir_volume *v) {
+  const size_t dims[3] = {97, 80, 64};
+  const double balls[][4] = {{20, 20, 15, 5}, {70, 30, 40, 7}, {50, 60, 20, 3}, {85, 70, 55, 4}, {10, 75, 50, 6}};
+  memset(v, 0, sizeof *v);
+  memcpy(v->dims, dims, sizeof v->dims);
+  memcpy(v->full_dims, dims, sizeof v->full_dims);
+  for (int k = 0; k < 3; k++) v->spacing[k] = 1.0f;
+  v->type = IR_VOXEL_UINT8;
+  v->bytes = dims[0] * dims[1] * dims[2];
+  v->voxels = calloc(v->bytes, 1);
+  for (size_t z = 0; z < dims[2]; z++)
+    for (size_t y = 0; y < dims[1]; y++)
+      for (size_t x = 0; x < dims[0]; x++) {
+        double best = 0;
+        for (size_t b = 0; b < sizeof balls / sizeof balls[0]; b++) {
+          double dx = (double)x - balls[b][0], dy = (double)y - balls[b][1], dz = (double)z - balls[b][2];
+          double q = 128.0 + 30.0 * (balls[b][3] - sqrt(dx * dx + dy * dy + dz * dz));
+          if (q > best) best = q;
+        }
+        ((uint8_t *)v->voxels)[x + dims[0] * (y + dims[1] * z)] = (uint8_t)(best > 255 ? 255 : best);
+      }
+  snprintf(v->name, sizeof v->name, "balls");
+  v->value_min = 0;
+  v->value_max = 255;
+}
+
+/* The walk that leaps over cubes of empty cells finds the hits the cell-by-cell walk finds: every
+ * pixel's colour and depth bit for bit, through the single kernel's walk (ir_trace_pixel_runs)
+ * and the persistent pipeline's steps, over cells of 8 and of 16 voxels, on a sparse volume
+ * (the balls, where most of a ray is leaps) and a dense one, from outside and from inside, with a
+ * translucent surface over an opaque one and a clip plane. */
+static void test_leaping_walk_draws_the_cell_walks_image(void) {
+  ir_volume vols[2];
+  balls_volume(&vols[0]);
+  CHECK(util_load("builtin:fractal:100", &vols[1]));
+  const float views[][3] = {{0, 0, 1}, {45, 35.26439f, 1}, {200, -60, 0.7f}, {33, 12, 0.2f}, {120, 80, 2.5f}};
+  enum { PW = 80, PH = 60 };
+  for (int vi = 0; vi < 2; vi++) {
+    ir_volume *v = &vols[vi];
+    for (int cells = 8; cells <= 16; cells += 8)
+      for (size_t k = 0; k < sizeof views / sizeof views[0]; k++)
+        for (int look = 0; look < 2; look++) {
+          char err[IR_ERR_LEN] = "";
+          ir_renderer *r = NULL;
+          ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = v, .walk_cells = cells};
+          ir_frame_desc f = {.width = PW, .height = PH, .isovalue = 127.5f,
+                             .camera = ir_camera_orbit(v, views[k][0], views[k][1], views[k][2], IR_AXIS_NONE)};
+          if (look == 1) {
+            f.surface_count = 2;
+            f.surfaces[0] = (ir_surface){100.0f, {0.9f, 0.2f, 0.2f}, 0.4f};
+            f.surfaces[1] = (ir_surface){160.0f, {0.2f, 0.9f, 0.2f}, 1.0f};
+            f.clip_plane_on = true;
+            f.clip_plane[0] = 0.3f, f.clip_plane[1] = 1.0f, f.clip_plane[3] = -0.45f * (float)v->dims[1];
+          }
+          /* One frame makes the renderer's buffers; then the frame's parameters as the CPU
+           * renderer makes them, walked with and without the skip distances. */
+          if (ir_renderer_create(&desc, &r, err) != IR_OK || ir_render_frame(r, &f, NULL, err) != IR_OK) {
+            CHECK_MSG(0, "%s", err);
+            ir_renderer_destroy(r);
+            continue;
+          }
+          ir_trace_params p;
+          ir_trace_params_fill(r, &f, &p);
+          ir_bvh_update_host(&r->layout, r->ranges, &p.iso, r->nodes);
+          p.nodes = r->nodes;
+          p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
+          ir_trace_params_walk(r, &f, r->ranges, r->cell_ranges, &p);
+          CHECK((int)p.cell == cells);
+          size_t n = (size_t)p.cells[0] * p.cells[1] * p.cells[2], far = 0, differ = 0;
+          uint8_t *map = malloc(n), *tmp = malloc(n);
+          ir_skip_map_host(p.ranges, p.cells, &p.iso, map, tmp);
+          for (size_t i = 0; i < n; i++) far += map[i] >= 2;
+          if (vi == 0) CHECK_MSG(far > 0, "no cell of the balls far from them");
+          ir_trace_params leap = p;
+          leap.skip = map;
+          p.skip = NULL;
+          for (uint32_t px = 0; px < PW * PH; px++) {
+            float d0, d1, d2;
+            uint32_t c0 = ir_trace_pixel_runs(&p, px, NULL, &d0);
+            uint32_t c1 = ir_trace_pixel_runs(&leap, px, NULL, &d1);
+            uint32_t c2 = ir_trace_pixel_steps_as(&leap, px, 2, NULL, &d2, ir_trace_mode(&leap));
+            differ += c0 != c1 || c0 != c2 || memcmp(&d0, &d1, sizeof d0) != 0 || memcmp(&d0, &d2, sizeof d0) != 0;
+          }
+          CHECK_MSG(differ == 0, "%s, cells of %d, view %zu, look %d: %zu pixels differ", v->name, cells, k, look,
+                    differ);
+          free(map);
+          free(tmp);
+          ir_renderer_destroy(r);
+        }
+  }
+  ir_volume_free(&vols[0]);
+  ir_volume_free(&vols[1]);
+}
+
 /* The real datasets of tests/data/real: non-empty images with plausible coverage. */
 static void test_real_datasets_render(void) {
   const char *root = getenv("INKRAY_TEST_DATA");
@@ -565,6 +717,8 @@ int main(void) {
   RUN(test_thread_count_does_not_change_the_image);
   RUN(test_brick_walk_and_bvh_draw_the_same_image);
   RUN(test_steps_draw_the_brick_walks_image);
+  RUN(test_skip_map_is_the_capped_distance_to_the_nearest_valid_cell);
+  RUN(test_leaping_walk_draws_the_cell_walks_image);
   RUN(test_real_datasets_render);
   RUN(test_bad_arguments_are_input_errors);
   RUN(test_nonfinite_voxels_count_as_empty);

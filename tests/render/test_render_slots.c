@@ -9,7 +9,9 @@
  *   - bad slot calls are refused with a message;
  *   - statistics: on the GPU the same histograms, range and suggested isovalues as the CPU's;
  *   - (GPU) brick and cell ranges computed on the device equal the CPU's for every voxel type,
- *     with NaN, +-Inf, int16's -32768 and sizes that are not multiples of a cell.
+ *     with NaN, +-Inf, int16's -32768 and sizes that are not multiples of a cell;
+ *   - (GPU) the walk's skip distances equal the host's for the frame's isovalues, cells and slot,
+ *     and are rebuilt exactly when one of those changes.
  * Without arguments on the CPU renderer; --gpu on the GPU (exit 77, skipped, without a device). */
 #include <math.h>
 #include <pthread.h>
@@ -301,6 +303,68 @@ static void test_gpu_ranges_match_the_cpu(void) {
     }
 }
 
+/* GPU: the skip distances a frame leaves on the device against the host's (ir_skip_map_host) from
+ * a CPU renderer's ranges of the same volume, for the frame's walk cells; and whether the frame
+ * rebuilt them. */
+static void check_skip_map(ir_renderer *gpu, const ir_volume *v, const ir_frame_desc *f, bool rebuilt,
+                           const char *what) {
+  char err[IR_ERR_LEN] = "";
+  ir_frame_stats st;
+  CHECK_MSG(ir_render_frame(gpu, f, &st, err) == IR_OK, "%s: %s", what, err);
+  CHECK_MSG(st.skip_rebuilt == rebuilt, "%s: the skip distances were %srebuilt", what, st.skip_rebuilt ? "" : "not ");
+  CHECK_MSG(st.skip_ms > 0, "%s: no rebuild time", what);
+  ir_renderer *cpu = NULL;
+  ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = v};
+  if (ir_renderer_create(&desc, &cpu, err) != IR_OK) {
+    CHECK_MSG(0, "%s", err);
+    return;
+  }
+  bool fine = f->pipeline != IR_PIPELINE_MULTI &&
+              ir_walk_cells_auto(v->dims, (size_t)f->width * (size_t)f->height) == IR_WALK_CELLS;
+  const uint32_t *cells = fine ? cpu->cells : cpu->layout.dims[0];
+  size_t n = (size_t)cells[0] * cells[1] * cells[2];
+  uint8_t *want = malloc(n), *tmp = malloc(n), *got = malloc(n);
+  ir_iso_set iso = {.v = {f->isovalue}, .n = 1};
+  ir_skip_map_host(fine ? cpu->cell_ranges : cpu->ranges, cells, &iso, want, tmp);
+  CHECK_MSG(ir_gpu_read_skip(gpu, got, n, err) == IR_OK, "%s", err);
+  size_t differ = 0, far = 0;
+  for (size_t i = 0; i < n; i++) differ += got[i] != want[i], far += want[i] >= 2;
+  CHECK_MSG(differ == 0, "%s: %zu of %zu skip distances differ from the host's", what, differ, n);
+  CHECK_MSG(far > 0, "%s: no cell far from the surface (the test would not see a leap)", what);
+  free(want);
+  free(tmp);
+  free(got);
+  ir_renderer_destroy(cpu);
+}
+
+static void test_gpu_skip_map_follows_the_isovalue_and_the_slot(void) {
+  size_t dims[3] = {150, 130, 90};
+  ir_volume a, b;
+  sphere_volume(&a, IR_VOXEL_UINT8, dims, 40.0);
+  sphere_volume(&b, IR_VOXEL_UINT8, dims, 100.0);
+  ir_renderer *r = make_renderer(&a);
+  char err[IR_ERR_LEN] = "";
+  if (!r) return;
+  CHECK_MSG(ir_renderer_set_slots(r, 2, err) == IR_OK, "%s", err);
+  CHECK_MSG(ir_renderer_slot_end(r, 1, &b, err) == IR_OK, "%s", err);
+  ir_frame_desc f = frame_of(&a, 100.0f, IR_PIPELINE_SINGLE); /* 80x64: the bricks' cells */
+  check_skip_map(r, &a, &f, true, "first frame");
+  check_skip_map(r, &a, &f, false, "same isovalue");
+  f.isovalue = 110.0f;
+  check_skip_map(r, &a, &f, true, "another isovalue");
+  f.width = f.height = 512; /* 2 pixels per face voxel: the finer cells */
+  check_skip_map(r, &a, &f, true, "finer cells");
+  f.pipeline = IR_PIPELINE_PERSISTENT;
+  check_skip_map(r, &a, &f, false, "persistent, same cells");
+  f.pipeline = IR_PIPELINE_MULTI; /* the bricks' */
+  check_skip_map(r, &a, &f, true, "multi");
+  CHECK_MSG(ir_renderer_use_slot(r, 1, err) == IR_OK, "%s", err);
+  check_skip_map(r, &b, &f, true, "another slot");
+  ir_renderer_destroy(r);
+  ir_volume_free(&a);
+  ir_volume_free(&b);
+}
+
 static void remove_dir(void) {
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
@@ -323,5 +387,6 @@ int main(int argc, char **argv) {
   RUN(test_bad_slot_calls_are_refused);
   RUN(test_statistics_match_the_cpu);
   if (g_gpu) RUN(test_gpu_ranges_match_the_cpu);
+  if (g_gpu) RUN(test_gpu_skip_map_follows_the_isovalue_and_the_slot);
   return check_summary();
 }

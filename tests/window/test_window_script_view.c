@@ -223,6 +223,11 @@ static void test_overlay_stage_rows_are_the_stages_that_ran(void) {
   n = wnd_overlay_stage_rows(&single, rows);
   CHECK_EQ_INT(n, 1);
   CHECK_MSG(strcmp(rows[0].name, "kernel") == 0, "%s", rows[0].name);
+  /* The walk's skip map, once built: its last rebuild after the kernel. */
+  single.skip_ms = 0.02;
+  n = wnd_overlay_stage_rows(&single, rows);
+  CHECK_EQ_INT(n, 2);
+  CHECK_MSG(strcmp(rows[1].name, "skip map") == 0 && rows[1].ms == 0.02, "%s", rows[1].name);
   /* The persistent kernel: its phases and the kernel. */
   ir_frame_stats persistent = {.kernel_ms = 0.3, .raygen_ms = 0.01, .intersect_ms = 0.2, .shade_ms = 0.05, .compact_ms = 0.04};
   n = wnd_overlay_stage_rows(&persistent, rows);
