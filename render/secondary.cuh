@@ -181,7 +181,7 @@ static inline IR_HD ir_secondary_state ir_secondary_start(void) {
 /* Samples a secondary ray fetches before testing them (a kernel's file may set its own: the
  * persistent kernel's shading phase takes 8). */
 #ifndef IR_SECONDARY_BATCH
-#define IR_SECONDARY_BATCH IR_MARCH_BATCH
+#define IR_SECONDARY_BATCH IR_LIT_MARCH_BATCH
 #endif
 
 /* Walks and marches a secondary ray on from m: runs of valid cells (ir_next_run), each marched

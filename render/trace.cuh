@@ -218,13 +218,25 @@ static inline IR_HD void ir_span_range(const ir_span *s, float ta, float tb, int
 }
 
 /* Samples fetched before any of them is tested. A march is a chain of dependent texture reads
- * when each sample is tested before the next is fetched; fetching a batch first keeps
- * IR_MARCH_BATCH reads in flight per ray. The samples and the order of the tests are those of
- * a one-at-a-time march, so the result is the same; a batch that overshoots the crossing or
- * the end of the run reads at most IR_MARCH_BATCH - 1 samples that are never used. */
+ * when each sample is tested before the next is fetched; fetching a batch first keeps a batch
+ * of reads in flight per ray. The samples and the order of the tests are those of a
+ * one-at-a-time march, so the result is the same; a batch that overshoots the crossing or the
+ * end of the run reads at most a batch less one samples that are never used.
+ *   IR_MARCH_BATCH      frames without occlusion or shadow rays: 8. A frame is bound by its
+ *                       longest rays where rays are few per voxel, and more reads in flight
+ *                       shorten them: 5-12 % faster frames at 1024^2 from 256^3 to 2048^3 than
+ *                       batches of 4, about even at 3840x2160 (docs/PERFORMANCE.md).
+ *   IR_LIT_MARCH_BATCH  frames with them (IR_TRACE_LIGHT): 4. The lit kernels hold a hit's
+ *                       secondary rays besides the march and are capped in registers; batches
+ *                       of 8 made the lit single kernel 22 % slower.
+ * The mode is a constant in every kernel, so each kernel carries one batch size. */
 #ifndef IR_MARCH_BATCH
-#define IR_MARCH_BATCH 4
+#define IR_MARCH_BATCH 8
 #endif
+#ifndef IR_LIT_MARCH_BATCH
+#define IR_LIT_MARCH_BATCH 4
+#endif
+#define IR_MARCH_BATCH_MAX (IR_MARCH_BATCH > IR_LIT_MARCH_BATCH ? IR_MARCH_BATCH : IR_LIT_MARCH_BATCH)
 #ifdef __CUDA_ARCH__ /* the device pass only: the host compiler warns about the pragma */
 #define IR_UNROLL _Pragma("unroll")
 #else
@@ -453,7 +465,7 @@ typedef struct ir_march_state {
  * only a sample leaving the band (rare: a crossing, or NaN) takes the slow path, once per batch,
  * with the samples after it read again from there, so that the slow path's code appears once in
  * the loop rather than once per sample of the unrolled batch. The last batch runs whole, up to
- * IR_MARCH_BATCH - 1 samples past kb, rather than testing each sample against kb: the samples
+ * a batch less one samples past kb, rather than testing each sample against kb: the samples
  * past a run are those the ray's march meets next anyway (past its last valid cell, where no
  * crossing lies, or in the next run, which then starts after them), so what the march finds is
  * the same and each sample costs fewer instructions. m->k - 1 is the last sample marched. With
@@ -464,33 +476,34 @@ typedef struct ir_march_state {
 static inline IR_HD bool ir_march_part_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
                                           ir_march_state *m, int *budget, ir_paint *pt, float *first_t, ir_hit *hit,
                                           int mode) {
+  const int batch = (mode & IR_TRACE_LIGHT) ? IR_LIT_MARCH_BATCH : IR_MARCH_BATCH;
   int32_t k = m->k;
   const int32_t kb = m->kb;
   float ta = ir_span_t(s, k - 1), sa = m->sa, lo, hi;
   ir_iso_band(&p->iso, sa, &lo, &hi);
   while (k <= kb) {
     if ((mode & IR_TRACE_BOUNDED) && (*budget)-- <= 0) break;
-    float tbs[IR_MARCH_BATCH], sbs[IR_MARCH_BATCH];
+    float tbs[IR_MARCH_BATCH_MAX], sbs[IR_MARCH_BATCH_MAX];
     const float kf = (float)k;
     bool inside = true;
     IR_UNROLL
-    for (int j = 0; j < IR_MARCH_BATCH; j++) {
+    for (int j = 0; j < batch; j++) {
       tbs[j] = ir_span_t_of(s, kf + (float)j);
       sbs[j] = ir_sample(&p->vol, ir_ray_at(r, tbs[j]));
     }
     IR_UNROLL
-    for (int j = 0; j < IR_MARCH_BATCH; j++) inside &= sbs[j] >= lo && sbs[j] < hi;
+    for (int j = 0; j < batch; j++) inside &= sbs[j] >= lo && sbs[j] < hi;
     if (inside) {
-      ta = tbs[IR_MARCH_BATCH - 1];
-      sa = sbs[IR_MARCH_BATCH - 1];
-      k += IR_MARCH_BATCH;
+      ta = tbs[batch - 1];
+      sa = sbs[batch - 1];
+      k += batch;
       continue;
     }
     /* The first sample that leaves the band, and the one before it. */
-    int leave = IR_MARCH_BATCH - 1;
-    float tl = tbs[IR_MARCH_BATCH - 1], sl = sbs[IR_MARCH_BATCH - 1];
+    int leave = batch - 1;
+    float tl = tbs[batch - 1], sl = sbs[batch - 1];
     IR_UNROLL
-    for (int j = IR_MARCH_BATCH - 2; j >= 0; j--) {
+    for (int j = batch - 2; j >= 0; j--) {
       if (!(sbs[j] >= lo && sbs[j] < hi)) {
         leave = j;
         tl = tbs[j];
@@ -498,7 +511,7 @@ static inline IR_HD bool ir_march_part_as(const ir_trace_params *p, const ir_ray
       }
     }
     IR_UNROLL
-    for (int j = 0; j < IR_MARCH_BATCH - 1; j++) {
+    for (int j = 0; j < batch - 1; j++) {
       if (j < leave) {
         ta = tbs[j];
         sa = sbs[j];

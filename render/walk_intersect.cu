@@ -1,5 +1,5 @@
 /* Intersection stage of the multi pipeline: each ray marches the run of samples traversal found
- * (trace.cuh: ir_march_run_as, four samples in flight). A hit is shaded and written at once: the
+ * (trace.cuh: ir_march_run_as, a batch of samples in flight). A hit is shaded and written at once: the
  * normal and the colour need nothing another kernel has, so a separate shading stage would only
  * add a launch and a compaction per round. In lit frames the hit that ends a ray is set up for
  * its occlusion and shadow rays instead (a hit record), which the secondary phase traces in
