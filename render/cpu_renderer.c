@@ -108,24 +108,36 @@ static ir_status ensure_buffers(ir_renderer *r, size_t image_bytes, char err[IR_
   return IR_OK;
 }
 
-/* The walk's skip distances for this frame's cells and isovalues (skip.cuh). Made every frame:
- * a few passes over the cells, small beside a frame traced on the CPU. */
-static ir_status skip_map(ir_renderer *r, ir_trace_params *p, double *ms, char err[IR_ERR_LEN]) {
+/* The walk's skip distances for this frame's cells and isovalues (skip.cuh), made again only when
+ * the isovalues, the cells or the ranges (a slot switch) changed; *rebuilt says whether. */
+static ir_status skip_map(ir_renderer *r, ir_trace_params *p, bool *rebuilt, char err[IR_ERR_LEN]) {
   size_t n = (size_t)p->cells[0] * p->cells[1] * p->cells[2];
-  if (n > r->skip_capacity) {
-    free(r->skip);
-    free(r->skip_tmp);
-    r->skip = malloc(n);
-    r->skip_tmp = malloc(n);
-    r->skip_capacity = r->skip && r->skip_tmp ? n : 0;
-    if (!r->skip_capacity) {
-      snprintf(err, IR_ERR_LEN, "out of host memory for the walk's %zu skip distances", n);
-      return IR_ERR_RUNTIME;
+  bool same = r->skip_made && r->skip_ranges == p->ranges && r->skip_ranges_version == r->ranges_version &&
+              !memcmp(r->skip_cells, p->cells, sizeof r->skip_cells) && r->skip_iso.n == p->iso.n &&
+              !memcmp(r->skip_iso.v, p->iso.v, (size_t)p->iso.n * sizeof p->iso.v[0]);
+  *rebuilt = !same;
+  if (!same) {
+    r->skip_made = false;
+    if (n > r->skip_capacity) {
+      free(r->skip);
+      free(r->skip_tmp);
+      r->skip = malloc(n);
+      r->skip_tmp = malloc(n);
+      r->skip_capacity = r->skip && r->skip_tmp ? n : 0;
+      if (!r->skip_capacity) {
+        snprintf(err, IR_ERR_LEN, "out of host memory for the walk's %zu skip distances", n);
+        return IR_ERR_RUNTIME;
+      }
     }
+    double t0 = ir_now_ms();
+    ir_skip_map_host(p->ranges, p->cells, &p->iso, r->skip, r->skip_tmp);
+    r->skip_ms = ir_now_ms() - t0;
+    r->skip_made = true;
+    r->skip_ranges = p->ranges;
+    r->skip_ranges_version = r->ranges_version;
+    memcpy(r->skip_cells, p->cells, sizeof r->skip_cells);
+    r->skip_iso = p->iso;
   }
-  double t0 = ir_now_ms();
-  ir_skip_map_host(p->ranges, p->cells, &p->iso, r->skip, r->skip_tmp);
-  *ms = ir_now_ms() - t0;
   p->skip = r->skip;
   return IR_OK;
 }
@@ -164,7 +176,7 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   if (st != IR_OK) return st;
 
   ir_trace_params p;
-  double skip_ms = 0.0;
+  bool skip_rebuilt = false;
   ir_trace_params_fill(r, f, &p);
   ir_bvh_update_host(&r->layout, r->ranges, &p.iso, r->nodes);
   double t1 = ir_now_ms();
@@ -175,7 +187,7 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
    * pipeline walks the tree. */
   if (f->pipeline != IR_PIPELINE_PAPER) {
     ir_trace_params_walk(r, f, r->ranges, r->cell_ranges, &p);
-    if ((st = skip_map(r, &p, &skip_ms, err)) != IR_OK) return st;
+    if ((st = skip_map(r, &p, &skip_rebuilt, err)) != IR_OK) return st;
   }
 
   frame_job job = {.p = &p, .bvh = f->pipeline == IR_PIPELINE_PAPER,
@@ -201,8 +213,8 @@ ir_status ir_cpu_render_frame(ir_renderer *r, const ir_frame_desc *f, ir_frame_s
   if (stats) {
     memset(stats, 0, sizeof *stats);
     stats->frame_ms = ir_now_ms() - t0;
-    stats->skip_ms = skip_ms;
-    stats->skip_rebuilt = f->pipeline != IR_PIPELINE_PAPER;
+    stats->skip_ms = r->skip_ms;
+    stats->skip_rebuilt = skip_rebuilt;
     /* The CPU traces each pixel start to finish, so only the BVH update is a separate stage. */
     if (f->stage_timing) stats->bvh_update_ms = t1 - t0;
     stats->iterations = job.total.rounds;

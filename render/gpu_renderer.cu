@@ -354,6 +354,11 @@ ir_status ir_gpu_read_skip(ir_renderer *r, uint8_t *map, size_t cells, char err[
     snprintf(err, IR_ERR_LEN, "ir_gpu_read_skip: no frame has made the skip distances yet");
     return IR_ERR_INPUT;
   }
+  if (cells > (size_t)r->cells[0] * r->cells[1] * r->cells[2]) {
+    snprintf(err, IR_ERR_LEN, "ir_gpu_read_skip: %zu cells asked for, the map holds at most %zu", cells,
+             (size_t)r->cells[0] * r->cells[1] * r->cells[2]);
+    return IR_ERR_INPUT;
+  }
   IR_CUDA(cudaMemcpyAsync(map, g->d_skip, cells, cudaMemcpyDeviceToHost, g->stream));
   IR_CUDA(cudaStreamSynchronize(g->stream));
   return IR_OK;
@@ -366,8 +371,7 @@ static ir_status skip_map(struct ir_gpu_state *g, const ir_brick_range *d_ranges
                           char err[IR_ERR_LEN]) {
 #ifdef IR_NO_SKIP_MAP /* measuring what the map saves: the walk tests every cell's range */
   (void)g, (void)d_ranges, (void)p, (void)err;
-  return IR_OK;
-#endif
+#else
   int cell = (int)p->cell;
   bool same = g->skip_made && g->skip_cell == cell && g->skip_ranges_version == g->ranges_version &&
               g->skip_iso.n == p->iso.n && !memcmp(g->skip_iso.v, p->iso.v, (size_t)p->iso.n * sizeof p->iso.v[0]);
@@ -384,6 +388,7 @@ static ir_status skip_map(struct ir_gpu_state *g, const ir_brick_range *d_ranges
     g->skip_iso = p->iso;
   }
   p->skip = g->d_skip;
+#endif
   return IR_OK;
 }
 

@@ -460,6 +460,7 @@ ir_status ir_gpu_use_slot(ir_renderer *r, int slot, char err[IR_ERR_LEN]) {
     return IR_ERR_INPUT;
   }
   IR_CUDA(cudaStreamWaitEvent(g->stream, s->ev_ready, 0));
+  g->ranges_version++; /* before the copies: a failed one must not leave the old map trusted */
   const uint32_t *bd = v->layout.dims[0];
   IR_CUDA(cudaMemcpyAsync(g->d_ranges, s->d_ranges, (size_t)bd[0] * bd[1] * bd[2] * sizeof(ir_brick_range),
                           cudaMemcpyDeviceToDevice, g->stream));
@@ -472,7 +473,6 @@ ir_status ir_gpu_use_slot(ir_renderer *r, int slot, char err[IR_ERR_LEN]) {
     old->released_pending = true;
   }
   v->in_use = slot;
-  g->ranges_version++;
   g->tex = s->tex;
   g->tex_point = s->tex_point;
   r->view.tex = (unsigned long long)s->tex;

@@ -24,7 +24,7 @@
  * no stack, and the brick walk needs none. The image is the single kernel's, bit for bit: every
  * ray does the same work in the same order, only cut into steps (trace.cuh: ir_step_as).
  *
- * Bricks are tested against the isovalues as the walk meets them, as in the single kernel, so
+ * Cells are tested by their skip distances as the walk meets them, as in the single kernel, so
  * the frame is one launch with no BVH update. The tile queue and the frame's counters are
  * double-buffered by frame parity: a launch zeroes the other frame's, so no memset precedes it.
  */

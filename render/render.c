@@ -171,6 +171,7 @@ static ir_status slot_end(ir_renderer *r, int slot, const ir_volume *v, bool str
     r->cpu_slots[slot].volume = v;
     return ir_gpu_slot_end(r, slot, v, streamed, err);
   }
+  r->ranges_version++; /* the CPU's ranges are filled in place: the skip map of this slot goes */
   return ir_cpu_slot_fill(r, &r->cpu_slots[slot], v, err);
 }
 
@@ -196,6 +197,7 @@ ir_status ir_renderer_use_slot(ir_renderer *r, int slot, char err[IR_ERR_LEN]) {
   r->ranges = s->ranges;
   r->cell_ranges = s->cell_ranges;
   r->slot_in_use = slot;
+  r->ranges_version++; /* a slot's arrays may hold another volume than when last used */
   return IR_OK;
 }
 

@@ -292,7 +292,7 @@ typedef struct ir_frame_stats {
   double skip_ms;        /* the last rebuild of the walk's skip distances (made when the isovalues,
                             the walk's cells or the volume change), inside the frame_ms of the
                             frame that made it (skip_rebuilt) */
-  bool skip_rebuilt;     /* this frame rebuilt them (the CPU renderer: every frame) */
+  bool skip_rebuilt;     /* this frame rebuilt them */
   /* How the timed frame ran (GPU multi pipeline): */
   bool graph;            /* as one CUDA graph (no host round trips) */
   bool graph_resized;    /* with the loop's grids resized on the device each round (all

@@ -32,8 +32,14 @@ struct ir_renderer {
   int walk_cells;            /* the cells of frames without a BVH update: IR_WALK_CELLS or
                                 IR_BRICK_CELLS, 0: per frame (ir_renderer_desc.walk_cells) */
   ir_bvh_node *nodes;        /* CPU device: this frame's tree */
-  uint8_t *skip, *skip_tmp;  /* CPU device: the walk's skip distances (skip.cuh), made per frame */
+  uint8_t *skip, *skip_tmp;  /* CPU device: the walk's skip distances (skip.cuh) */
   size_t skip_capacity;      /* bytes of each */
+  bool skip_made;            /* for these isovalues, cells and ranges: */
+  ir_iso_set skip_iso;
+  uint32_t skip_cells[3];
+  const ir_brick_range *skip_ranges;
+  unsigned skip_ranges_version, ranges_version; /* the latter bumped by every slot switch */
+  double skip_ms;            /* the last rebuild's */
   int threads;               /* CPU device */
   uint8_t *image;            /* CPU device: last frame, RGBA8 */
   float *depth;              /* CPU device: last frame's hit distances (INFINITY: none) */

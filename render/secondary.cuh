@@ -178,8 +178,8 @@ static inline IR_HD ir_secondary_state ir_secondary_start(void) {
 #ifndef IR_SHORT_RAY_SAMPLES
 #define IR_SHORT_RAY_SAMPLES 40
 #endif
-/* Samples a secondary ray fetches before testing them (a kernel's file may set its own: the
- * persistent kernel's shading phase takes 8). */
+/* Samples a secondary ray fetches before testing them (a kernel's file may set its own: the multi
+ * pipeline's compacted steps take 8). */
 #ifndef IR_SECONDARY_BATCH
 #define IR_SECONDARY_BATCH IR_LIT_MARCH_BATCH
 #endif

@@ -62,14 +62,15 @@ typedef struct ir_trace_params {
   uint32_t root;              /* root node index, IR_BVH_NONE when no brick is valid */
   uint32_t bricks[3];         /* brick grid = the BVH's level 0, nodes[x + bx * (y + by * z)] */
   /* The brick walk's grid: cells of `cell` voxels along each axis (a power of two), cells[] of
-   * them. Without ranges its cells are the bricks (16) and a cell is valid where its leaf is
-   * after this frame's BVH update; with ranges (frames without a BVH update) a cell is valid
-   * where its range holds an isovalue, and the cells may be finer than the bricks. */
+   * them. A cell is valid where its range holds an isovalue: read from `skip` where it is set
+   * (every walk of the GPU and the CPU renderers); else from `ranges` (frames without a BVH
+   * update, whose cells may be finer than the bricks), else from the cell's leaf after this
+   * frame's BVH update (the cells are then the bricks). */
   uint32_t cells[3];
   float cell, inv_cell;
   const ir_brick_range *ranges;
-  const uint8_t *skip;        /* with ranges: each cell's skip distance for the frame's isovalues
-                                 (skip.cuh), or NULL: the walk tests ranges cell by cell */
+  const uint8_t *skip;        /* each cell's skip distance for the frame's isovalues (skip.cuh),
+                                 or NULL: the walk tests each cell by its range or its leaf */
   int run_cells;              /* most valid cells the walk hands the march in one run (0: no
                                  limit): short runs let a ray start marching before it has read
                                  the ranges of a long row of valid cells */
@@ -761,14 +762,22 @@ static inline IR_HD float ir_cube_exit(float o, float inv, int c, int step, int 
   return (boundary - o) * inv;
 }
 
-static inline IR_HD int ir_clamp_cell(int c, int lo, int hi) { return c < lo ? lo : (c > hi ? hi : c); }
+/* The cell along an axis where a leap lands, from the cell c the leap starts in: the cell of the
+ * point there (x), kept between c and the cube's last cell the ray's way, so that the cursor
+ * only ever moves forward (whatever the rounding) and stays inside the cube. */
+static inline IR_HD int ir_leap_cell(float x, uint32_t n, float inv_cell, int c, int step, int reach) {
+  int b = ir_cell_of(x, n, inv_cell);
+  int lo = step < 0 ? c - reach : c, hi = step > 0 ? c + reach : c;
+  return b < lo ? lo : (b > hi ? hi : b);
+}
 
 /* The cursor is in a cell `skip` >= 2 cells from any valid one, so the cube of cells within
  * skip - 1 of it holds none (skip.cuh). Moves the cursor to the cell where the ray leaves that
  * cube and returns the t there (infinite when the ray leaves the grid inside it). The axis the
- * ray leaves through gets the cell past the cube's face exactly; the others the cell of the
- * point there, kept inside the cube, so rounding can never move the cursor backwards; the
- * exits are those of the new cell (ir_cell_exit). */
+ * ray leaves through gets the cell past the cube's face exactly, skip cells on; the others the
+ * cell of the point there, kept between the cell they were in and the cube's face the ray's way
+ * (ir_leap_cell), so rounding can never move the cursor backwards and every leap moves it on;
+ * the exits are those of the new cell (ir_cell_exit). */
 static inline IR_HD float ir_cursor_leap(const ir_trace_params *p, const ir_ray *r, ir_brick_cursor *q, int skip) {
   int reach = skip - 1;
   float ex = ir_cube_exit(r->o.x, r->inv_d.x, q->cx, q->sx, reach, p->cells[0], p->cell);
@@ -777,9 +786,9 @@ static inline IR_HD float ir_cursor_leap(const ir_trace_params *p, const ir_ray 
   float t = fminf(ex, fminf(ey, ez));
   if (!(t < INFINITY)) return INFINITY;
   ir_vec3 x = ir_ray_at(r, t);
-  int cx = ir_clamp_cell(ir_cell_of(x.x, p->cells[0], p->inv_cell), q->cx - reach, q->cx + reach);
-  int cy = ir_clamp_cell(ir_cell_of(x.y, p->cells[1], p->inv_cell), q->cy - reach, q->cy + reach);
-  int cz = ir_clamp_cell(ir_cell_of(x.z, p->cells[2], p->inv_cell), q->cz - reach, q->cz + reach);
+  int cx = ir_leap_cell(x.x, p->cells[0], p->inv_cell, q->cx, q->sx, reach);
+  int cy = ir_leap_cell(x.y, p->cells[1], p->inv_cell, q->cy, q->sy, reach);
+  int cz = ir_leap_cell(x.z, p->cells[2], p->inv_cell, q->cz, q->sz, reach);
   if (ex <= ey && ex <= ez) cx = q->cx + q->sx * skip;
   else if (ey <= ez) cy = q->cy + q->sy * skip;
   else cz = q->cz + q->sz * skip;

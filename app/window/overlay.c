@@ -205,7 +205,8 @@ static void panel_size(const char *const *text, int count, float scale, float *w
 int wnd_overlay_stage_rows(const ir_frame_stats *s, wnd_stage_row rows[WND_MAX_STAGE_ROWS]) {
   /* In the order a frame runs them; a stage that ran took some time, so zero means it did not
    * run (the single kernel has only its kernel; the persistent kernel's phases are shares of
-   * it; the multi pipeline's tail, compaction, control and host waits depend on the method). */
+   * it; the multi pipeline's tail, compaction, control and host waits depend on the method).
+   * The skip map's row is its last rebuild, whichever frame made it (zero: never made). */
   const wnd_stage_row all[WND_MAX_STAGE_ROWS] = {
       {"bvh", s->bvh_update_ms},  {"raygen", s->raygen_ms},    {"trav", s->traverse_ms},
       {"isect", s->intersect_ms}, {"tail", s->tail_ms},        {"shade", s->shade_ms},

@@ -423,7 +423,7 @@ static PyObject *stats_dict(const renderer_obj *self, const ir_frame_stats *s) {
     Py_XDECREF(intersect);
     return NULL;
   }
-  return Py_BuildValue("{s:s,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:k,s:k,s:N,s:N,s:O,s:d,s:d}",
+  return Py_BuildValue("{s:s,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:i,s:k,s:k,s:N,s:N,s:O,s:d,s:d,s:d,s:O}",
                        "device", ir_device_name(self->device), "frame_ms", s->frame_ms,
                        "bvh_update_ms", s->bvh_update_ms, "raygen_ms", s->raygen_ms, "traverse_ms",
                        s->traverse_ms, "intersect_ms", s->intersect_ms, "shade_ms", s->shade_ms, "secondary_ms",
@@ -431,7 +431,7 @@ static PyObject *stats_dict(const renderer_obj *self, const ir_frame_stats *s) {
                        s->iterations, "rays_generated", (unsigned long)s->rays_generated, "rays_hit",
                        (unsigned long)s->rays_hit, "traverse_rays", traverse, "intersect_rays", intersect,
                        "graph", s->graph ? Py_True : Py_False, "control_ms", s->control_ms, "host_wait_ms",
-                       s->host_wait_ms);
+                       s->host_wait_ms, "skip_ms", s->skip_ms, "skip_rebuilt", s->skip_rebuilt ? Py_True : Py_False);
 }
 
 static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs) {

@@ -118,6 +118,7 @@ def test_timings_and_depth():
     t = frame.timings
     assert t["device"] == "cpu" and t["frame_ms"] > 0 and t["rays_hit"] > 0
     assert t["secondary_ms"] == 0.0  # no secondary rays asked for (and the CPU times no phases)
+    assert t["skip_rebuilt"] is True and t["skip_ms"] >= 0.0  # a new renderer makes its skip map
     hit = frame.image[..., 3] == 255
     assert np.isfinite(frame.depth[hit]).all() and np.isinf(frame.depth[~hit]).all()
 

@@ -420,21 +420,26 @@ static void test_skip_map_is_the_capped_distance_to_the_nearest_valid_cell(void)
                             : (lcg(&seed) % 4 == 0 ? (ir_brick_range){1.0f, 0.0f} : (ir_brick_range){11.0f, 19.0f});
         }
         ir_skip_map_host(ranges, c, &iso, map, tmp);
+        /* The valid cells, then every cell's nearest one among them. */
+        uint32_t(*valid)[3] = malloc(n * sizeof *valid);
+        size_t nvalid = 0;
+        for (uint32_t k = 0; k < c[2]; k++)
+          for (uint32_t j = 0; j < c[1]; j++)
+            for (uint32_t i = 0; i < c[0]; i++) {
+              ir_brick_range r = ranges[i + c[0] * (j + (size_t)c[1] * k)];
+              if (ir_iso_in_range(&iso, r.min, r.max)) valid[nvalid][0] = i, valid[nvalid][1] = j, valid[nvalid++][2] = k;
+            }
         size_t wrong = 0, far = 0;
         for (uint32_t z = 0; z < c[2]; z++)
           for (uint32_t y = 0; y < c[1]; y++)
             for (uint32_t x = 0; x < c[0]; x++) {
               int want = IR_SKIP_MAX;
-              for (uint32_t k = 0; k < c[2]; k++)
-                for (uint32_t j = 0; j < c[1]; j++)
-                  for (uint32_t i = 0; i < c[0]; i++) {
-                    ir_brick_range r = ranges[i + c[0] * (j + (size_t)c[1] * k)];
-                    if (!ir_iso_in_range(&iso, r.min, r.max)) continue;
-                    int dist = abs((int)i - (int)x);
-                    if (abs((int)j - (int)y) > dist) dist = abs((int)j - (int)y);
-                    if (abs((int)k - (int)z) > dist) dist = abs((int)k - (int)z);
-                    if (dist < want) want = dist;
-                  }
+              for (size_t v = 0; v < nvalid; v++) {
+                int dist = abs((int)valid[v][0] - (int)x);
+                if (abs((int)valid[v][1] - (int)y) > dist) dist = abs((int)valid[v][1] - (int)y);
+                if (abs((int)valid[v][2] - (int)z) > dist) dist = abs((int)valid[v][2] - (int)z);
+                if (dist < want) want = dist;
+              }
               uint8_t got = map[x + c[0] * (y + (size_t)c[1] * z)];
               wrong += got != want;
               far += got >= 2;
@@ -442,6 +447,7 @@ static void test_skip_map_is_the_capped_distance_to_the_nearest_valid_cell(void)
         CHECK_MSG(wrong == 0, "grid %ux%ux%u, density %g, %d surfaces: %zu of %zu distances wrong", c[0], c[1], c[2],
                   densities[d], surfaces, wrong, n);
         if (n >= 1000 && densities[d] > 0 && densities[d] < 0.1) CHECK(far > 0);
+        free(valid);
         free(ranges);
         free(map);
         free(tmp);
@@ -477,23 +483,27 @@ static void balls_volume(ir_volume *v) {
 
 /* The walk that leaps over cubes of empty cells finds the hits the cell-by-cell walk finds: every
  * pixel's colour and depth bit for bit, through the single kernel's walk (ir_trace_pixel_runs)
- * and the persistent pipeline's steps, over cells of 8 and of 16 voxels, on a sparse volume
- * (the balls, where most of a ray is leaps) and a dense one, from outside and from inside, with a
- * translucent surface over an opaque one and a clip plane. */
+ * and the persistent pipeline's steps, over cells of 8 and of 16 voxels, and over the bricks as
+ * the multi pipeline walks them (valid by this frame's BVH leaves without the map), on a sparse
+ * volume (the balls, where most of a ray is leaps) and a dense one, from outside, from inside and
+ * along an axis (the middle column and row of the odd-sized image: direction components of 0),
+ * with a translucent surface over an opaque one and a clip plane, and lit by occlusion and
+ * shadow rays (which walk too). */
 static void test_leaping_walk_draws_the_cell_walks_image(void) {
   ir_volume vols[2];
   balls_volume(&vols[0]);
   CHECK(util_load("builtin:fractal:100", &vols[1]));
   const float views[][3] = {{0, 0, 1}, {45, 35.26439f, 1}, {200, -60, 0.7f}, {33, 12, 0.2f}, {120, 80, 2.5f}};
-  enum { PW = 80, PH = 60 };
+  enum { PW = 81, PH = 61 };
   for (int vi = 0; vi < 2; vi++) {
     ir_volume *v = &vols[vi];
-    for (int cells = 8; cells <= 16; cells += 8)
+    for (int cells = 8; cells <= 24; cells += 8) /* 24: the bricks, as the multi pipeline */
       for (size_t k = 0; k < sizeof views / sizeof views[0]; k++)
-        for (int look = 0; look < 2; look++) {
+        for (int look = 0; look < 3; look++) {
           char err[IR_ERR_LEN] = "";
           ir_renderer *r = NULL;
-          ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = v, .walk_cells = cells};
+          bool bricks = cells == 24;
+          ir_renderer_desc desc = {.device = IR_DEVICE_CPU, .volume = v, .walk_cells = bricks ? 16 : cells};
           ir_frame_desc f = {.width = PW, .height = PH, .isovalue = 127.5f,
                              .camera = ir_camera_orbit(v, views[k][0], views[k][1], views[k][2], IR_AXIS_NONE)};
           if (look == 1) {
@@ -502,6 +512,13 @@ static void test_leaping_walk_draws_the_cell_walks_image(void) {
             f.surfaces[1] = (ir_surface){160.0f, {0.2f, 0.9f, 0.2f}, 1.0f};
             f.clip_plane_on = true;
             f.clip_plane[0] = 0.3f, f.clip_plane[1] = 1.0f, f.clip_plane[3] = -0.45f * (float)v->dims[1];
+          }
+          if (look == 2) { /* occlusion and shadow rays, a light along an axis of the view */
+            f.ao_samples = 4;
+            f.ao_radius = 24.0f;
+            f.shadows = true;
+            f.light_on = true;
+            f.light[0] = 0.0f, f.light[1] = 90.0f;
           }
           /* One frame makes the renderer's buffers; then the frame's parameters as the CPU
            * renderer makes them, walked with and without the skip distances. */
@@ -515,11 +532,15 @@ static void test_leaping_walk_draws_the_cell_walks_image(void) {
           ir_bvh_update_host(&r->layout, r->ranges, &p.iso, r->nodes);
           p.nodes = r->nodes;
           p.root = ir_bvh_root_or_none(&r->nodes[ir_bvh_root(&r->layout)], ir_bvh_root(&r->layout));
-          ir_trace_params_walk(r, &f, r->ranges, r->cell_ranges, &p);
-          CHECK((int)p.cell == cells);
+          const ir_brick_range *ranges = r->ranges; /* the bricks' */
+          if (!bricks) { /* else the multi pipeline's walk: its cells are the bricks, p.ranges NULL */
+            ir_trace_params_walk(r, &f, r->ranges, r->cell_ranges, &p);
+            ranges = p.ranges;
+          }
+          CHECK((int)p.cell == (bricks ? 16 : cells) && (p.ranges == NULL) == bricks);
           size_t n = (size_t)p.cells[0] * p.cells[1] * p.cells[2], far = 0, differ = 0;
           uint8_t *map = malloc(n), *tmp = malloc(n);
-          ir_skip_map_host(p.ranges, p.cells, &p.iso, map, tmp);
+          ir_skip_map_host(ranges, p.cells, &p.iso, map, tmp);
           for (size_t i = 0; i < n; i++) far += map[i] >= 2;
           if (vi == 0) CHECK_MSG(far > 0, "no cell of the balls far from them");
           ir_trace_params leap = p;
@@ -532,8 +553,8 @@ static void test_leaping_walk_draws_the_cell_walks_image(void) {
             uint32_t c2 = ir_trace_pixel_steps_as(&leap, px, 2, NULL, &d2, ir_trace_mode(&leap));
             differ += c0 != c1 || c0 != c2 || memcmp(&d0, &d1, sizeof d0) != 0 || memcmp(&d0, &d2, sizeof d0) != 0;
           }
-          CHECK_MSG(differ == 0, "%s, cells of %d, view %zu, look %d: %zu pixels differ", v->name, cells, k, look,
-                    differ);
+          CHECK_MSG(differ == 0, "%s, cells of %d%s, view %zu, look %d: %zu pixels differ", v->name, bricks ? 16 : cells,
+                    bricks ? " (the bricks' leaves)" : "", k, look, differ);
           free(map);
           free(tmp);
           ir_renderer_destroy(r);
