@@ -113,8 +113,7 @@ static ir_status ensure_buffers(ir_renderer *r, size_t image_bytes, char err[IR_
 static ir_status skip_map(ir_renderer *r, ir_trace_params *p, bool *rebuilt, char err[IR_ERR_LEN]) {
   size_t n = (size_t)p->cells[0] * p->cells[1] * p->cells[2];
   bool same = r->skip_made && r->skip_ranges == p->ranges && r->skip_ranges_version == r->ranges_version &&
-              !memcmp(r->skip_cells, p->cells, sizeof r->skip_cells) && r->skip_iso.n == p->iso.n &&
-              !memcmp(r->skip_iso.v, p->iso.v, (size_t)p->iso.n * sizeof p->iso.v[0]);
+              !memcmp(r->skip_cells, p->cells, sizeof r->skip_cells) && ir_iso_set_same(&r->skip_iso, &p->iso);
   *rebuilt = !same;
   if (!same) {
     r->skip_made = false;

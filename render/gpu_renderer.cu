@@ -374,7 +374,7 @@ static ir_status skip_map(struct ir_gpu_state *g, const ir_brick_range *d_ranges
 #else
   int cell = (int)p->cell;
   bool same = g->skip_made && g->skip_cell == cell && g->skip_ranges_version == g->ranges_version &&
-              g->skip_iso.n == p->iso.n && !memcmp(g->skip_iso.v, p->iso.v, (size_t)p->iso.n * sizeof p->iso.v[0]);
+              ir_iso_set_same(&g->skip_iso, &p->iso);
   if (!same) {
     g->skip_made = false;
     IR_CUDA(cudaEventRecord(g->skip_ev[0], g->stream));

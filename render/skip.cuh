@@ -26,6 +26,14 @@
 
 #define IR_SKIP_MAX 16
 
+/* Whether two sets hold the same isovalues: a map made for one serves the other. */
+static inline IR_HD bool ir_iso_set_same(const ir_iso_set *a, const ir_iso_set *b) {
+  if (a->n != b->n) return false;
+  for (int i = 0; i < a->n; i++)
+    if (a->v[i] != b->v[i]) return false;
+  return true;
+}
+
 /* A cell's distance before the passes: 0 if valid, else "far". */
 static inline IR_HD uint8_t ir_skip_seed(ir_brick_range r, const ir_iso_set *iso) {
   return ir_iso_in_range(iso, r.min, r.max) ? 0 : IR_SKIP_MAX;
