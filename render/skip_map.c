@@ -19,9 +19,9 @@ static void skip_pass(const uint8_t *in, uint8_t *out, const uint32_t cells[3], 
 void ir_skip_map_host(const ir_brick_range *ranges, const uint32_t cells[3], const ir_iso_set *iso, uint8_t *map,
                       uint8_t *tmp) {
   size_t n = (size_t)cells[0] * cells[1] * cells[2];
-  for (size_t c = 0; c < n; c++) map[c] = ir_skip_seed(ranges[c], iso);
-  skip_pass(map, tmp, cells, 0);
-  skip_pass(tmp, map, cells, 1);
-  skip_pass(map, tmp, cells, 2);
-  for (size_t c = 0; c < n; c++) map[c] = tmp[c];
+  /* seed -> tmp, x -> map, y -> tmp, z -> map: the GPU's order (skip_map.cu), no copy at the end */
+  for (size_t c = 0; c < n; c++) tmp[c] = ir_skip_seed(ranges[c], iso);
+  skip_pass(tmp, map, cells, 0);
+  skip_pass(map, tmp, cells, 1);
+  skip_pass(tmp, map, cells, 2);
 }

@@ -1,8 +1,8 @@
 /* Traversal stage of the multi pipeline: each ray of the input list walks the brick grid from
  * the sample where it stopped (seg.x) to its next run of valid bricks, which it hands to
  * intersection as a range of samples (seg); a ray that leaves the volume first keeps the
- * background and is dropped (traversal -> intersection compaction). The walk reads the leaves
- * of this frame's BVH update, 4 bytes per brick, and no voxel. */
+ * background and is dropped (traversal -> intersection compaction). The walk reads the bricks'
+ * skip distances (skip.cuh), a byte per brick, and no voxel. */
 #include "render/gpu_internal.cuh"
 
 static __global__ void walk_traverse_kernel(const ir_gpu_frame *__restrict__ frame, ir_ray_buffers b,
