@@ -45,6 +45,9 @@ struct ic_params {
   int dims[3], cells_n[3], macro;
   float scale, iso;
   float3 eye, fwd, right, up; /* voxel space eye; world directions */
+  int ao_n, shadows, light_on;  /* lighting (ic_lighting); ao_n 0, no shadows and the headlight: unlit */
+  float ao_radius;
+  float3 light; /* unit, world, towards the light */
   float3 inv_spacing;
   int width, height;
 };
@@ -67,6 +70,103 @@ __device__ static bool cell_active(const ic_params &p, int cx, int cy, int cz) {
   return m.x <= p.iso && p.iso <= m.y;
 }
 
+/* The first crossing of the isovalue along o + t d (voxel space, inv = 1 / d) in [tn, tf]: samples
+ * every dt from tn on, only inside active macrocells (3D-DDA over them), refined by one secant
+ * step into *hit_t; false when there is none. Primary and secondary rays alike. */
+__device__ static __forceinline__ bool first_crossing(const ic_params &p, float3 o, float3 d, float3 inv, float tn,
+                                                      float tf, float dt, float *hit_t) {
+  /* DDA over the macrocells: cell c spans [c * macro, (c + 1) * macro] in voxel space. */
+  float3 e = make_float3(o.x + tn * d.x, o.y + tn * d.y, o.z + tn * d.z);
+  int cx = min(max((int)floorf(e.x / p.macro), 0), p.cells_n[0] - 1);
+  int cy = min(max((int)floorf(e.y / p.macro), 0), p.cells_n[1] - 1);
+  int cz = min(max((int)floorf(e.z / p.macro), 0), p.cells_n[2] - 1);
+  int stx = d.x > 0 ? 1 : -1, sty = d.y > 0 ? 1 : -1, stz = d.z > 0 ? 1 : -1;
+  float nx = ((cx + (stx > 0)) * p.macro - o.x) * inv.x;
+  float ny = ((cy + (sty > 0)) * p.macro - o.y) * inv.y;
+  float nz = ((cz + (stz > 0)) * p.macro - o.z) * inv.z;
+  float ddx = fabsf(p.macro * inv.x), ddy = fabsf(p.macro * inv.y), ddz = fabsf(p.macro * inv.z);
+  float t_cell = tn, prev_t = -1.0f, prev_s = 0.0f;
+  for (;;) {
+    float t_out = fminf(fminf(nx, ny), fminf(nz, tf));
+    if (cell_active(p, cx, cy, cz)) {
+      /* Samples of the ray's grid t = tn + k dt inside [t_cell, t_out], plus the one before. */
+      float k0 = fmaxf(floorf((t_cell - tn) / dt), 0.0f);
+      float t = tn + k0 * dt;
+      if (prev_t != t - dt || prev_t < 0.0f) { /* not continuing from the last cell's samples */
+        prev_t = t;
+        prev_s = sample(p, o.x + t * d.x, o.y + t * d.y, o.z + t * d.z);
+        t += dt;
+      }
+      for (; t <= t_out + dt; t += dt) {
+        float tt = fminf(t, tf);
+        float s = sample(p, o.x + tt * d.x, o.y + tt * d.y, o.z + tt * d.z);
+        if ((s >= p.iso) != (prev_s >= p.iso)) {
+          *hit_t = prev_t + (tt - prev_t) * (p.iso - prev_s) / (s - prev_s); /* secant step */
+          return true;
+        }
+        prev_t = tt;
+        prev_s = s;
+        if (tt >= tf) break;
+      }
+    } else {
+      prev_t = -1.0f;
+    }
+    if (t_out >= tf) return false;
+    t_cell = t_out;
+    if (nx <= ny && nx <= nz) {
+      cx += stx;
+      nx += ddx;
+      if (cx < 0 || cx >= p.cells_n[0]) return false;
+    } else if (ny <= nz) {
+      cy += sty;
+      ny += ddy;
+      if (cy < 0 || cy >= p.cells_n[1]) return false;
+    } else {
+      cz += stz;
+      nz += ddz;
+      if (cz < 0 || cz >= p.cells_n[2]) return false;
+    }
+  }
+}
+
+/* Entry and exit of the ray o + t d (t >= 0) through the volume box [0, dims]; false if it misses. */
+__device__ static __forceinline__ bool box_span(const ic_params &p, float3 o, float3 inv, float *tn, float *tf) {
+  float tx0 = (0.0f - o.x) * inv.x, tx1 = (p.dims[0] - o.x) * inv.x;
+  float ty0 = (0.0f - o.y) * inv.y, ty1 = (p.dims[1] - o.y) * inv.y;
+  float tz0 = (0.0f - o.z) * inv.z, tz1 = (p.dims[2] - o.z) * inv.z;
+  *tn = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fmaxf(fminf(tz0, tz1), 0.0f));
+  *tf = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fmaxf(tz0, tz1));
+  return *tn <= *tf;
+}
+
+/* Whether a secondary ray from x (voxel space) along the unit world direction w meets the
+ * surface within t_max (world units along w; infinite: to the volume's exit), sampled every
+ * `step` voxels on the macrocell walk. */
+__device__ static bool blocked(const ic_params &p, float3 x, float3 w, float t_max, float step) {
+  float3 d = make_float3(w.x * p.inv_spacing.x, w.y * p.inv_spacing.y, w.z * p.inv_spacing.z);
+  float3 inv = make_float3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
+  float tn, tf, t;
+  if (!box_span(p, x, inv, &tn, &tf)) return false;
+  tf = fminf(tf, t_max);
+  if (!(tf > tn)) return false;
+  return first_crossing(p, x, d, inv, tn, tf, step * rsqrtf(d.x * d.x + d.y * d.y + d.z * d.z), &t);
+}
+
+/* A 32-bit hash (the seed of a pixel's occlusion directions). */
+__device__ static __forceinline__ uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x21f0aaadu;
+  x ^= x >> 15;
+  x *= 0x735a2d97u;
+  return x ^ (x >> 15);
+}
+
+/* One thread per pixel. Lit: the hit's ao_n occlusion rays (cosine-weighted about the normal,
+ * stratified in one coordinate and golden-ratio spaced in the other, rotated per pixel) of
+ * ao_radius voxels and its shadow ray towards the light, each on the macrocell walk in this
+ * thread (the megakernel way); occlusion rays step a voxel, the shadow ray half a voxel, as
+ * inkray's do, so that the two measure the same samples. */
+template <bool Lit>
 __global__ static void __launch_bounds__(64) ic_kernel(const __grid_constant__ ic_params p, uint32_t *image) {
   int px = blockIdx.x * 8 + threadIdx.x % 8, py = blockIdx.y * 8 + threadIdx.x / 8;
   if (px >= p.width || py >= p.height) return;
@@ -78,84 +178,62 @@ __global__ static void __launch_bounds__(64) ic_kernel(const __grid_constant__ i
   float3 d = make_float3(dw.x * p.inv_spacing.x, dw.y * p.inv_spacing.y, dw.z * p.inv_spacing.z);
   float3 inv = make_float3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
   uint32_t out = 0x00161412u;
-  /* Entry and exit of the volume box [0, dims]. */
-  float tx0 = (0.0f - p.eye.x) * inv.x, tx1 = (p.dims[0] - p.eye.x) * inv.x;
-  float ty0 = (0.0f - p.eye.y) * inv.y, ty1 = (p.dims[1] - p.eye.y) * inv.y;
-  float tz0 = (0.0f - p.eye.z) * inv.z, tz1 = (p.dims[2] - p.eye.z) * inv.z;
-  float tn = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fmaxf(fminf(tz0, tz1), 0.0f));
-  float tf = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fmaxf(tz0, tz1));
-  if (tn <= tf) {
-    float dt = 0.5f * rsqrtf(d.x * d.x + d.y * d.y + d.z * d.z);
-    /* DDA over the macrocells: cell c spans [c * macro, (c + 1) * macro] in voxel space. */
-    float3 e = make_float3(p.eye.x + tn * d.x, p.eye.y + tn * d.y, p.eye.z + tn * d.z);
-    int cx = min(max((int)floorf(e.x / p.macro), 0), p.cells_n[0] - 1);
-    int cy = min(max((int)floorf(e.y / p.macro), 0), p.cells_n[1] - 1);
-    int cz = min(max((int)floorf(e.z / p.macro), 0), p.cells_n[2] - 1);
-    int stx = d.x > 0 ? 1 : -1, sty = d.y > 0 ? 1 : -1, stz = d.z > 0 ? 1 : -1;
-    float nx = ((cx + (stx > 0)) * p.macro - p.eye.x) * inv.x;
-    float ny = ((cy + (sty > 0)) * p.macro - p.eye.y) * inv.y;
-    float nz = ((cz + (stz > 0)) * p.macro - p.eye.z) * inv.z;
-    float ddx = fabsf(p.macro * inv.x), ddy = fabsf(p.macro * inv.y), ddz = fabsf(p.macro * inv.z);
-    float t_cell = tn, prev_t = -1.0f, prev_s = 0.0f;
-    bool found = false;
-    float hit_t = 0.0f;
-    while (!found) {
-      float t_out = fminf(fminf(nx, ny), fminf(nz, tf));
-      if (cell_active(p, cx, cy, cz)) {
-        /* Samples of the ray's grid t = tn + k dt inside [t_cell, t_out], plus the one before. */
-        float k0 = fmaxf(floorf((t_cell - tn) / dt), 0.0f);
-        float t = tn + k0 * dt;
-        if (prev_t != t - dt || prev_t < 0.0f) { /* not continuing from the last cell's samples */
-          prev_t = t;
-          prev_s = sample(p, p.eye.x + t * d.x, p.eye.y + t * d.y, p.eye.z + t * d.z);
-          t += dt;
+  float tn, tf, hit_t;
+  if (box_span(p, p.eye, inv, &tn, &tf) &&
+      first_crossing(p, p.eye, d, inv, tn, tf, 0.5f * rsqrtf(d.x * d.x + d.y * d.y + d.z * d.z), &hit_t)) {
+    float3 x = make_float3(p.eye.x + hit_t * d.x, p.eye.y + hit_t * d.y, p.eye.z + hit_t * d.z);
+    float gx = sample(p, x.x + 1, x.y, x.z) - sample(p, x.x - 1, x.y, x.z);
+    float gy = sample(p, x.x, x.y + 1, x.z) - sample(p, x.x, x.y - 1, x.z);
+    float gz = sample(p, x.x, x.y, x.z + 1) - sample(p, x.x, x.y, x.z - 1);
+    gx *= p.inv_spacing.x, gy *= p.inv_spacing.y, gz *= p.inv_spacing.z;
+    float gl = rsqrtf(gx * gx + gy * gy + gz * gz + 1e-30f);
+    float ndl, spec, diffuse;
+    if (!Lit) {
+      ndl = fminf(fabsf(-(gx * dw.x + gy * dw.y + gz * dw.z) * gl), 1.0f);
+      spec = 0.35f * __powf(ndl, 32.0f), diffuse = 0.12f + 0.88f * ndl;
+    } else {
+      /* The unit normal on the viewer's side; the secondary rays start half a voxel off the hit. */
+      float3 n = make_float3(gx * gl, gy * gl, gz * gl);
+      if (n.x * dw.x + n.y * dw.y + n.z * dw.z > 0.0f) n = make_float3(-n.x, -n.y, -n.z);
+      float3 xo = make_float3(x.x + 0.5f * n.x * p.inv_spacing.x, x.y + 0.5f * n.y * p.inv_spacing.y,
+                              x.z + 0.5f * n.z * p.inv_spacing.z);
+      float ao = 1.0f;
+      if (p.ao_n > 0) {
+        /* An orthonormal basis about n (Frisvad's, with the pole case). */
+        float3 t1, t2;
+        if (n.z < -0.9999999f) {
+          t1 = make_float3(0.0f, -1.0f, 0.0f), t2 = make_float3(-1.0f, 0.0f, 0.0f);
+        } else {
+          float a = 1.0f / (1.0f + n.z), b = -n.x * n.y * a;
+          t1 = make_float3(1.0f - n.x * n.x * a, b, -n.x), t2 = make_float3(b, 1.0f - n.y * n.y * a, -n.y);
         }
-        for (; t <= t_out + dt; t += dt) {
-          float tt = fminf(t, tf);
-          float s = sample(p, p.eye.x + tt * d.x, p.eye.y + tt * d.y, p.eye.z + tt * d.z);
-          if ((s >= p.iso) != (prev_s >= p.iso)) {
-            hit_t = prev_t + (tt - prev_t) * (p.iso - prev_s) / (s - prev_s); /* secant step */
-            found = true;
-            break;
-          }
-          prev_t = tt;
-          prev_s = s;
-          if (tt >= tf) break;
+        uint32_t h = mix32((uint32_t)px * 0x9e3779b9u ^ mix32((uint32_t)py + 0x632be5abu));
+        float r1 = (float)(h >> 8) * (1.0f / 16777216.0f), r2 = (float)(mix32(h) >> 8) * (1.0f / 16777216.0f);
+        int open = 0;
+        for (int i = 0; i < p.ao_n; i++) {
+          float u1 = ((float)i + r1) / (float)p.ao_n, u2 = r2 + 0.61803399f * (float)i;
+          u2 -= floorf(u2);
+          float rad = sqrtf(u1), z = sqrtf(fmaxf(1.0f - u1, 0.0f)), c, s;
+          __sincosf(6.28318531f * u2, &s, &c);
+          float3 w = make_float3(t1.x * rad * c + t2.x * rad * s + n.x * z, t1.y * rad * c + t2.y * rad * s + n.y * z,
+                                 t1.z * rad * c + t2.z * rad * s + n.z * z);
+          open += !blocked(p, xo, w, p.ao_radius, 1.0f);
         }
-        if (found) break;
-      } else {
-        prev_t = -1.0f;
+        ao = (float)open / (float)p.ao_n;
       }
-      if (t_out >= tf) break;
-      t_cell = t_out;
-      if (nx <= ny && nx <= nz) {
-        cx += stx;
-        nx += ddx;
-        if (cx < 0 || cx >= p.cells_n[0]) break;
-      } else if (ny <= nz) {
-        cy += sty;
-        ny += ddy;
-        if (cy < 0 || cy >= p.cells_n[1]) break;
-      } else {
-        cz += stz;
-        nz += ddz;
-        if (cz < 0 || cz >= p.cells_n[2]) break;
-      }
+      float3 l = p.light_on ? p.light : make_float3(-dw.x, -dw.y, -dw.z);
+      ndl = fmaxf(n.x * l.x + n.y * l.y + n.z * l.z, 0.0f);
+      float shadow = p.shadows && ndl > 0.0f && blocked(p, xo, l, INFINITY, 0.5f) ? 0.0f : 1.0f;
+      float3 hv = make_float3(l.x - dw.x, l.y - dw.y, l.z - dw.z);
+      float hl = rsqrtf(hv.x * hv.x + hv.y * hv.y + hv.z * hv.z + 1e-30f);
+      float ndh = fmaxf((n.x * hv.x + n.y * hv.y + n.z * hv.z) * hl, 0.0f);
+      spec = 0.35f * __powf(ndh, 32.0f) * shadow;
+      diffuse = (0.12f + 0.88f * ndl * shadow) * ao;
     }
-    if (found) {
-      float3 x = make_float3(p.eye.x + hit_t * d.x, p.eye.y + hit_t * d.y, p.eye.z + hit_t * d.z);
-      float gx = sample(p, x.x + 1, x.y, x.z) - sample(p, x.x - 1, x.y, x.z);
-      float gy = sample(p, x.x, x.y + 1, x.z) - sample(p, x.x, x.y - 1, x.z);
-      float gz = sample(p, x.x, x.y, x.z + 1) - sample(p, x.x, x.y, x.z - 1);
-      gx *= p.inv_spacing.x, gy *= p.inv_spacing.y, gz *= p.inv_spacing.z;
-      float gl = rsqrtf(gx * gx + gy * gy + gz * gz + 1e-30f);
-      float ndl = fminf(fabsf(-(gx * dw.x + gy * dw.y + gz * dw.z) * gl), 1.0f);
-      float spec = 0.35f * __powf(ndl, 32.0f), diffuse = 0.12f + 0.88f * ndl;
-      float r = fminf(0.93f * diffuse + spec, 1.0f), g = fminf(0.84f * diffuse + spec, 1.0f),
-            b = fminf(0.66f * diffuse + spec, 1.0f);
-      out = (uint32_t)(r * 255.0f + 0.5f) | (uint32_t)(g * 255.0f + 0.5f) << 8 | (uint32_t)(b * 255.0f + 0.5f) << 16 |
-            0xff000000u;
-    }
+    float r = fminf(0.93f * diffuse + spec, 1.0f), g = fminf(0.84f * diffuse + spec, 1.0f),
+          b = fminf(0.66f * diffuse + spec, 1.0f);
+    out = (uint32_t)(r * 255.0f + 0.5f) | (uint32_t)(g * 255.0f + 0.5f) << 8 | (uint32_t)(b * 255.0f + 0.5f) << 16 |
+          0xff000000u;
   }
   image[py * p.width + px] = out;
 }
@@ -229,7 +307,8 @@ static float3 cross3(float3 a, float3 b) {
   return make_float3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
 }
 
-int ic_render(ic_caster *c, const ir_camera *cam, float iso, int width, int height, uint32_t *d_image, double *ms) {
+int ic_render(ic_caster *c, const ir_camera *cam, float iso, const ic_lighting *lit, int width, int height,
+              uint32_t *d_image, double *ms) {
   ic_params p;
   memset(&p, 0, sizeof p);
   p.tex = c->tex;
@@ -251,9 +330,23 @@ int ic_render(ic_caster *c, const ir_camera *cam, float iso, int width, int heig
   p.inv_spacing = make_float3(1.0f / c->spacing[0], 1.0f / c->spacing[1], 1.0f / c->spacing[2]);
   p.width = width;
   p.height = height;
+  bool lit_frame = lit && (lit->ao_n > 0 || lit->shadows || lit->light_on);
+  if (lit_frame) {
+    p.ao_n = lit->ao_n;
+    p.ao_radius = lit->ao_radius > 0.0f ? lit->ao_radius : 16.0f;
+    p.shadows = lit->shadows;
+    p.light_on = lit->light_on;
+    /* The light in the camera's frame: azimuth from the view direction towards the right,
+     * elevation towards up (inkray's --light). */
+    float az = lit->light[0] * 3.14159265f / 180.0f, el = lit->light[1] * 3.14159265f / 180.0f;
+    p.light = norm3(make_float3(right.x * cosf(el) * sinf(az) + up.x * sinf(el) - fwd.x * cosf(el) * cosf(az),
+                                right.y * cosf(el) * sinf(az) + up.y * sinf(el) - fwd.y * cosf(el) * cosf(az),
+                                right.z * cosf(el) * sinf(az) + up.z * sinf(el) - fwd.z * cosf(el) * cosf(az)));
+  }
   dim3 grid((width + 7) / 8, (height + 7) / 8);
   IC_CHECK(cudaEventRecord(c->a));
-  ic_kernel<<<grid, 64>>>(p, d_image);
+  if (lit_frame) ic_kernel<true><<<grid, 64>>>(p, d_image);
+  else ic_kernel<false><<<grid, 64>>>(p, d_image);
   IC_CHECK(cudaGetLastError());
   IC_CHECK(cudaEventRecord(c->b));
   IC_CHECK(cudaEventSynchronize(c->b));

@@ -24,7 +24,9 @@
  * x_plain, x_single and x_indep are the baseline's, the single kernel's and the faster independent
  * caster's mean frame time divided by the variant's: above 1 the variant is faster. With --ao,
  * --shadows or --light (ambient occlusion, shadow rays and the light of render/secondary.cuh) only
- * the pipelines that draw them run: single, persistent and multi. A benchmark,
+ * the pipelines that draw them run: single, persistent and multi, and the independent caster
+ * with its own occlusion and shadow rays (each hit's rays traced in its pixel's thread, every
+ * ray on its macrocell walk: the megakernel way). A benchmark,
  * not a test: nothing here passes or fails.
  */
 #include <cuda_runtime_api.h>
@@ -59,8 +61,9 @@ static int cmp_double(const void *a, const void *b) {
 
 /* The independent caster through the same orbit as the variants: mean frame ms (ms[] sorted),
  * and the fraction of pixels it hits in the last frame. */
-static bool bench_independent(const ir_volume *v, int macro, float iso, int w, int h, int views, int frames, int warmup,
-                              float elevation, float distance, double *ms, double *mean, double *cover) {
+static bool bench_independent(const ir_volume *v, int macro, float iso, const ic_lighting *lit, int w, int h, int views,
+                              int frames, int warmup, float elevation, float distance, double *ms, double *mean,
+                              double *cover) {
   ic_caster *c = NULL;
   uint32_t *d_image = NULL;
   if (ic_create(v, macro, &c) != 0 || cudaMalloc((void **)&d_image, (size_t)w * h * 4) != cudaSuccess) {
@@ -71,7 +74,7 @@ static bool bench_independent(const ir_volume *v, int macro, float iso, int w, i
     ir_camera cam = ir_camera_orbit(v, 360.0f * (float)((i + warmup) % views) / (float)views, elevation, distance,
                                     IR_AXIS_NONE);
     double t = 0;
-    if (ic_render(c, &cam, iso, w, h, d_image, &t) != 0) return false;
+    if (ic_render(c, &cam, iso, lit, w, h, d_image, &t) != 0) return false;
     if (i >= 0) ms[i] = t;
   }
   uint8_t *img = malloc((size_t)w * h * 4);
@@ -206,7 +209,8 @@ int main(int argc, char **argv) {
   printf("# refinement %s%s%s\n", texture_refine ? "texture" : "exact", surfaces_arg ? ", surfaces " : "",
          surfaces_arg ? surfaces_arg : "");
   if (lit)
-    printf("# ambient occlusion %d rays of %g voxels, shadows %s, light %s %g,%g (single, persistent and multi only)\n",
+    printf("# ambient occlusion %d rays of %g voxels, shadows %s, light %s %g,%g (the independent caster, single, "
+           "persistent and multi only)\n",
            ao, (double)(ao_radius > 0.0f ? ao_radius : IR_AO_RADIUS_DEFAULT), shadows ? "on" : "off",
            light_on ? "at" : "headlight", (double)light[0], (double)light[1]);
   printf("# %s, %s %zux%zux%zu, iso %g, %dx%d, %d views at elevation %g distance %g, %d frames after %d warm-up, "
@@ -222,13 +226,16 @@ int main(int argc, char **argv) {
   for (int k = 0; k < nv; k++) {
     if (only && !util_in_list(only, vars[k].label)) continue;
     if (lit && vars[k].pipeline != IR_PIPELINE_SINGLE && vars[k].pipeline != IR_PIPELINE_PERSISTENT &&
-        vars[k].pipeline != IR_PIPELINE_MULTI)
+        vars[k].pipeline != IR_PIPELINE_MULTI && vars[k].pipeline != INDEPENDENT_16 &&
+        vars[k].pipeline != INDEPENDENT_8)
       continue;
     if (vars[k].pipeline == INDEPENDENT_16 || vars[k].pipeline == INDEPENDENT_8) {
       if (surfaces_arg) continue; /* it draws one surface */
       double mean = 0, cover = 0;
-      if (!bench_independent(&v, vars[k].pipeline == INDEPENDENT_16 ? 16 : 8, iso, w, h, views, frames, warmup,
-                             elevation, distance, ms, &mean, &cover))
+      ic_lighting ic_lit = {.ao_n = ao, .shadows = shadows, .light_on = light_on, .ao_radius = ao_radius,
+                            .light = {light[0], light[1]}};
+      if (!bench_independent(&v, vars[k].pipeline == INDEPENDENT_16 ? 16 : 8, iso, &ic_lit, w, h, views, frames,
+                             warmup, elevation, distance, ms, &mean, &cover))
         return 1;
       if (indep_ms == 0 || mean < indep_ms) indep_ms = mean;
       printf("%-34s %8.4f %8.4f %8.4f %7.1f %7s %8s %7.3f | %s | %8s %8.0f %6.3f %s\n", vars[k].label, mean,
