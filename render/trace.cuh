@@ -229,7 +229,9 @@ static inline IR_HD void ir_span_range(const ir_span *s, float ta, float tb, int
  *                       batches of 4, about even at 3840x2160 (docs/PERFORMANCE.md).
  *   IR_LIT_MARCH_BATCH  frames with them (IR_TRACE_LIGHT): 4. The lit kernels hold a hit's
  *                       secondary rays besides the march and are capped in registers; batches
- *                       of 8 made the lit single kernel 22 % slower.
+ *                       of 8 made the lit single kernel 22 % slower. A lit kernel whose
+ *                       march runs apart from the secondary rays (the persistent kernel's
+ *                       steps phase) asks for the wider batches with IR_TRACE_WIDE.
  * The mode is a constant in every kernel, so each kernel carries one batch size. */
 #ifndef IR_MARCH_BATCH
 #define IR_MARCH_BATCH 8
@@ -265,7 +267,8 @@ typedef struct ir_paint {
 enum { IR_TRACE_COMPOSITE = 1, /* go on past translucent hits, compositing them */
        IR_TRACE_EXACT = 2,     /* refine and take normals on the exact trilinear field */
        IR_TRACE_BOUNDED = 4,   /* a march fetches at most a budget of batches (ir_march_part_as) */
-       IR_TRACE_LIGHT = 8 };   /* occlusion, shadow rays and the light at each hit (secondary.cuh) */
+       IR_TRACE_LIGHT = 8,     /* occlusion, shadow rays and the light at each hit (secondary.cuh) */
+       IR_TRACE_WIDE = 16 };   /* lit, but the march in batches of IR_MARCH_BATCH (ir_march_part_as) */
 /* Lit frames run the compositing variant too: their secondary rays outweigh its code, and one
  * variant fewer per kernel is compiled. */
 static inline IR_HD int ir_trace_mode(const ir_trace_params *p) {
@@ -477,7 +480,7 @@ typedef struct ir_march_state {
 static inline IR_HD bool ir_march_part_as(const ir_trace_params *p, const ir_ray *r, const ir_span *s,
                                           ir_march_state *m, int *budget, ir_paint *pt, float *first_t, ir_hit *hit,
                                           int mode) {
-  const int batch = (mode & IR_TRACE_LIGHT) ? IR_LIT_MARCH_BATCH : IR_MARCH_BATCH;
+  const int batch = (mode & IR_TRACE_LIGHT) && !(mode & IR_TRACE_WIDE) ? IR_LIT_MARCH_BATCH : IR_MARCH_BATCH;
   int32_t k = m->k;
   const int32_t kb = m->kb;
   float ta = ir_span_t(s, k - 1), sa = m->sa, lo, hi;
