@@ -184,7 +184,8 @@ static __device__ __forceinline__ int step_ray(const ir_trace_params &p, int bud
   const uint32_t pixel = rec[RAY_PIXEL];
   ir_hit h;
   /* Lit frames march in the unlit batches here too: the hits' secondary rays run in the shading
-   * phase, so the steps have the registers for more reads in flight. */
+   * phase, so the steps have the registers for more reads in flight (1-3 % off a lit frame on
+   * the H100, docs/PERFORMANCE.md). */
   const int outcome = ir_step_as(&p, &r, &s, &m, budget, &pt, &first_t, &h, Mode | IR_TRACE_WIDE);
   if (outcome == IR_STEP_DONE) {
     image[pixel] = ir_paint_pixel(&pt);
@@ -541,16 +542,6 @@ static __global__ void __launch_bounds__(IR_PERSIST_BLOCK, IR_PERSIST_COMPOSITE_
   persistent_frame<Mode, Method>(frame, a);
 }
 
-/* Lit frames: the registers of a hit's secondary rays besides the ray records. */
-#ifndef IR_PERSIST_LIT_BLOCKS
-#define IR_PERSIST_LIT_BLOCKS 2
-#endif
-template <int Mode, ir_compact_method Method>
-static __global__ void __launch_bounds__(IR_PERSIST_BLOCK, IR_PERSIST_LIT_BLOCKS)
-    persistent_lit_kernel(const __grid_constant__ ir_gpu_frame frame, const __grid_constant__ ir_persist_args a) {
-  persistent_frame<Mode, Method>(frame, a);
-}
-
 typedef void (*persist_kernel_fn)(const ir_gpu_frame, const ir_persist_args);
 
 template <ir_compact_method Method>
@@ -561,9 +552,9 @@ static persist_kernel_fn kernel_for_mode(int mode) {
   case IR_TRACE_EXACT: return persistent_kernel<IR_TRACE_EXACT, Method>;
   case IR_TRACE_COMPOSITE | IR_TRACE_EXACT: return persistent_composite_kernel<IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
   /* Lit frames (secondary.cuh): a hit's occlusion and shadow rays are traced in the shading phase. */
-  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: return persistent_lit_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE, Method>;
+  case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE: return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE, Method>;
   case IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT:
-    return persistent_lit_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
+    return persistent_composite_kernel<IR_TRACE_LIGHT | IR_TRACE_COMPOSITE | IR_TRACE_EXACT, Method>;
   default: return NULL; /* no kernel for that mode: the launch says so */
   }
 }

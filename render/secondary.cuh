@@ -130,66 +130,27 @@ static inline IR_HD ir_vec3 ir_ao_direction(ir_vec3 n, uint32_t j, uint32_t s0, 
   return ir_add(ir_add(ir_scale(t1, rad * c), ir_scale(t2, rad * s)), ir_scale(n, z));
 }
 
-/* A secondary ray from o (voxel coordinates) along the unit world direction w. Its inverse
- * direction is ir_secondary_span's to fill in, where the ray needs it (ir_secondary_inverse). */
+/* A secondary ray from o (voxel coordinates) along the unit world direction w. */
 static inline IR_HD ir_ray ir_secondary_ray(const ir_trace_params *p, ir_vec3 o, ir_vec3 w) {
   ir_ray r;
   r.o = o;
   r.dir_world = w;
   r.d = ir_mul(w, p->cam.inv_spacing);
-  r.inv_d = ir_v3(0.0f, 0.0f, 0.0f);
+  r.inv_d = ir_v3(1.0f / r.d.x, 1.0f / r.d.y, 1.0f / r.d.z);
   return r;
 }
 
-/* The inverse direction, which the clip and the walk read: three divisions, which a short
- * occlusion ray inside the drawn part does without (ir_secondary_span). */
-static inline IR_HD void ir_secondary_inverse(ir_ray *r) {
-  r->inv_d = ir_v3(1.0f / r->d.x, 1.0f / r->d.y, 1.0f / r->d.z);
-}
-
-/* Whether every point within `reach` voxels of o is drawn: o lies in the clip box shrunk by reach
- * on every side and at least reach voxels on the kept side of the clip plane (the 1-norm of the
- * plane's normal bounds its length, so no square root). */
-static inline IR_HD bool ir_ball_drawn(const ir_trace_params *p, ir_vec3 o, float reach) {
-  bool in = o.x >= p->box_lo[0] + reach && o.x <= p->box_hi[0] - reach && o.y >= p->box_lo[1] + reach &&
-            o.y <= p->box_hi[1] - reach && o.z >= p->box_lo[2] + reach && o.z <= p->box_hi[2] - reach;
-  if (in && p->plane_on) {
-    float a = p->plane[0] * o.x + p->plane[1] * o.y + p->plane[2] * o.z + p->plane[3];
-    in = a >= (fabsf(p->plane[0]) + fabsf(p->plane[1]) + fabsf(p->plane[2])) * reach;
-  }
-  return in;
-}
-
-/* A secondary ray of at most this many samples is marched whole, without the walk: an occlusion
- * ray of the default 16 voxels has 16, starts half a voxel off a surface and so crosses mostly
- * valid cells, where setting up the walk and its runs costs more than the samples it skips. The
- * segments marched are a cover of the valid cells' like any other: the same light (trace.cuh,
- * "One sample grid per ray"). */
-#ifndef IR_SHORT_RAY_SAMPLES
-#define IR_SHORT_RAY_SAMPLES 40
-#endif
-
 /* A secondary ray's sample grid: steps of IR_OCCLUSION_STEP_VOXELS (occlusion rays, t_max
  * finite) or half a voxel (shadow rays) from its entry into the drawn part of the volume to
- * t_max or the exit; false when it has nothing to march (all its light passes). Fills in the
- * ray's inverse direction where the clip or the walk reads it. An occlusion ray whose whole
- * length (t_max: its radius) lies in the drawn part, as most do, takes [0, t_max] without the
- * clip: the clip would give exactly that (the origin is inside every slab, so the entry is 0;
- * every exit lies past the radius by a voxel's margin), so the grid is the same. */
-static inline IR_HD bool ir_secondary_span(const ir_trace_params *p, ir_ray *r, float t_max, ir_span *s) {
-  const float len = sqrtf(ir_dot(r->d, r->d));
-  const bool drawn = t_max < INFINITY && ir_ball_drawn(p, r->o, t_max * len + 1.0f);
-  float tn = 0.0f, tf = t_max;
-  if (!drawn) {
-    ir_secondary_inverse(r);
-    if (!ir_ray_clip(p, r, &tn, &tf)) return false;
-  }
-  s->dt = (t_max < INFINITY ? IR_OCCLUSION_STEP_VOXELS : IR_STEP_VOXELS) / len;
+ * t_max or the exit; false when it has nothing to march (all its light passes). */
+static inline IR_HD bool ir_secondary_span(const ir_trace_params *p, const ir_ray *r, float t_max, ir_span *s) {
+  float tn, tf;
+  if (!ir_ray_clip(p, r, &tn, &tf)) return false;
+  s->dt = (t_max < INFINITY ? IR_OCCLUSION_STEP_VOXELS : IR_STEP_VOXELS) / sqrtf(ir_dot(r->d, r->d));
   s->t0 = s->c0 = tn;
   s->t1 = s->c1 = fminf(tf, t_max);
   if (!(s->t1 > s->t0)) return false;
   s->k_end = ir_span_end(s->t0, s->t1, s->dt);
-  if (drawn && s->k_end > IR_SHORT_RAY_SAMPLES) ir_secondary_inverse(r); /* the walk reads it */
   return true;
 }
 
@@ -209,6 +170,14 @@ static inline IR_HD ir_secondary_state ir_secondary_start(void) {
   return m;
 }
 
+/* A secondary ray of at most this many samples is marched whole, without the walk: an occlusion
+ * ray of the default 16 voxels has 16, starts half a voxel off a surface and so crosses mostly
+ * valid cells, where setting up the walk and its runs costs more than the samples it skips. The
+ * segments marched are a cover of the valid cells' like any other: the same light (trace.cuh,
+ * "One sample grid per ray"). */
+#ifndef IR_SHORT_RAY_SAMPLES
+#define IR_SHORT_RAY_SAMPLES 40
+#endif
 /* Samples a secondary ray fetches before testing them (a kernel's file may set its own: the multi
  * pipeline's compacted steps take 8). */
 #ifndef IR_SECONDARY_BATCH
@@ -293,10 +262,9 @@ static inline IR_HD bool ir_secondary_step(const ir_trace_params *p, const ir_ra
  * opacity is below what makes a primary ray opaque). */
 static inline IR_HD float ir_transmittance(const ir_trace_params *p, const ir_ray *r, float t_max) {
   ir_span s;
-  ir_ray ray = *r;
-  if (!ir_secondary_span(p, &ray, t_max, &s)) return 1.0f;
+  if (!ir_secondary_span(p, r, t_max, &s)) return 1.0f;
   ir_secondary_state m = ir_secondary_start();
-  ir_secondary_step(p, &ray, &s, &m, false, 0);
+  ir_secondary_step(p, r, &s, &m, false, 0);
   return m.light;
 }
 

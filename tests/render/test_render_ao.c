@@ -441,69 +441,6 @@ static void test_light_in_parts_equals_the_whole(void) {
   ir_volume_free(&v);
 }
 
-/* An occlusion ray that lies wholly inside the drawn part skips the clip (ir_secondary_span): its
- * sample grid must be the one the clip gives, bit for bit. Random rays about a clip box, with and
- * without a clip plane, anisotropic spacing, radii on both sides of the walk's threshold; both
- * paths must be taken, and a ray that will walk must have its inverse direction. */
-static float next_unit(uint32_t *seed) {
-  *seed = *seed * 1664525u + 1013904223u;
-  return (float)(*seed >> 8) * (1.0f / 16777216.0f);
-}
-
-static void test_secondary_span_without_the_clip_is_the_clip(void) {
-  ir_trace_params p;
-  memset(&p, 0, sizeof p);
-  const float lo[3] = {0.5f, 3.25f, 0.0f}, hi[3] = {164.0f, 140.0f, 197.5f};
-  uint32_t seed = 12345u, fast = 0, clipped = 0, bad = 0, walks = 0, walks_without_inverse = 0;
-  for (int trial = 0; trial < 200000; trial++) {
-    memcpy(p.box_lo, lo, sizeof lo);
-    memcpy(p.box_hi, hi, sizeof hi);
-    p.cam.inv_spacing = trial % 3 ? ir_v3(1.0f, 1.0f, 1.0f) : ir_v3(1.0f / 0.7f, 1.0f / 1.3f, 1.0f / 2.5f);
-    p.plane_on = trial % 2;
-    ir_vec3 n = ir_normalize(ir_v3(next_unit(&seed) - 0.5f, next_unit(&seed) - 0.5f, next_unit(&seed) - 0.5f));
-    p.plane[0] = n.x, p.plane[1] = n.y, p.plane[2] = n.z;
-    p.plane[3] = -(n.x * 82.0f + n.y * 70.0f + n.z * 98.0f) + 80.0f * (next_unit(&seed) - 0.3f);
-    ir_vec3 o = ir_v3(-8.0f + 180.0f * next_unit(&seed), -8.0f + 156.0f * next_unit(&seed),
-                      -8.0f + 213.0f * next_unit(&seed));
-    ir_vec3 w = ir_normalize(ir_v3(next_unit(&seed) - 0.5f, next_unit(&seed) - 0.5f, next_unit(&seed) - 0.5f));
-    if (trial % 7 == 0) w = ir_v3(0.0f, trial % 2 ? 1.0f : -1.0f, 0.0f); /* along an axis */
-    const float radii[5] = {1.0f, 4.0f, 16.0f, 39.5f, 50.0f};
-    float radius = radii[trial % 5];
-    ir_ray r = ir_secondary_ray(&p, o, w);
-    float t_max = radius / sqrtf(ir_dot(r.d, r.d));
-    ir_span got, want;
-    bool got_ok = ir_secondary_span(&p, &r, t_max, &got);
-    /* The clip's grid, as ir_secondary_span computed it for every ray before. */
-    ir_ray c = r;
-    c.inv_d = ir_v3(1.0f / c.d.x, 1.0f / c.d.y, 1.0f / c.d.z);
-    float tn, tf;
-    bool want_ok = ir_ray_clip(&p, &c, &tn, &tf);
-    if (want_ok) {
-      want.dt = IR_OCCLUSION_STEP_VOXELS / sqrtf(ir_dot(c.d, c.d));
-      want.t0 = want.c0 = tn;
-      want.t1 = want.c1 = fminf(tf, t_max);
-      want_ok = want.t1 > want.t0;
-      if (want_ok) want.k_end = ir_span_end(want.t0, want.t1, want.dt);
-    }
-    bool drawn = ir_ball_drawn(&p, o, t_max * sqrtf(ir_dot(r.d, r.d)) + 1.0f);
-    fast += drawn;
-    clipped += !drawn;
-    if (got_ok != want_ok ||
-        (got_ok && (memcmp(&got.t0, &want.t0, sizeof(float)) || memcmp(&got.t1, &want.t1, sizeof(float)) ||
-                    memcmp(&got.c0, &want.c0, sizeof(float)) || memcmp(&got.c1, &want.c1, sizeof(float)) ||
-                    got.dt != want.dt || got.k_end != want.k_end)))
-      bad++;
-    walks += got_ok && drawn && got.k_end > IR_SHORT_RAY_SAMPLES;
-    if (got_ok && got.k_end > IR_SHORT_RAY_SAMPLES &&
-        (r.inv_d.x != c.inv_d.x || r.inv_d.y != c.inv_d.y || r.inv_d.z != c.inv_d.z))
-      walks_without_inverse++;
-  }
-  CHECK_EQ_INT((int)bad, 0);
-  CHECK_EQ_INT((int)walks_without_inverse, 0);
-  CHECK_MSG(fast > 10000 && clipped > 10000 && walks > 300,
-            "both paths taken: %u without the clip (%u of them walking), %u with it", fast, walks, clipped);
-}
-
 static void test_bad_lit_frames_are_refused(void) {
   ir_volume v;
   if (!util_load("builtin:sphere:16", &v)) {
@@ -551,7 +488,6 @@ int main(void) {
   RUN(test_accumulation_is_the_mean_of_the_frames);
   RUN(test_ao_directions_are_cosine_weighted_and_stratified);
   RUN(test_light_in_parts_equals_the_whole);
-  RUN(test_secondary_span_without_the_clip_is_the_clip);
   RUN(test_bad_lit_frames_are_refused);
   return check_summary();
 }
