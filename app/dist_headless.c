@@ -172,17 +172,14 @@ static int run(ir_dist *d, const app_dist_options *o) {
   double builtin_iso = ir_builtin_isovalue(o->volume.source ? o->volume.source : IR_DEFAULT_VOLUME);
   const double *isovalues = o->isovalues;
   int iso_count = o->iso_count;
-  if (iso_count == 0 && isnan(builtin_iso)) {
-    if (rank == 0)
-      fprintf(stderr, "inkray: a distributed run needs --iso V: the suggested isovalues come from the whole "
-                      "volume's histogram, and no rank holds the whole volume\n");
-    return 2;
-  }
+  /* Without --iso a file's isovalue is the histogram's first suggestion, as in one process: the
+   * scene then keeps the whole volume on every rank, or says in one line that it cannot. */
+  bool suggest = iso_count == 0 && isnan(builtin_iso);
   if (o->look && o->look->color_channel >= 0) {
     if (rank == 0) fprintf(stderr, "inkray: --color-by channel:N is not read in distributed runs; give the channel as a file\n");
     return 2;
   }
-  if (iso_count == 0) {
+  if (iso_count == 0 && !suggest) {
     isovalues = &builtin_iso;
     iso_count = 1;
   }
@@ -193,6 +190,7 @@ static int run(ir_dist *d, const app_dist_options *o) {
   if (desc.volume.level == IR_LEVEL_AUTO) desc.volume.level = 0;
   desc.keep_depth = o->look && o->look->depth_path;
   desc.whole_volume_rays = o->look && (o->look->ao_samples > 0 || o->look->shadows);
+  desc.whole_volume_stats = suggest;
   /* The bricks are chosen for the orbit's views (dist.h, ir_dist_decompose_for_views). */
   desc.view_count = o->orbit, desc.view_width = o->width, desc.view_height = o->height;
   desc.view_camera = orbit_camera, desc.view_ctx = o;
@@ -201,6 +199,24 @@ static int run(ir_dist *d, const app_dist_options *o) {
   char err[IR_ERR_LEN] = "";
   ir_status status = ir_dist_scene_create(d, &desc, &scene, err);
   if (status != IR_OK) return fail(d, status, err);
+  double suggested = NAN;
+  if (suggest) {
+    /* Rank 0's copy of the whole volume gives the value; the others take it from rank 0 (a
+     * maximum over the ranks with theirs at -inf), so hosts whose arithmetic differs agree. */
+    double mine = -INFINITY;
+    if (rank == 0) {
+      ir_volume_stats st;
+      ir_volume_compute_stats(ir_dist_scene_brick_volume(scene), &st);
+      mine = st.suggested_count > 0 ? st.suggested_isovalues[0] : 0.5 * (st.min + st.max);
+    }
+    status = ir_dist_max_all(d, &mine, &suggested, 1, err);
+    if (status != IR_OK) {
+      ir_dist_scene_destroy(scene);
+      return fail(d, status, err);
+    }
+    isovalues = &suggested;
+    iso_count = 1;
+  }
   /* An unset colour range: the colour volume's, from every rank's brick. */
   float color_range[2] = {0.0f, 0.0f};
   bool auto_range = desc.color_source && !o->look->color_range_given;

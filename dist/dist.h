@@ -172,6 +172,9 @@ typedef struct ir_dist_scene_desc {
                                data draws them; where it cannot be had (INKRAY_DIST_DATA=bricks,
                                or the volume does not fit every rank) IR_ERR_INPUT, before any
                                voxel is loaded */
+  bool whole_volume_stats;  /* the run takes its isovalue from the whole volume's histogram (no
+                               --iso given): only replicated data has it; where it cannot be had,
+                               IR_ERR_INPUT asking for --iso, before any voxel is loaded */
   bool keep_depth;          /* rank 0 will read the composited depth (ir_dist_scene_last_depth);
                                on the GPUs the frames then travel with it (8 bytes a pixel into
                                rank 0 instead of 4) */

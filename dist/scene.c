@@ -437,8 +437,14 @@ static ir_status choose_data(ir_dist_scene *s, const ir_dist_scene_desc *desc, c
   }
   /* Occlusion and shadow rays cross bricks: only replicated data draws them. */
   const char *lit = "--ao and --shadows need every rank to hold the whole volume (their rays cross bricks)";
-  if (choice == DATA_BRICKS && desc->whole_volume_rays) {
-    snprintf(err, IR_ERR_LEN, "%s: INKRAY_DIST_DATA=bricks cannot draw them", lit);
+  /* The suggested isovalues come from the whole volume's histogram, which only replicated data has. */
+  const char *stats = "without --iso V the isovalue comes from the whole volume's histogram, which needs every rank "
+                      "to hold the whole volume";
+  bool whole = desc->whole_volume_rays || desc->whole_volume_stats;
+  const char *need = desc->whole_volume_rays ? lit : stats;
+  if (choice == DATA_BRICKS && whole) {
+    snprintf(err, IR_ERR_LEN, "%s: INKRAY_DIST_DATA=bricks %s", need,
+             desc->whole_volume_rays ? "cannot draw them" : "cannot: give --iso V");
     return IR_ERR_INPUT;
   }
   if (choice == DATA_BRICKS) {
@@ -458,10 +464,12 @@ static ir_status choose_data(ir_dist_scene *s, const ir_dist_scene_desc *desc, c
              choice == DATA_REPLICATED ? "INKRAY_DIST_DATA=replicated" : "automatic", size);
     return IR_OK;
   }
-  if (choice == DATA_REPLICATED || desc->whole_volume_rays) {
+  if (choice == DATA_REPLICATED || whole) {
     int rank = ir_dist_rank(s->d);
-    const char *asked = choice == DATA_REPLICATED ? "INKRAY_DIST_DATA=replicated" : lit;
-    const char *instead = choice == DATA_REPLICATED ? "use bricks" : "draw them in one process";
+    const char *asked = choice == DATA_REPLICATED ? "INKRAY_DIST_DATA=replicated" : need;
+    const char *instead = choice == DATA_REPLICATED ? "use bricks"
+                          : desc->whole_volume_rays ? "draw them in one process"
+                                                    : "give --iso V";
     if (all[1] != 0.0 || (rank == 0 && !fits))
       snprintf(err, IR_ERR_LEN, "%s: the whole volume does not fit: %s; %s", asked, why, instead);
     else if (!fits)

@@ -253,20 +253,33 @@ static void test_a_rank_count_with_a_large_prime_factor_is_refused(void) {
   CHECK_EQ_INT(inkray_lines(result.output), 1);
 }
 
-static void test_a_file_without_iso_is_refused(void) {
-  char dir[64], path[128];
+static bool same_file(const char *a, const char *b);
+
+/* Without --iso a file's isovalue is its histogram's first suggestion, as in one process: ranks
+ * that each hold the whole volume (left to inkray, a small one is replicated) take it and draw
+ * one process's frame byte for byte; over bricks, which no rank holds whole, the run asks for
+ * --iso in one line before any voxel is loaded. */
+static void test_a_file_without_iso_takes_the_suggested_isovalue(void) {
+  char dir[64], path[128], png[2][128];
   make_scratch(dir);
-  snprintf(path, sizeof path, "%s/zeros_8x8x8_uint8.raw", dir);
-  FILE *f = fopen(path, "wb");
-  unsigned char zeros[512] = {0};
-  if (f) {
-    CHECK(fwrite(zeros, 1, sizeof zeros, f) == sizeof zeros);
-    fclose(f);
+  snprintf(path, sizeof path, "%s/ml_40x36x32_float32.raw", dir);
+  write_marschner_lobb_box(path, 40, 36, 32);
+  for (int pass = 0; pass < 2; pass++) {
+    snprintf(png[pass], sizeof png[pass], "%s/s%d.png", dir, pass);
+    const char *args[] = {"--headless", "--device", "cpu", "--threads", "1", "--size", "64x48", "--frames", "1",
+                          "--warmup", "0", "--orbit", "1", "--elevation", "30", "--quiet", "--png", png[pass], path,
+                          NULL};
+    data_env = NULL;
+    run_ranks(pass ? 2 : 0, args, &result);
+    data_env = "INKRAY_DIST_DATA=bricks";
+    CHECK_MSG(result.status == 0, "%s: exit %d: %s", pass ? "ranks" : "one process", result.status, result.output);
+    if (pass) CHECK_STR_CONTAINS(result.output, "replicated on every rank (automatic");
   }
+  CHECK_MSG(same_file(png[0], png[1]), "the image differs from one process's");
   const char *args[] = {"--headless", "--device", "cpu", "--size", "32x32", "--frames", "1", "--quiet", path, NULL};
   run_ranks(2, args, &result);
   CHECK_EQ_INT(result.status, 2);
-  CHECK_STR_CONTAINS(result.output, "needs --iso V");
+  CHECK_STR_CONTAINS(result.output, "INKRAY_DIST_DATA=bricks cannot: give --iso V");
   CHECK_EQ_INT(inkray_lines(result.output), 1);
   remove_scratch(dir);
 }
@@ -825,7 +838,7 @@ int main(int argc, char **argv) {
   RUN(test_ranks_orbit_around_the_up_axis_one_process_uses);
   RUN(test_bricks_thinner_than_two_voxels_are_refused_with_one_line);
   RUN(test_a_rank_count_with_a_large_prime_factor_is_refused);
-  RUN(test_a_file_without_iso_is_refused);
+  RUN(test_a_file_without_iso_takes_the_suggested_isovalue);
   RUN(test_a_bad_option_is_reported_once);
   RUN(test_opaque_surfaces_are_distributed_and_stand_for_iso);
   RUN(test_unshared_options_are_refused);
