@@ -201,15 +201,17 @@ static int run(ir_dist *d, const app_dist_options *o) {
   if (status != IR_OK) return fail(d, status, err);
   double suggested = NAN;
   if (suggest) {
-    /* Rank 0's copy of the whole volume gives the value; the others take it from rank 0 (a
-     * maximum over the ranks with theirs at -inf), so hosts whose arithmetic differs agree. */
+    /* Rank 0's copy of the whole volume gives the value, from the statistics one process takes
+     * (on its GPU, or its CPU); the others take it from rank 0 (a maximum over the ranks with
+     * theirs at -inf), so hosts whose arithmetic differs agree. */
     double mine = -INFINITY;
     if (rank == 0) {
       ir_volume_stats st;
-      ir_volume_compute_stats(ir_dist_scene_brick_volume(scene), &st);
-      mine = st.suggested_count > 0 ? st.suggested_isovalues[0] : 0.5 * (st.min + st.max);
+      status = ir_dist_scene_volume_stats(scene, &st, err);
+      if (status == IR_OK) mine = st.suggested_count > 0 ? st.suggested_isovalues[0] : 0.5 * (st.min + st.max);
     }
-    status = ir_dist_max_all(d, &mine, &suggested, 1, err);
+    if (ir_dist_agree(d, status != IR_OK) != 0 && status == IR_OK) status = IR_ERR_RUNTIME; /* said by rank 0 */
+    if (status == IR_OK) status = ir_dist_max_all(d, &mine, &suggested, 1, err);
     if (status != IR_OK) {
       ir_dist_scene_destroy(scene);
       return fail(d, status, err);

@@ -225,6 +225,9 @@ ir_status ir_dist_scene_color_range(ir_dist_scene *s, float range[2], char err[I
  * world space (ir_camera_orbit). */
 const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s);
 const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s);
+/* The statistics of this rank's brick, computed where it lives (ir_renderer_volume_stats: a GPU
+ * renderer keeps no host copy): the whole volume's where every rank holds it. */
+ir_status ir_dist_scene_volume_stats(ir_dist_scene *s, ir_volume_stats *out, char err[IR_ERR_LEN]);
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s);
 /* Whether the layout was chosen for the run's views (ir_dist_scene_desc.view_count). */
 bool ir_dist_scene_bricks_for_views(const ir_dist_scene *s);

@@ -81,6 +81,9 @@ const char *ir_dist_scene_compositing(const ir_dist_scene *s) { return s->compos
 
 const ir_volume *ir_dist_scene_volume(const ir_dist_scene *s) { return &s->whole; }
 const ir_volume *ir_dist_scene_brick_volume(const ir_dist_scene *s) { return &s->brick_volume; }
+ir_status ir_dist_scene_volume_stats(ir_dist_scene *s, ir_volume_stats *out, char err[IR_ERR_LEN]) {
+  return ir_renderer_volume_stats(s->renderer, out, err);
+}
 const ir_dist_layout *ir_dist_scene_layout(const ir_dist_scene *s) { return &s->layout; }
 bool ir_dist_scene_bricks_for_views(const ir_dist_scene *s) { return s->bricks_for_views; }
 bool ir_dist_scene_replicated(const ir_dist_scene *s) { return s->replicated; }
