@@ -195,9 +195,13 @@ static ir_status rank0_choice(ir_dist *d, const char *name, const char *const *w
  * z slices and the slabs then sent to every rank (ir_dist_share_parts): the ranks of a host
  * share the reading instead of each reading all of it (P times the file's bytes, or P builtin
  * volumes computed at once on the same cores). INKRAY_DIST_LOAD=each has every rank load the
- * whole volume itself (for comparing; =shared, the default, reads slabs). Collective: every rank comes here; the status is the same
- * on every rank (a rank's own failure starts with "rank N: " in `sub`). */
-static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, char sub[IR_ERR_LEN], bool *own) {
+ * whole volume itself (for comparing; =shared, the default, reads slabs). Into *out: the volume
+ * (`what` "volume", which the run's header describes) or the colour volume ("colour volume").
+ * Collective: every rank comes here; the status is the same on every rank (a rank's own failure
+ * starts with "rank N: " in `sub`). */
+static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, ir_volume *out, const char *what,
+                            char sub[IR_ERR_LEN], bool *own) {
+  bool main_volume = out == &s->brick_volume;
   int P = ir_dist_size(s->d), rank = ir_dist_rank(s->d);
   const size_t *n = s->whole.dims;
   /* Rank 0's environment decides for all (the two ways meet in different collectives). */
@@ -210,16 +214,16 @@ static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, 
   size_t said = strlen(s->data_reason);
   *own = true;
   if (P == 1 || n[2] < (size_t)P || each) {
-    snprintf(s->data_reason + said, sizeof s->data_reason - said, "; every rank read all of it");
-    ir_status st = ir_volume_load(whole_desc, &s->brick_volume, sub);
+    if (main_volume) snprintf(s->data_reason + said, sizeof s->data_reason - said, "; every rank read all of it");
+    ir_status st = ir_volume_load(whole_desc, out, sub);
     int worst = ir_dist_agree(s->d, (int)st);
     if (st == IR_OK && worst != IR_OK) {
       *own = false;
-      snprintf(sub, IR_ERR_LEN, "another rank failed to load the volume (its message is above)");
+      snprintf(sub, IR_ERR_LEN, "another rank failed to load the %s (its message is above)", what);
     }
     return (ir_status)worst;
   }
-  snprintf(s->data_reason + said, sizeof s->data_reason - said, "; read in %d slabs, one a rank", P);
+  if (main_volume) snprintf(s->data_reason + said, sizeof s->data_reason - said, "; read in %d slabs, one a rank", P);
   ir_volume_desc vd = *whole_desc;
   size_t z0 = (size_t)rank * n[2] / (size_t)P, z1 = (size_t)(rank + 1) * n[2] / (size_t)P;
   vd.region_offset[0] = vd.region_offset[1] = 0;
@@ -232,14 +236,14 @@ static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, 
   size_t slice = st == IR_OK ? n[0] * n[1] * ir_voxel_type_size(slab.type) : 0;
   void *voxels = st == IR_OK ? malloc(slice * n[2]) : NULL;
   if (st == IR_OK && !voxels) {
-    snprintf(sub, IR_ERR_LEN, "out of host memory for the whole volume (%zu bytes)", slice * n[2]);
+    snprintf(sub, IR_ERR_LEN, "out of host memory for the whole %s (%zu bytes)", what, slice * n[2]);
     st = IR_ERR_RUNTIME;
   }
   int worst = ir_dist_agree(s->d, (int)st);
   if (worst != IR_OK) {
     if (st == IR_OK) {
       *own = false;
-      snprintf(sub, IR_ERR_LEN, "another rank failed to load its part of the volume (its message is above)");
+      snprintf(sub, IR_ERR_LEN, "another rank failed to load its part of the %s (its message is above)", what);
     }
     free(voxels);
     ir_volume_free(&slab);
@@ -267,7 +271,7 @@ static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, 
     worst = ir_dist_agree(s->d, (int)st);
     if (worst != IR_OK && st == IR_OK) {
       *own = false;
-      snprintf(sub, IR_ERR_LEN, "another rank failed to share its part of the volume (its message is above)");
+      snprintf(sub, IR_ERR_LEN, "another rank failed to share its part of the %s (its message is above)", what);
     }
   } else if (st == IR_OK) {
     *own = false;
@@ -290,7 +294,7 @@ static ir_status load_whole(ir_dist_scene *s, const ir_volume_desc *whole_desc, 
   slab.value_min = any ? -low[0] : 0.0; /* no finite voxel: 0..0, as the loader says it */
   slab.value_max = any ? high[0] : 0.0;
   slab.nonfinite_count = (size_t)bad[0];
-  s->brick_volume = slab;
+  *out = slab;
   return IR_OK;
 }
 
@@ -306,7 +310,8 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
   }
   char sub[IR_ERR_LEN];
   bool own = true; /* a failure is this rank's own (else another's, said by that rank) */
-  ir_status st = s->replicated ? load_whole(s, &vd, sub, &own) : ir_volume_load(&vd, &s->brick_volume, sub);
+  ir_status st = s->replicated ? load_whole(s, &vd, &s->brick_volume, "volume", sub, &own)
+                                : ir_volume_load(&vd, &s->brick_volume, sub);
   if (st == IR_OK && desc->device == IR_DEVICE_GPU) st = pick_gpu(ir_dist_local_rank(s->d), sub);
   if (st == IR_OK) {
     ir_renderer_desc rd = {.device = desc->device, .volume = &s->brick_volume, .cpu_threads = desc->cpu_threads};
@@ -320,7 +325,24 @@ static ir_status load_brick(ir_dist_scene *s, const ir_dist_scene_desc *desc, ch
       s->brick_volume.bytes = 0;
     }
   }
-  if (st == IR_OK && desc->color_source) {
+  if (desc->color_source && s->replicated) {
+    /* The whole colour volume, read in slabs as the volume was (collective: the ranks agree on
+     * how far they got first, so that all of them come or none). */
+    int worst = ir_dist_agree(s->d, (int)st);
+    if (worst == IR_OK) {
+      ir_volume_desc cd = vd;
+      cd.source = desc->color_source;
+      st = load_whole(s, &cd, &s->color_brick, "colour volume", sub, &own);
+      if (st == IR_OK) {
+        own = true;
+        st = ir_renderer_set_color_volume(s->renderer, &s->color_brick, sub);
+      }
+    } else if (st == IR_OK) {
+      st = (ir_status)worst;
+      own = false;
+      snprintf(sub, IR_ERR_LEN, "another rank failed to load its volume (its message is above)");
+    }
+  } else if (st == IR_OK && desc->color_source) {
     /* The same brick of the colour volume (its dims were checked against the header's). */
     ir_volume_desc cd = vd;
     cd.source = desc->color_source;

@@ -505,6 +505,19 @@ static void test_three_ranks_colour_by_a_second_volume_like_one_process(void) {
     CHECK_MSG(result.status == 0, "look %zu, 3 ranks: exit %d: %s", k, result.status, result.output);
     CHECK_STR_CONTAINS(result.output, k == 0 ? "magma over 0..47 (automatic)" : "viridis over 10..30\n");
     if (result.status == 0) check_images_agree(one, many);
+    /* Replicated data reads the colour volume in slabs too (and whole on every rank with
+     * INKRAY_DIST_LOAD=each): one process's frame, byte for byte. */
+    for (int each = 0; each < 2; each++) {
+      data_env = "INKRAY_DIST_DATA=replicated";
+      load_env = each ? "INKRAY_DIST_LOAD=each" : NULL;
+      run_ranks(3, dist, &result);
+      data_env = "INKRAY_DIST_DATA=bricks";
+      load_env = NULL;
+      CHECK_MSG(result.status == 0, "look %zu, 3 replicated ranks: exit %d: %s", k, result.status, result.output);
+      CHECK_STR_CONTAINS(result.output, each ? "every rank read all of it" : "read in 3 slabs, one a rank");
+      CHECK_MSG(same_file(one, many), "look %zu, replicated%s: the image differs from one process's", k,
+                each ? ", each rank reading all" : "");
+    }
   }
   const char *wrong[] = {"--headless", "--device", device, "--size", "32x32", "--frames", "1", "--quiet",
                          "--color-by", small, "builtin:sphere:48", NULL};
