@@ -1,12 +1,15 @@
 /* The MPI side of the dist module: init, the collectives the scene uses. Built only when CMake
  * finds MPI (comm_none.c otherwise). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -32,14 +35,26 @@ struct ir_dist {
 bool ir_dist_built_with_mpi(void) { return true; }
 
 /* ---- Naming a dead peer ------------------------------------------------------------------------
- * When a rank dies, mpirun stops the others with SIGTERM and names the dead one itself. The
- * surviving ranks say so too: the lowest surviving rank on the dead one's host prints one line
- * naming it before going. The ranks of a host exchange their process ids at start; on SIGTERM
- * kill(pid, 0) tells which are gone. A signal handler has no context, hence this file-scope
- * state, written before the handler is installed and only read by it. */
+ * When a rank dies, mpirun names it and stops the others (SIGCONT, SIGTERM a second later, SIGKILL
+ * a second after that). The surviving ranks say so too: the lowest surviving rank on the dead
+ * one's host prints one line naming it. The ranks of a host exchange their process ids at start;
+ * a watcher thread of each rank then looks at its peers every 50 ms (kill(pid, 0), and /proc for a
+ * zombie not yet reaped), so the line is out within 50 ms of the death, before the launcher starts
+ * stopping anyone. Waiting for the launcher's SIGTERM alone was not enough: now and then the
+ * lowest surviving rank was stopped without running its handler while the others deferred to it,
+ * and no line came. The SIGTERM handler stays, for a rank without the thread. Both report through
+ * report_dead_peer, once per process. A signal handler has no context, hence this file-scope
+ * state, written before the handler and the thread start and only read by them until the watch
+ * ends (stop_watching). */
 static int watch_rank, watch_count;
 static int *watch_ranks;
 static pid_t *watch_pids;
+static int watch_reported; /* set once, atomically: one line per process */
+static pthread_t watch_thread;
+static bool watch_thread_running;
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_wake = PTHREAD_COND_INITIALIZER;
+static bool watch_stop; /* under watch_lock */
 
 static size_t put_text(char *buf, size_t at, size_t cap, const char *s) {
   while (*s && at + 1 < cap) buf[at++] = *s++;
@@ -53,35 +68,87 @@ static size_t put_number(char *buf, size_t at, size_t cap, long v) {
   return at;
 }
 
-/* Async-signal-safe: kill, write, signal, raise. */
-static void on_term(int sig) {
-  int saved = errno, dead = -1;
+/* Async-signal-safe (kill, open, read, close): whether a process has ended. A process killed but
+ * not yet reaped by its parent (the launcher) is a zombie: kill(pid, 0) still finds it, so its
+ * state letter in /proc/PID/stat (after the name's closing parenthesis) says Z or X. */
+static bool process_gone(pid_t pid) {
+  int saved = errno;
+  bool gone = kill(pid, 0) != 0 && errno == ESRCH;
+  if (!gone) {
+    char path[40], stat[256];
+    size_t n = put_text(path, 0, sizeof path, "/proc/");
+    n = put_number(path, n, sizeof path, (long)pid);
+    n = put_text(path, n, sizeof path, "/stat");
+    path[n] = '\0';
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+      ssize_t got = read(fd, stat, sizeof stat - 1);
+      close(fd);
+      for (ssize_t k = got - 2; k > 0; k--) {
+        if (stat[k] == ')' && stat[k + 1] == ' ' && k + 2 < got) {
+          gone = stat[k + 2] == 'Z' || stat[k + 2] == 'X';
+          break;
+        }
+      }
+    }
+  }
+  errno = saved;
+  return gone;
+}
+
+/* Async-signal-safe (the checks above, an atomic exchange and write): if a peer of this host is
+ * gone and this is the lowest surviving rank of the host, print the line, once. */
+static void report_dead_peer(void) {
+  int dead = -1;
   long dead_pid = 0;
   bool lowest_alive = true;
   for (int k = 0; k < watch_count; k++) {
     if (watch_ranks[k] == watch_rank) continue;
-    bool gone = kill(watch_pids[k], 0) != 0 && errno == ESRCH;
+    bool gone = process_gone(watch_pids[k]);
     if (gone && dead < 0) dead = watch_ranks[k], dead_pid = (long)watch_pids[k];
     if (!gone && watch_ranks[k] < watch_rank) lowest_alive = false;
   }
-  if (dead >= 0 && lowest_alive) {
-    char line[160];
-    size_t n = put_text(line, 0, sizeof line, "inkray: rank ");
-    n = put_number(line, n, sizeof line, watch_rank);
-    n = put_text(line, n, sizeof line, ": rank ");
-    n = put_number(line, n, sizeof line, dead);
-    n = put_text(line, n, sizeof line, " (pid ");
-    n = put_number(line, n, sizeof line, dead_pid);
-    n = put_text(line, n, sizeof line, " on this host) died during the run; the launcher stops the others\n");
-    ssize_t written = write(STDERR_FILENO, line, n);
-    (void)written;
-  }
+  if (dead < 0 || !lowest_alive || __atomic_exchange_n(&watch_reported, 1, __ATOMIC_SEQ_CST)) return;
+  char line[160];
+  size_t n = put_text(line, 0, sizeof line, "inkray: rank ");
+  n = put_number(line, n, sizeof line, watch_rank);
+  n = put_text(line, n, sizeof line, ": rank ");
+  n = put_number(line, n, sizeof line, dead);
+  n = put_text(line, n, sizeof line, " (pid ");
+  n = put_number(line, n, sizeof line, dead_pid);
+  n = put_text(line, n, sizeof line, " on this host) died during the run; the launcher stops the others\n");
+  ssize_t written = write(STDERR_FILENO, line, n);
+  (void)written;
+}
+
+static void on_term(int sig) {
+  int saved = errno;
+  report_dead_peer();
   errno = saved;
   signal(sig, SIG_DFL);
   raise(sig);
 }
 
-/* Collective (the host's ranks): their ranks and pids, and the handler. */
+/* The watcher: every 50 ms until stop_watching, or until it has reported. */
+static void *watch_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&watch_lock);
+  while (!watch_stop && !__atomic_load_n(&watch_reported, __ATOMIC_SEQ_CST)) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 50 * 1000 * 1000;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&watch_wake, &watch_lock, &until);
+    if (watch_stop) break;
+    pthread_mutex_unlock(&watch_lock);
+    report_dead_peer();
+    pthread_mutex_lock(&watch_lock);
+  }
+  pthread_mutex_unlock(&watch_lock);
+  return NULL;
+}
+
+/* Collective (the host's ranks): their ranks and pids, the handler and the watcher. */
 static void watch_peers(ir_dist *d, MPI_Comm local) {
   int n = d->local_size;
   int *ranks = malloc((size_t)n * sizeof *ranks);
@@ -99,6 +166,8 @@ static void watch_peers(ir_dist *d, MPI_Comm local) {
     watch_count = n;
     watch_ranks = ranks;
     watch_pids = as_pids;
+    watch_reported = 0;
+    watch_stop = false;
     ranks = NULL;
     as_pids = NULL;
     struct sigaction sa;
@@ -106,10 +175,32 @@ static void watch_peers(ir_dist *d, MPI_Comm local) {
     sa.sa_handler = on_term;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
+    /* Without the thread the handler still names the dead rank when the launcher's SIGTERM comes. */
+    watch_thread_running = pthread_create(&watch_thread, NULL, watch_main, NULL) == 0;
   }
   free(ranks);
   free(pids);
   free(as_pids);
+}
+
+/* Ends the watch of this rank (ir_dist_finalize then waits for every rank to have ended its own:
+ * a rank leaving normally while another still watches it would be named dead). */
+static void stop_watching(void) {
+  if (watch_thread_running) {
+    pthread_mutex_lock(&watch_lock);
+    watch_stop = true;
+    pthread_cond_signal(&watch_wake);
+    pthread_mutex_unlock(&watch_lock);
+    pthread_join(watch_thread, NULL);
+    watch_thread_running = false;
+  }
+  if (!watch_count) return;
+  signal(SIGTERM, SIG_DFL);
+  watch_count = 0;
+  free(watch_ranks);
+  free(watch_pids);
+  watch_ranks = NULL;
+  watch_pids = NULL;
 }
 
 static ir_status mpi_fail(char err[IR_ERR_LEN], int rc, const char *call) {
@@ -167,14 +258,9 @@ ir_status ir_dist_init(int *argc, char ***argv, ir_dist **out, char err[IR_ERR_L
 
 void ir_dist_finalize(ir_dist *d) {
   if (!d) return;
-  if (watch_count) {
-    signal(SIGTERM, SIG_DFL);
-    watch_count = 0;
-    free(watch_ranks);
-    free(watch_pids);
-    watch_ranks = NULL;
-    watch_pids = NULL;
-  }
+  /* No rank leaves before every rank has stopped watching the others (stop_watching). */
+  stop_watching();
+  if (!d->broken) MPI_Barrier(MPI_COMM_WORLD);
   /* A broken run cannot finalize with a lost rank: the launcher ends every rank (status 1). So
    * also where the caller started MPI: its other ranks would wait for this one in a collective
    * that never comes. */
