@@ -41,15 +41,16 @@ bool ir_dist_built_with_mpi(void) { return true; }
  * a watcher thread of each rank then looks at its peers every 50 ms (kill(pid, 0), and /proc for a
  * zombie not yet reaped), so the line is out within 50 ms of the death, before the launcher starts
  * stopping anyone. Waiting for the launcher's SIGTERM alone was not enough: now and then the
- * lowest surviving rank was stopped without running its handler while the others deferred to it,
- * and no line came. The SIGTERM handler stays, for a rank without the thread. Both report through
- * report_dead_peer, once per process. A signal handler has no context, hence this file-scope
+ * lowest surviving rank never ran its handler before the launcher's SIGKILL, while the others
+ * deferred to it, and no line came. The SIGTERM handler stays, for a rank without the thread. Both
+ * report through report_dead_peer, which decides once per process. A signal handler has no
+ * context, hence this file-scope
  * state, written before the handler and the thread start and only read by them until the watch
  * ends (stop_watching). */
 static int watch_rank, watch_count;
 static int *watch_ranks;
 static pid_t *watch_pids;
-static int watch_reported; /* set once, atomically: one line per process */
+static int watch_reported; /* set once, atomically, at the first death seen: decided */
 static pthread_t watch_thread;
 static bool watch_thread_running;
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -96,8 +97,10 @@ static bool process_gone(pid_t pid) {
   return gone;
 }
 
-/* Async-signal-safe (the checks above, an atomic exchange and write): if a peer of this host is
- * gone and this is the lowest surviving rank of the host, print the line, once. */
+/* Async-signal-safe (the checks above, an atomic exchange and write): the first time a peer of
+ * this host is seen gone, print the line if this is the lowest surviving rank of the host, and
+ * decide nothing again. A rank that deferred to a lower one stays silent when that one dies in
+ * turn (stopped by the launcher a second later), so the host prints one line, not two. */
 static void report_dead_peer(void) {
   int dead = -1;
   long dead_pid = 0;
@@ -108,7 +111,7 @@ static void report_dead_peer(void) {
     if (gone && dead < 0) dead = watch_ranks[k], dead_pid = (long)watch_pids[k];
     if (!gone && watch_ranks[k] < watch_rank) lowest_alive = false;
   }
-  if (dead < 0 || !lowest_alive || __atomic_exchange_n(&watch_reported, 1, __ATOMIC_SEQ_CST)) return;
+  if (dead < 0 || __atomic_exchange_n(&watch_reported, 1, __ATOMIC_SEQ_CST) || !lowest_alive) return;
   char line[160];
   size_t n = put_text(line, 0, sizeof line, "inkray: rank ");
   n = put_number(line, n, sizeof line, watch_rank);
