@@ -51,6 +51,19 @@ static ir_camera orbit_camera(const ir_volume *whole, int view, const void *ctx)
   return ir_camera_orbit(whole, view_azimuth(o, view), o->elevation, o->distance, app_up_axis((ir_axis)o->up, whole));
 }
 
+/* The frames' clip box (the bricks' choice shares out what it keeps): the look's, as the frames
+ * take it. */
+static bool look_clip_box(const ir_volume *whole, const void *ctx, float lo[3], float hi[3]) {
+  const app_dist_options *o = ctx;
+  if (!o->look || !o->look->clip_box_on) return false;
+  ir_frame_desc frame;
+  memset(&frame, 0, sizeof frame);
+  app_look_apply(o->look, whole, &frame);
+  memcpy(lo, frame.clip_lo, sizeof frame.clip_lo);
+  memcpy(hi, frame.clip_hi, sizeof frame.clip_hi);
+  return true;
+}
+
 /* Prints on rank 0 only: the ranks share their errors, and one line is enough. */
 static int fail(const ir_dist *d, int status, const char *err) {
   if (ir_dist_rank(d) == 0 || strncmp(err, "rank ", 5) == 0) fprintf(stderr, "inkray: %s\n", err);
@@ -191,9 +204,9 @@ static int run(ir_dist *d, const app_dist_options *o) {
   desc.keep_depth = o->look && o->look->depth_path;
   desc.whole_volume_rays = o->look && (o->look->ao_samples > 0 || o->look->shadows);
   desc.whole_volume_stats = suggest;
-  /* The bricks are chosen for the orbit's views (dist.h, ir_dist_decompose_for_views). */
+  /* The bricks are chosen for the orbit's views and the clip box (dist.h, ir_dist_decompose_for_views). */
   desc.view_count = o->orbit, desc.view_width = o->width, desc.view_height = o->height;
-  desc.view_camera = orbit_camera, desc.view_ctx = o;
+  desc.view_camera = orbit_camera, desc.view_clip_box = look_clip_box, desc.view_ctx = o;
   if (!desc.volume.source) desc.volume.source = IR_DEFAULT_VOLUME;
   ir_dist_scene *scene = NULL;
   char err[IR_ERR_LEN] = "";
@@ -265,7 +278,9 @@ static int run(ir_dist *d, const app_dist_options *o) {
              ir_dist_scene_compositing(scene));
       printf("volume %s: %zux%zux%zu %s in %dx%dx%d bricks (%s); rank 0 loaded %zux%zux%zu voxels; bricks: %s\n",
              v->name, v->dims[0], v->dims[1], v->dims[2], ir_voxel_type_name(v->type), L->parts[0], L->parts[1],
-             L->parts[2], ir_dist_scene_bricks_for_views(scene) ? "chosen for the orbit's views" : "along the longest axes",
+             L->parts[2], !ir_dist_scene_bricks_for_views(scene) ? "along the longest axes"
+                          : o->look && o->look->clip_box_on ? "chosen for the orbit's views and the clip box"
+                                                            : "chosen for the orbit's views",
              b->dims[0], b->dims[1], b->dims[2], ir_dist_scene_data_reason(scene));
     }
     printf("%dx%d, %s pipeline, compaction %s, %d timed frame%s after %d warm-up, orbit of %d view%s at %g deg "

@@ -8,6 +8,7 @@
  * so neighbours share one voxel; the gradient's central differences one voxel further out need
  * more on each inner face, and rays start at the sample of the whole volume's grid before the
  * clip box, up to half a voxel outside it: IR_DIST_GHOST voxels in all. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +55,10 @@ ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out
   return IR_OK;
 }
 
-/* The summed projection of the layout's largest brick over the views (pixels). */
+/* The summed projection of the layout's largest brick over the views (pixels): of the part of
+ * each brick inside the clip box, where there is one (a brick wholly outside draws nothing). */
 static double largest_brick_pixels(const ir_dist_layout *L, const float spacing[3], const ir_camera *views, int count,
-                                   int width, int height) {
+                                   int width, int height, const float *clip_lo, const float *clip_hi) {
   double sum = 0.0;
   for (int v = 0; v < count; v++) {
     double largest = 0.0;
@@ -64,8 +66,14 @@ static double largest_brick_pixels(const ir_dist_layout *L, const float spacing[
       ir_dist_brick b;
       ir_dist_brick_of(L, r, &b);
       double lo[3], hi[3];
-      for (int k = 0; k < 3; k++) lo[k] = (double)b.clip_lo[k] * spacing[k], hi[k] = (double)b.clip_hi[k] * spacing[k];
-      double px = ir_camera_box_pixels(&views[v], width, height, lo, hi);
+      bool drawn = true;
+      for (int k = 0; k < 3; k++) {
+        double a = b.clip_lo[k], z = b.clip_hi[k];
+        if (clip_lo && clip_hi) a = fmax(a, clip_lo[k]), z = fmin(z, clip_hi[k]);
+        drawn = drawn && a < z;
+        lo[k] = a * spacing[k], hi[k] = z * spacing[k];
+      }
+      double px = drawn ? ir_camera_box_pixels(&views[v], width, height, lo, hi) : 0.0;
       largest = px > largest ? px : largest;
     }
     sum += largest;
@@ -74,13 +82,14 @@ static double largest_brick_pixels(const ir_dist_layout *L, const float spacing[
 }
 
 ir_status ir_dist_decompose_for_views(const size_t dims[3], const float spacing[3], int ranks, const ir_camera *views,
-                                      int count, int width, int height, ir_dist_layout *out, char err[IR_ERR_LEN]) {
+                                      int count, int width, int height, const float *clip_lo, const float *clip_hi,
+                                      ir_dist_layout *out, char err[IR_ERR_LEN]) {
   ir_status st = ir_dist_decompose(dims, ranks, out, err);
   /* The scores cost grids x views x ranks projections on every rank: about 1 s for 4096 ranks
    * and 8 views on one core, 13 s for 65536. */
   if (st != IR_OK || ranks == 1 || ranks > IR_DIST_VIEW_RANKS_MAX || count <= 0 || width <= 0 || height <= 0)
     return st;
-  double best = largest_brick_pixels(out, spacing, views, count, width, height);
+  double best = largest_brick_pixels(out, spacing, views, count, width, height, clip_lo, clip_hi);
   /* Every grid of bricks whose product is `ranks` (d(ranks)^2 of them at most); a grid must beat
    * the current choice by 1 % to replace it, so that where the views do not tell the grids apart
    * the bricks stay near cubes. */
@@ -93,7 +102,7 @@ ir_status ir_dist_decompose_for_views(const size_t dims[3], const float spacing[
       bool thick = true;
       for (int k = 0; k < 3; k++) thick = thick && dims[k] / (size_t)c.parts[k] >= IR_DIST_MIN_THICKNESS;
       if (!thick) continue;
-      double score = largest_brick_pixels(&c, spacing, views, count, width, height);
+      double score = largest_brick_pixels(&c, spacing, views, count, width, height, clip_lo, clip_hi);
       if (score < 0.99 * best) {
         best = score;
         *out = c;

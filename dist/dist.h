@@ -69,10 +69,13 @@ ir_status ir_dist_decompose(const size_t dims[3], int ranks, ir_dist_layout *out
  * over `views` (width x height frames of a volume with `spacing`); ir_dist_decompose's grid unless
  * another covers 1 % fewer, and for more than IR_DIST_VIEW_RANKS_MAX ranks (the search would take
  * seconds). An orbit around an axis gets slabs across it: their projections stack in every view
- * instead of overlapping where the orbit looks along a cut. */
+ * instead of overlapping where the orbit looks along a cut. clip_lo/clip_hi: the frames' clip box
+ * in voxel coordinates of the whole volume (NULL: none); a brick is scored by its part inside it,
+ * the part it draws, so that a clipped run shares out what is drawn, not the whole volume. */
 #define IR_DIST_VIEW_RANKS_MAX 4096
 ir_status ir_dist_decompose_for_views(const size_t dims[3], const float spacing[3], int ranks, const ir_camera *views,
-                                      int count, int width, int height, ir_dist_layout *out, char err[IR_ERR_LEN]);
+                                      int count, int width, int height, const float *clip_lo, const float *clip_hi,
+                                      ir_dist_layout *out, char err[IR_ERR_LEN]);
 /* Brick `rank` (0 .. ranks-1) of a layout. */
 void ir_dist_brick_of(const ir_dist_layout *L, int rank, ir_dist_brick *out);
 /* The ranks front to back for an eye at `eye_voxel` (the whole volume's voxel coordinates, inside
@@ -185,6 +188,9 @@ typedef struct ir_dist_scene_desc {
    * view_count 0: ir_dist_decompose's. */
   int view_count, view_width, view_height;
   ir_camera (*view_camera)(const ir_volume *whole, int view, const void *view_ctx);
+  /* The frames' clip box, where they have one: true and the box in the whole volume's voxel
+   * coordinates (as ir_frame_desc's). NULL or false: none. */
+  bool (*view_clip_box)(const ir_volume *whole, const void *view_ctx, float lo[3], float hi[3]);
   const void *view_ctx;
 } ir_dist_scene_desc;
 

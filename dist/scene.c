@@ -523,8 +523,11 @@ static ir_status choose_bricks(ir_dist_scene *s, const ir_dist_scene_desc *desc,
     return IR_ERR_RUNTIME;
   }
   for (int i = 0; i < count; i++) views[i] = desc->view_camera(&s->whole, i, desc->view_ctx);
+  float clip_lo[3], clip_hi[3];
+  bool clipped = desc->view_clip_box && desc->view_clip_box(&s->whole, desc->view_ctx, clip_lo, clip_hi);
   ir_status st = ir_dist_decompose_for_views(s->whole.dims, s->whole.spacing, ranks, views, count, desc->view_width,
-                                             desc->view_height, &s->layout, err);
+                                             desc->view_height, clipped ? clip_lo : NULL, clipped ? clip_hi : NULL,
+                                             &s->layout, err);
   s->bricks_for_views = st == IR_OK && ranks <= IR_DIST_VIEW_RANKS_MAX;
   free(views);
   return st;

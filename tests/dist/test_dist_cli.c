@@ -352,11 +352,13 @@ static void test_the_compositing_choice_is_checked(void) {
   composite_env = NULL;
 }
 
-/* Clipping and colour by gradient drawn over three bricks: the image one process draws. The box
- * ends inside the middle brick and leaves the last one nothing; the plane cuts the first. */
+/* Clipping and colour by gradient drawn over three bricks along x (the longest-axes grid, whose
+ * seams the looks are set against): the image one process draws. The first box ends inside the
+ * middle brick and leaves the last one nothing; the plane cuts the first. */
 static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours(void) {
   char dir[64], one[128], many[128];
   make_scratch(dir);
+  bricks_env = "INKRAY_DIST_BRICKS=longest";
   snprintf(one, sizeof one, "%s/one.png", dir);
   snprintf(many, sizeof many, "%s/ranks.png", dir);
   static const char *const looks[][8] = {
@@ -380,6 +382,37 @@ static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gra
     run_ranks(3, dist, &result);
     CHECK_MSG(result.status == 0, "look %zu, 3 ranks: exit %d: %s", k, result.status, result.output);
     CHECK_STR_CONTAINS(result.output, "distributed over 3 ranks");
+    CHECK_STR_CONTAINS(result.output, "3x1x1 bricks (along the longest axes)");
+    if (result.status == 0) check_images_agree(one, many);
+  }
+  bricks_env = NULL;
+  remove_scratch(dir);
+}
+
+/* The bricks chosen for the orbit share out what the clip box keeps: an orbit around z over two
+ * ranks takes two slabs across z, but with the box keeping z below the middle one slab would draw
+ * it all, so the cut goes along x or y; the image is one process's. */
+static void test_two_ranks_share_out_what_the_clip_box_keeps(void) {
+  char dir[64], one[128], many[128];
+  make_scratch(dir);
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  for (int clipped = 0; clipped < 2; clipped++) {
+    const char *single[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "96x96",
+                              "--frames", "1", "--warmup", "0", "--orbit", "4", "--no-stages", "--quiet", "--png",
+                              one};
+    const char *dist[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
+                            "96x96", "--frames", "1", "--warmup", "0", "--orbit", "4", "--quiet", "--png", many};
+    int ns = 17, nd = 18;
+    if (clipped) single[ns++] = dist[nd++] = "--clip-box", single[ns++] = dist[nd++] = "0,1,0,1,0,0.5";
+    single[ns++] = dist[nd++] = "builtin:sphere:64";
+    single[ns] = dist[nd] = NULL;
+    run_ranks(0, single, &result);
+    CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
+    run_ranks(2, dist, &result);
+    CHECK_MSG(result.status == 0, "2 ranks: exit %d: %s", result.status, result.output);
+    CHECK_STR_CONTAINS(result.output, clipped ? "x1 bricks (chosen for the orbit's views and the clip box)"
+                                              : "1x1x2 bricks (chosen for the orbit's views)");
     if (result.status == 0) check_images_agree(one, many);
   }
   remove_scratch(dir);
@@ -861,6 +894,7 @@ int main(int argc, char **argv) {
   RUN(test_the_compositing_choice_is_checked);
   RUN(test_translucent_surfaces_over_three_and_four_ranks_draw_the_single_process_image);
   RUN(test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours);
+  RUN(test_two_ranks_share_out_what_the_clip_box_keeps);
   RUN(test_three_ranks_colour_by_a_second_volume_like_one_process);
   RUN(test_three_ranks_write_the_single_process_depth);
   RUN(test_the_pixel_window_changes_no_bit_of_the_composited_frame);

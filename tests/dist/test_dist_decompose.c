@@ -149,8 +149,10 @@ static void test_box_pixels_are_the_projections_area_in_the_frame(void) {
   CHECK(fabs(ir_camera_box_pixels(&cam, 100, 80, half_lo, half_hi) - 4000.0) < 1e-6);
 }
 
-/* The largest brick's projection summed over the views, as ir_dist_decompose_for_views scores it. */
-static double largest_brick_pixels(const ir_dist_layout *L, const ir_camera *views, int count, int w, int h) {
+/* The largest brick's projection summed over the views, as ir_dist_decompose_for_views scores it
+ * (unit spacing): of each brick's part inside the clip box where there is one. */
+static double largest_brick_pixels(const ir_dist_layout *L, const ir_camera *views, int count, int w, int h,
+                                   const float *clip_lo, const float *clip_hi) {
   double sum = 0;
   for (int v = 0; v < count; v++) {
     double largest = 0;
@@ -158,7 +160,12 @@ static double largest_brick_pixels(const ir_dist_layout *L, const ir_camera *vie
       ir_dist_brick b;
       ir_dist_brick_of(L, r, &b);
       double lo[3] = {b.clip_lo[0], b.clip_lo[1], b.clip_lo[2]}, hi[3] = {b.clip_hi[0], b.clip_hi[1], b.clip_hi[2]};
-      largest = fmax(largest, ir_camera_box_pixels(&views[v], w, h, lo, hi));
+      bool inside = true;
+      for (int k = 0; k < 3 && clip_lo; k++) {
+        lo[k] = fmax(lo[k], clip_lo[k]), hi[k] = fmin(hi[k], clip_hi[k]);
+        inside = inside && lo[k] < hi[k];
+      }
+      if (inside) largest = fmax(largest, ir_camera_box_pixels(&views[v], w, h, lo, hi));
     }
     sum += largest;
   }
@@ -178,43 +185,82 @@ static void test_bricks_for_views_stack_across_the_orbits_axis(void) {
   for (int i = 0; i < 8; i++) orbit[i] = ir_camera_orbit(&v, 45.0f * (float)i, 20.0f, 1.0f, IR_AXIS_NONE);
   ir_dist_layout L, longest;
   char err[IR_ERR_LEN] = "";
-  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 2, orbit, 8, 1024, 1024, &L, err) == IR_OK);
+  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 2, orbit, 8, 1024, 1024, NULL, NULL, &L, err) == IR_OK);
   CHECK(L.parts[0] == 1 && L.parts[1] == 1 && L.parts[2] == 2);
   CHECK(ir_dist_decompose(v.dims, 2, &longest, err) == IR_OK && longest.parts[0] == 2);
   /* The stacked slabs' largest projection is about 0.62 of the whole volume's (1.23 / 2 in the
    * sum over the orbit), the side-by-side halves' about 0.77. */
   ir_dist_layout one;
   CHECK(ir_dist_decompose(v.dims, 1, &one, err) == IR_OK);
-  double whole = largest_brick_pixels(&one, orbit, 8, 1024, 1024);
-  double slabs = largest_brick_pixels(&L, orbit, 8, 1024, 1024) / whole;
-  double halves = largest_brick_pixels(&longest, orbit, 8, 1024, 1024) / whole;
+  double whole = largest_brick_pixels(&one, orbit, 8, 1024, 1024, NULL, NULL);
+  double slabs = largest_brick_pixels(&L, orbit, 8, 1024, 1024, NULL, NULL) / whole;
+  double halves = largest_brick_pixels(&longest, orbit, 8, 1024, 1024, NULL, NULL) / whole;
   CHECK_MSG(slabs < 0.66 && halves > 0.72, "slabs %.3f, halves %.3f of the whole", slabs, halves);
   ir_camera down = ir_camera_orbit(&v, 0.0f, 89.0f, 1.0f, IR_AXIS_NONE);
-  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 2, &down, 1, 1024, 1024, &L, err) == IR_OK);
+  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 2, &down, 1, 1024, 1024, NULL, NULL, &L, err) == IR_OK);
   CHECK(L.parts[2] == 1);
   for (int ranks = 2; ranks <= 8; ranks++) {
-    CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, ranks, orbit, 8, 1920, 1080, &L, err) == IR_OK);
+    CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, ranks, orbit, 8, 1920, 1080, NULL, NULL, &L, err) == IR_OK);
     CHECK(L.ranks == ranks && L.parts[0] * L.parts[1] * L.parts[2] == ranks);
-    double taken = largest_brick_pixels(&L, orbit, 8, 1920, 1080);
+    double taken = largest_brick_pixels(&L, orbit, 8, 1920, 1080, NULL, NULL);
     CHECK(ir_dist_decompose(v.dims, ranks, &longest, err) == IR_OK);
-    CHECK(taken <= largest_brick_pixels(&longest, orbit, 8, 1920, 1080));
+    CHECK(taken <= largest_brick_pixels(&longest, orbit, 8, 1920, 1080, NULL, NULL));
     for (int a = 1; a <= ranks; a++)
       for (int b = 1; a * b <= ranks; b++) {
         if (ranks % (a * b)) continue;
         ir_dist_layout other = L;
         other.parts[0] = a, other.parts[1] = b, other.parts[2] = ranks / (a * b);
-        CHECK_MSG(taken <= largest_brick_pixels(&other, orbit, 8, 1920, 1080) / 0.99, "%d ranks: %dx%dx%d beats %dx%dx%d",
+        CHECK_MSG(taken <= largest_brick_pixels(&other, orbit, 8, 1920, 1080, NULL, NULL) / 0.99, "%d ranks: %dx%dx%d beats %dx%dx%d",
                   ranks, a, b, ranks / (a * b), L.parts[0], L.parts[1], L.parts[2]);
       }
   }
   /* Past IR_DIST_VIEW_RANKS_MAX ranks, the longest-axes grid. */
   const size_t huge[3] = {16384, 16384, 16384};
-  CHECK(ir_dist_decompose_for_views(huge, v.spacing, 2 * IR_DIST_VIEW_RANKS_MAX, orbit, 8, 64, 64, &L, err) == IR_OK);
+  CHECK(ir_dist_decompose_for_views(huge, v.spacing, 2 * IR_DIST_VIEW_RANKS_MAX, orbit, 8, 64, 64, NULL, NULL, &L, err) == IR_OK);
   CHECK(ir_dist_decompose(huge, 2 * IR_DIST_VIEW_RANKS_MAX, &longest, err) == IR_OK);
   CHECK(memcmp(L.parts, longest.parts, sizeof L.parts) == 0);
   /* Errors are ir_dist_decompose's. */
-  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 0, orbit, 8, 64, 64, &L, err) == IR_ERR_INPUT);
+  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 0, orbit, 8, 64, 64, NULL, NULL, &L, err) == IR_ERR_INPUT);
   CHECK_STR_CONTAINS(err, "0 ranks");
+}
+
+/* A clip box shares out what it keeps: the orbit around z clipped to the lower half in z would
+ * leave one of two slabs across z drawing all of it and the other nothing, so the cut goes along
+ * z instead; for 2 to 8 ranks the grid taken covers, of the clipped part, no more than any other
+ * grid (1 % margin). A grid that puts the whole clip box in one brick is never taken over one that
+ * splits it, where the views do not favour it. */
+static void test_bricks_for_views_share_out_the_clip_box(void) {
+  ir_volume v;
+  memset(&v, 0, sizeof v);
+  v.dims[0] = v.dims[1] = v.dims[2] = 2048;
+  v.spacing[0] = v.spacing[1] = v.spacing[2] = 1.0f;
+  ir_camera orbit[8];
+  for (int i = 0; i < 8; i++) orbit[i] = ir_camera_orbit(&v, 45.0f * (float)i, 20.0f, 1.0f, IR_AXIS_NONE);
+  const float lo[3] = {0.0f, 0.0f, 0.0f}, hi[3] = {2048.0f, 2048.0f, 1024.0f};
+  ir_dist_layout L, unclipped;
+  char err[IR_ERR_LEN] = "";
+  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 2, orbit, 8, 1024, 1024, NULL, NULL, &unclipped, err) == IR_OK);
+  CHECK(unclipped.parts[2] == 2);
+  CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, 2, orbit, 8, 1024, 1024, lo, hi, &L, err) == IR_OK);
+  CHECK_MSG(L.parts[2] == 1, "clipped to z < 1024: %dx%dx%d", L.parts[0], L.parts[1], L.parts[2]);
+  /* Scored whole, the slabs win; scored by what they draw, they lose by about half. */
+  double slabs = largest_brick_pixels(&unclipped, orbit, 8, 1024, 1024, lo, hi);
+  double taken = largest_brick_pixels(&L, orbit, 8, 1024, 1024, lo, hi);
+  CHECK_MSG(taken < 0.75 * slabs, "taken %.0f against the slabs' %.0f pixels", taken, slabs);
+  for (int ranks = 2; ranks <= 8; ranks++) {
+    CHECK(ir_dist_decompose_for_views(v.dims, v.spacing, ranks, orbit, 8, 1920, 1080, lo, hi, &L, err) == IR_OK);
+    CHECK(L.ranks == ranks && L.parts[0] * L.parts[1] * L.parts[2] == ranks);
+    taken = largest_brick_pixels(&L, orbit, 8, 1920, 1080, lo, hi);
+    for (int a = 1; a <= ranks; a++)
+      for (int b = 1; a * b <= ranks; b++) {
+        if (ranks % (a * b)) continue;
+        ir_dist_layout other = L;
+        other.parts[0] = a, other.parts[1] = b, other.parts[2] = ranks / (a * b);
+        CHECK_MSG(taken <= largest_brick_pixels(&other, orbit, 8, 1920, 1080, lo, hi) / 0.99,
+                  "%d ranks, clipped: %dx%dx%d beats %dx%dx%d", ranks, a, b, ranks / (a * b), L.parts[0], L.parts[1],
+                  L.parts[2]);
+      }
+  }
 }
 
 static void test_packed_words_order_by_depth_and_min_composites(void) {
@@ -554,6 +600,7 @@ int main(void) {
   RUN(test_bad_rank_counts_and_thin_bricks_are_input_errors);
   RUN(test_box_pixels_are_the_projections_area_in_the_frame);
   RUN(test_bricks_for_views_stack_across_the_orbits_axis);
+  RUN(test_bricks_for_views_share_out_the_clip_box);
   RUN(test_packed_words_order_by_depth_and_min_composites);
   RUN(test_windows_pack_row_by_row_and_merge_as_whole_frames);
   RUN(test_over_blends_layers_in_the_given_order);
