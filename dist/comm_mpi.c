@@ -44,9 +44,8 @@ bool ir_dist_built_with_mpi(void) { return true; }
  * lowest surviving rank never ran its handler before the launcher's SIGKILL, while the others
  * deferred to it, and no line came. The SIGTERM handler stays, for a rank without the thread. Both
  * report through report_dead_peer, which decides once per process. A signal handler has no
- * context, hence this file-scope
- * state, written before the handler and the thread start and only read by them until the watch
- * ends (stop_watching). */
+ * context, hence this file-scope state, written before the handler and the thread start and only
+ * read by them until the watch ends (stop_watching). */
 static int watch_rank, watch_count;
 static int *watch_ranks;
 static pid_t *watch_pids;
