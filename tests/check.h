@@ -92,7 +92,8 @@ static const char *check_current_name = "";
     printf("skip %s: %s\n", #fn, reason);                                                   \
   } while (0)
 
-/* A whole file in a new buffer, its size in *n; NULL (and *n 0) when it cannot be read whole. */
+/* A whole file in a new buffer, its size in *n, with a NUL after its last byte (not counted) so
+ * that a text file can be searched as a string; NULL (and *n 0) when it cannot be read whole. */
 static inline unsigned char *check_read_file(const char *path, size_t *n) {
   *n = 0;
   FILE *f = fopen(path, "rb");
@@ -100,13 +101,14 @@ static inline unsigned char *check_read_file(const char *path, size_t *n) {
   fseek(f, 0, SEEK_END);
   long size = ftell(f);
   fseek(f, 0, SEEK_SET);
-  unsigned char *buf = size >= 0 ? (unsigned char *)malloc(size > 0 ? (size_t)size : 1) : NULL;
+  unsigned char *buf = size >= 0 ? (unsigned char *)malloc((size_t)size + 1) : NULL;
   size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
   fclose(f);
   if (!buf || got != (size_t)size) {
     free(buf);
     return NULL;
   }
+  buf[got] = '\0';
   *n = got;
   return buf;
 }

@@ -516,10 +516,16 @@ static void test_gdcm_abort_refuses_the_file(void) {
   CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
   CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM did not finish reading its pixel data in 1 s", middle));
   unsetenv("INKRAY_DICOM_TIMEOUT");
-  /* A child may not allocate gigabytes for a slice of bytes: it gets bad_alloc. */
+  /* A child may not allocate gigabytes for a slice of bytes: it gets bad_alloc. Not under
+   * AddressSanitizer, where the child has no cap (data/dicom.cxx, limit_memory: ASan's shadow
+   * memory counts as data). */
+#if defined(__SANITIZE_ADDRESS__)
+  printf("  (the child's memory cap is off under AddressSanitizer: its case is not run)\n");
+#else
   setenv("INKRAY_DICOM_FAULT", fmt_path("%s:pixels-1GiB", middle), 1);
   CHECK_EQ_INT(load(s.dir, &v, err), IR_ERR_INPUT);
   CHECK_STR_CONTAINS(err, fmt_path("%s: GDCM asked for more memory than a 80-byte slice can need", middle));
+#endif
   /* The same loads, GDCM not aborting, read every value: the children hand over all of it. */
   unsetenv("INKRAY_DICOM_FAULT");
   CHECK_MSG(load(s.dir, &v, err) == IR_OK, "%s", err);

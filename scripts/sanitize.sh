@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The CPU tests under AddressSanitizer and UndefinedBehaviorSanitizer: builds a second tree
+# (build-sanitize/, or INKRAY_SANITIZE_DIR) whose C and C++ code is instrumented, then runs CTest's
+# cpu label there. An out-of-bounds access, a use after free or undefined behaviour (an overflowing
+# signed add, a misaligned load, a shift past the width) in the readers, the CPU renderer, the
+# extraction, the options or the distributed host code fails the test that reached it. CI runs it
+# after the README's test command. Extra arguments go to ctest.
+#
+# Not instrumented: device code and the host code nvcc compiles (.cu files). Leak reports are off:
+# at exit Open MPI, hwloc and the CUDA runtime keep allocations of their own, and tests keep
+# their scratch paths; a leak inkray's code causes is for valgrind or a run with detect_leaks=1.
+# test_install_consumer is left out: it builds another project against the installed library,
+# which would need the sanitizer runtime linked in too.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${INKRAY_SANITIZE_DIR:-$root/build-sanitize}
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+# CMake takes CFLAGS, CXXFLAGS and LDFLAGS as the tree's first flags. Warnings stay warnings: the
+# instrumented build's inlining brings format-truncation warnings the release build does not have.
+CFLAGS="$flags" CXXFLAGS="$flags" LDFLAGS="-fsanitize=address,undefined" INKRAY_BUILD_DIR="$build" \
+  INKRAY_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DINKRAY_WERROR=OFF" "$root/scripts/setup.sh"
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest_args=(--test-dir "$build" --output-on-failure -j 2 -L cpu -E '^test_install_consumer$' "$@")
+if [[ -z ${DISPLAY:-} ]] && command -v xvfb-run >/dev/null 2>&1; then
+  xvfb-run -a -s "-screen 0 1600x1200x24" ctest "${ctest_args[@]}"
+else
+  ctest "${ctest_args[@]}"
+fi
