@@ -352,38 +352,52 @@ static void test_the_compositing_choice_is_checked(void) {
   composite_env = NULL;
 }
 
+/* One frame of `volume` drawn by one process and by `ranks` ranks with the same view and look
+ * options (NULL-ended lists): the images must agree within the tolerance; `result` keeps the
+ * ranks' output for the caller's checks. */
+static void compare_look(const char *dir, int ranks, const char *const *view, const char *const *look,
+                         const char *volume) {
+  char one[128], many[128], np_text[64];
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  snprintf(many, sizeof many, "%s/ranks.png", dir);
+  snprintf(np_text, sizeof np_text, "distributed over %d ranks", ranks);
+  const char *single[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--frames", "1",
+                            "--warmup", "0", "--no-stages", "--quiet", "--png", one};
+  const char *dist[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1",
+                          "--frames", "1", "--warmup", "0", "--quiet", "--png", many};
+  int ns = 0, nd = 0;
+  while (single[ns]) ns++;
+  while (dist[nd]) nd++;
+  for (int a = 0; view[a] && ns < 30; a++) single[ns++] = dist[nd++] = view[a];
+  for (int a = 0; look[a] && ns < 38; a++) single[ns++] = dist[nd++] = look[a];
+  single[ns++] = dist[nd++] = volume;
+  single[ns] = dist[nd] = NULL;
+  run_ranks(0, single, &result);
+  CHECK_MSG(result.status == 0, "one process: exit %d: %s", result.status, result.output);
+  run_ranks(ranks, dist, &result);
+  CHECK_MSG(result.status == 0, "%d ranks: exit %d: %s", ranks, result.status, result.output);
+  CHECK_STR_CONTAINS(result.output, np_text);
+  if (result.status == 0) check_images_agree(one, many);
+}
+
 /* Clipping and colour by gradient drawn over three bricks along x (the longest-axes grid, whose
  * seams the looks are set against): the image one process draws. The first box ends inside the
  * middle brick and leaves the last one nothing; the plane cuts the first. */
 static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gradient_colours(void) {
-  char dir[64], one[128], many[128];
+  char dir[64];
   make_scratch(dir);
   bricks_env = "INKRAY_DIST_BRICKS=longest";
-  snprintf(one, sizeof one, "%s/one.png", dir);
-  snprintf(many, sizeof many, "%s/ranks.png", dir);
-  static const char *const looks[][8] = {
-      {"--surface", "0:#ff8000", "--clip-box", "0,0.5,0,1,0.2,1"},
-      {"--surface", "0", "--surface", "-8:#3060ff", "--clip-plane", "1,0.3,0,-14"},
-      {"--color-by", "gradient", "--color-range", "0,1.5", "--colormap", "plasma", "--clip-box", "0.1,0.9,0,1,0,0.7"},
+  static const char *const view[] = {"--size", "128x128", "--orbit", "1", "--elevation", "30", NULL};
+  static const char *const looks[][9] = {
+      {"--surface", "0:#ff8000", "--clip-box", "0,0.5,0,1,0.2,1", NULL},
+      {"--surface", "0", "--surface", "-8:#3060ff", "--clip-plane", "1,0.3,0,-14", NULL},
+      {"--color-by", "gradient", "--color-range", "0,1.5", "--colormap", "plasma", "--clip-box", "0.1,0.9,0,1,0,0.7",
+       NULL},
   };
   for (size_t k = 0; k < sizeof looks / sizeof looks[0]; k++) {
-    const char *single[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "128x128",
-                              "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30", "--no-stages",
-                              "--quiet", "--png", one};
-    const char *dist[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
-                            "128x128", "--frames", "1", "--warmup", "0", "--orbit", "1", "--elevation", "30",
-                            "--quiet", "--png", many};
-    int ns = 19, nd = 20;
-    for (int a = 0; a < 8 && looks[k][a]; a++) single[ns++] = dist[nd++] = looks[k][a];
-    single[ns++] = dist[nd++] = "builtin:sphere:48";
-    single[ns] = dist[nd] = NULL;
-    run_ranks(0, single, &result);
-    CHECK_MSG(result.status == 0, "look %zu: exit %d: %s", k, result.status, result.output);
-    run_ranks(3, dist, &result);
-    CHECK_MSG(result.status == 0, "look %zu, 3 ranks: exit %d: %s", k, result.status, result.output);
-    CHECK_STR_CONTAINS(result.output, "distributed over 3 ranks");
+    printf("  look %zu\n", k);
+    compare_look(dir, 3, view, looks[k], "builtin:sphere:48");
     CHECK_STR_CONTAINS(result.output, "3x1x1 bricks (along the longest axes)");
-    if (result.status == 0) check_images_agree(one, many);
   }
   bricks_env = NULL;
   remove_scratch(dir);
@@ -393,28 +407,14 @@ static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gra
  * ranks takes two slabs across z, but with the box keeping z below the middle one slab would draw
  * it all, so the cut goes along x or y; the image is one process's. */
 static void test_two_ranks_share_out_what_the_clip_box_keeps(void) {
-  char dir[64], one[128], many[128];
+  char dir[64];
   make_scratch(dir);
-  snprintf(one, sizeof one, "%s/one.png", dir);
-  snprintf(many, sizeof many, "%s/ranks.png", dir);
-  for (int clipped = 0; clipped < 2; clipped++) {
-    const char *single[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--size", "96x96",
-                              "--frames", "1", "--warmup", "0", "--orbit", "4", "--no-stages", "--quiet", "--png",
-                              one};
-    const char *dist[40] = {"--headless", "--device", device, "--pipeline", pipeline, "--threads", "1", "--size",
-                            "96x96", "--frames", "1", "--warmup", "0", "--orbit", "4", "--quiet", "--png", many};
-    int ns = 17, nd = 18;
-    if (clipped) single[ns++] = dist[nd++] = "--clip-box", single[ns++] = dist[nd++] = "0,1,0,1,0,0.5";
-    single[ns++] = dist[nd++] = "builtin:sphere:64";
-    single[ns] = dist[nd] = NULL;
-    run_ranks(0, single, &result);
-    CHECK_MSG(result.status == 0, "exit %d: %s", result.status, result.output);
-    run_ranks(2, dist, &result);
-    CHECK_MSG(result.status == 0, "2 ranks: exit %d: %s", result.status, result.output);
-    CHECK_STR_CONTAINS(result.output, clipped ? "x1 bricks (chosen for the orbit's views and the clip box)"
-                                              : "1x1x2 bricks (chosen for the orbit's views)");
-    if (result.status == 0) check_images_agree(one, many);
-  }
+  static const char *const view[] = {"--size", "96x96", "--orbit", "4", NULL};
+  static const char *const whole[] = {NULL}, *const clipped[] = {"--clip-box", "0,1,0,1,0,0.5", NULL};
+  compare_look(dir, 2, view, whole, "builtin:sphere:64");
+  CHECK_STR_CONTAINS(result.output, "1x1x2 bricks (chosen for the orbit's views)");
+  compare_look(dir, 2, view, clipped, "builtin:sphere:64");
+  CHECK_STR_CONTAINS(result.output, "x1 bricks (chosen for the orbit's views and the clip box)");
   remove_scratch(dir);
 }
 
