@@ -417,6 +417,7 @@ static void test_layout_only_reads_no_chunk(void) {
   CHECK_MSG(load_desc(copy, (ir_volume_desc){.header_only = true, .layout_only = true}, &head, err) == IR_OK, "%s", err);
   CHECK(head.dims[0] == NX && head.dims[1] == NY && head.dims[2] == NZ && head.voxels == NULL);
   ir_volume_free(&head);
+  free((void *)copy);
 }
 
 static void test_program_info_levels_and_same_picture(void) {
@@ -449,8 +450,6 @@ static void test_program_info_levels_and_same_picture(void) {
   free(ib);
   info_run_free(&a);
   info_run_free(&b);
-  free((void *)png_raw);
-  free((void *)png_zarr);
 }
 
 #endif
