@@ -91,8 +91,8 @@ static inline const char *scratch_dir(void) {
 
 static inline const char *scratch_path(const char *name) { return fmt_path("%s/%s", scratch_dir(), name); }
 
-/* Copies of paths that outlive fmt_path's ring of buffers, freed at exit (so that a leak check
- * sees only what the code under test leaks). */
+/* A scratch path that outlives fmt_path's ring of buffers (folders used across many calls); the
+ * copies are freed at exit, so that a leak check sees only what the code under test leaks. */
 static char *kept_paths[256];
 static int kept_path_count;
 
@@ -101,17 +101,14 @@ static inline void free_kept_paths(void) {
   kept_path_count = 0;
 }
 
-static inline const char *keep_path(const char *path) {
+static inline const char *kept_path(const char *name) {
   if (kept_path_count == (int)(sizeof kept_paths / sizeof kept_paths[0])) {
     fprintf(stderr, "FAIL: more than %zu kept paths\n", sizeof kept_paths / sizeof kept_paths[0]);
     exit(1);
   }
   if (kept_path_count == 0) atexit(free_kept_paths);
-  return kept_paths[kept_path_count++] = strdup(path);
+  return kept_paths[kept_path_count++] = strdup(scratch_path(name));
 }
-
-/* A scratch path that outlives fmt_path's ring of buffers (folders used across many calls). */
-static inline const char *kept_path(const char *name) { return keep_path(scratch_path(name)); }
 
 static inline void write_bytes(const char *path, const void *data, size_t n) {
   FILE *f = fopen(path, "wb");
