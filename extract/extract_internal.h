@@ -87,6 +87,9 @@ ir_status ir_gpu_extract_set_color_grid(ir_extractor *ex, const ir_extract_grid 
 ir_status ir_gpu_extract(ir_extractor *ex, const ir_mc_job *job, ir_mesh *mesh, ir_extract_stats *stats,
                          char err[IR_ERR_LEN]);
 cudaStream_t ir_gpu_extract_stream(const ir_extractor *ex);
+/* The brick ranges of the grid set last, copied to ranges[brick_count] on the host (for the tests:
+ * the GPU's against ir_mc_ranges_host). */
+ir_status ir_gpu_extract_ranges(const ir_extractor *ex, ir_mc_range *ranges, char err[IR_ERR_LEN]);
 
 #ifdef __cplusplus
 }

@@ -121,6 +121,18 @@ void ir_gpu_extract_destroy(ir_extractor *ex) {
 
 cudaStream_t ir_gpu_extract_stream(const ir_extractor *ex) { return ex->gpu ? ex->gpu->stream : NULL; }
 
+ir_status ir_gpu_extract_ranges(const ir_extractor *ex, ir_mc_range *ranges, char err[IR_ERR_LEN]) {
+  const struct ir_gpu_extract *x = ex->gpu;
+  if (!x || !ex->have_grid) {
+    snprintf(err, IR_ERR_LEN, "no grid on the GPU extractor");
+    return IR_ERR_INPUT;
+  }
+  IR_GX_CUDA(cudaMemcpyAsync(ranges, x->d_ranges, ex->brick_count * sizeof(ir_mc_range), cudaMemcpyDeviceToHost,
+                             x->stream));
+  IR_GX_CUDA(cudaStreamSynchronize(x->stream));
+  return IR_OK;
+}
+
 /* ---- The grid ------------------------------------------------------------------------------------- */
 /* A grid's voxels on the device: the caller's device pointer, or an upload into an owned buffer. */
 static ir_status place_voxels(struct ir_gpu_extract *x, const ir_extract_grid *grid, void **owned, size_t *cap,

@@ -7,7 +7,8 @@
  * classic baseline (classic_mc.h: soup, welded, welded with normals) and inkray's welded mesh with
  * normals to device buffers with every method, each the median of --runs runs (default 20) after
  * two warm-up runs, each run timed with CUDA events from its first kernel to its last, the host's
- * reads of the counts in between included (both need them). Every method's mesh is checked equal
+ * reads of the counts in between included (both need them); and set_grid of the device grid (the
+ * brick ranges a new grid needs, wall clock). Every method's mesh is checked equal
  * to the first's byte for byte, and inkray's counts against the classic welded ones. Then the time
  * to write the mesh's bytes once at the GPU's measured rates (a device-to-device copy and a memset
  * of 1 GiB, medians of 10) and the ratio of the best extraction to it.
@@ -290,6 +291,18 @@ static int bench_size(const bench_opts *o, int n, FILE *csv, double copy_rate, d
       ir_mesh_free(&h);
     }
   }
+  /* A new grid's cost: set_grid of the device grid again, which computes the brick ranges (one
+   * read of the volume) and reads back the non-finite flag; what each fresh Python call pays. */
+  double grid_ms = 0.0;
+  for (int r = -BENCH_WARMUP; r < runs && rc == 0; r++) {
+    double t0 = now_ms();
+    if (ir_extractor_set_grid(ex, &g, err) != IR_OK) {
+      fprintf(stderr, "extract_bench: %s\n", err);
+      rc = 1;
+    }
+    if (r >= 0) t[r] = now_ms() - t0;
+  }
+  if (rc == 0) grid_ms = median(t, runs);
   if (rc == 0) {
     printf("\nbuiltin:fractal:%d at iso %g: %zu of %zu bricks active; median of %d runs after %d warm-up, CUDA events "
            "(host reads of the counts included)\n", n, (double)o->iso, active, bricks, runs, BENCH_WARMUP);
@@ -297,6 +310,9 @@ static int bench_size(const bench_opts *o, int n, FILE *csv, double copy_rate, d
            "vs welded", "vertices", "triangles", "mesh MB");
     double base = nrows > 1 ? rows[1].median_ms : 1.0;
     for (int k = 0; k < nrows; k++) print_row(&rows[k], base, csv, n);
+    printf("set_grid of the device grid (its brick ranges: one read of the %.1f MB volume), wall clock: median "
+           "%.3f ms = %.0f GB/s (device copy rate %.0f GB/s)\n", (double)v.bytes / 1e6, grid_ms,
+           (double)v.bytes / grid_ms / 1e6, copy_rate / 1e6);
     if (have_first) {
       bool counts = first.vertex_count == welded_ref.vertices && first.triangle_count == welded_ref.triangles;
       printf("check: every method gave the same mesh byte for byte: %s; its counts equal the classic welded ones: %s\n",

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "data/volume.h"
+#include "extract/extract_internal.h"
 #include "transfer/transfer.h"
 
 static bool small_mode;
@@ -215,6 +216,80 @@ static void test_device_grid_and_output(void) {
   ir_mesh_free(&ref);
   cudaFree(dv);
   free(v);
+}
+
+/* The GPU's brick ranges against the host's (ir_mc_ranges_host), value for value, and the
+ * non-finite flag: every voxel type; rows read as 16-byte words (x a multiple of 16, the grid
+ * aligned) and one voxel at a time (x not a multiple, or the device grid's pointer one voxel off
+ * its allocation); slabs of 32 bricks along x and a part slab; NaN and infinities. A range too
+ * wide would still give the CPU's meshes (more bricks classified, nothing found in them), so the
+ * mesh comparisons above cannot see it: this compares the ranges themselves. */
+static void test_brick_ranges_against_the_host(void) {
+  struct {
+    int type;
+    size_t dims[3];
+    size_t offset; /* voxels past the device allocation's start; 0: a host grid (uploaded) */
+    bool nonfinite;
+  } cases[] = {
+      {IR_VOXEL_UINT8, {64, 33, 20}, 0, false},   {IR_VOXEL_UINT8, {50, 17, 9}, 0, false},
+      {IR_VOXEL_UINT8, {64, 16, 18}, 1, false},   {IR_VOXEL_UINT8, {560, 3, 34}, 0, false},
+      {IR_VOXEL_UINT16, {48, 20, 35}, 0, false},  {IR_VOXEL_UINT16, {48, 21, 5}, 3, false},
+      {IR_VOXEL_INT16, {37, 18, 19}, 0, false},   {IR_VOXEL_INT16, {32, 40, 2}, 0, false},
+      {IR_VOXEL_FLOAT32, {32, 32, 17}, 0, true},  {IR_VOXEL_FLOAT32, {33, 5, 40}, 0, false},
+      {IR_VOXEL_FLOAT32, {16, 17, 16}, 2, true},  {IR_VOXEL_FLOAT32, {1, 30, 20}, 0, false},
+  };
+  char err[IR_ERR_LEN];
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const size_t *dims = cases[c].dims, n = dims[0] * dims[1] * dims[2];
+    const int type = cases[c].type;
+    const size_t size = type == IR_VOXEL_UINT8 ? 1 : (type == IR_VOXEL_FLOAT32 ? 4 : 2);
+    uint8_t *v = malloc(n * size);
+    for (size_t i = 0; i < n; i++) {
+      uint32_t r = test_rand();
+      if (type == IR_VOXEL_UINT8) v[i] = (uint8_t)r;
+      else if (type == IR_VOXEL_UINT16) ((uint16_t *)v)[i] = (uint16_t)(r % 60000u);
+      else if (type == IR_VOXEL_INT16) ((int16_t *)v)[i] = (int16_t)((int32_t)(r % 65536u) - 32768);
+      else ((float *)v)[i] = (float)(r % 100000u) * 0.01f - 500.0f;
+    }
+    if (cases[c].nonfinite) {
+      float *f = (float *)v;
+      f[n / 3] = NAN, f[n / 2] = INFINITY, f[n - 1] = -INFINITY;
+      for (size_t x = 0; x < dims[0]; x++) f[x + dims[0] * dims[1] * 3] = NAN; /* a row of NaN */
+    }
+    ir_extract_grid g = {.voxels = v, .type = (ir_voxel_type)type, .dims = {dims[0], dims[1], dims[2]}};
+    void *dv = NULL;
+    if (cases[c].offset) {
+      CHECK(cudaMalloc(&dv, (n + cases[c].offset) * size) == cudaSuccess);
+      CHECK(cudaMemcpy((uint8_t *)dv + cases[c].offset * size, v, n * size, cudaMemcpyHostToDevice) == cudaSuccess);
+      g.voxels = (uint8_t *)dv + cases[c].offset * size, g.device_pointer = true;
+    }
+    ir_extractor *gpu = NULL;
+    ir_extractor_desc gd = {.device = IR_EXTRACT_GPU};
+    CHECK_MSG(ir_extractor_create(&gd, &gpu, err) == IR_OK, "%s", err);
+    CHECK_MSG(ir_extractor_set_grid(gpu, &g, err) == IR_OK, "%s", err);
+    ir_mc_grid mg;
+    ir_mc_grid_of(&g, &mg);
+    size_t bricks = (size_t)mg.bricks[0] * mg.bricks[1] * mg.bricks[2];
+    ir_mc_range *host = malloc(bricks * sizeof *host), *dev = malloc(bricks * sizeof *dev);
+    bool finite = ir_mc_ranges_host(&mg, v, host, 2);
+    CHECK_MSG(ir_gpu_extract_ranges(gpu, dev, err) == IR_OK, "%s", err);
+    size_t wrong = 0, first = 0;
+    for (size_t b = 0; b < bricks; b++)
+      if (host[b].lo != dev[b].lo || host[b].hi != dev[b].hi) {
+        if (!wrong) first = b;
+        wrong++;
+      }
+    CHECK_MSG(wrong == 0, "case %zu (%zux%zux%zu, type %d, offset %zu): %zu of %zu brick ranges differ from the "
+              "host's, the first brick %zu: GPU [%g, %g], host [%g, %g]", c, dims[0], dims[1], dims[2], type,
+              cases[c].offset, wrong, bricks, first, dev[first].lo, dev[first].hi, host[first].lo, host[first].hi);
+    CHECK_MSG(gpu->all_finite == finite && finite == !cases[c].nonfinite, "case %zu: all finite: GPU %d, host %d",
+              c, (int)gpu->all_finite, (int)finite);
+    free(host);
+    free(dev);
+    ir_extractor_destroy(gpu);
+    cudaFree(dv);
+    free(v);
+  }
 }
 
 /* A device mesh written chunk by chunk through the staging buffers gives the same file, byte for
@@ -435,6 +510,7 @@ int main(int argc, char **argv) {
   RUN(test_exact_path);
   RUN(test_values_and_colours);
   RUN(test_device_grid_and_output);
+  RUN(test_brick_ranges_against_the_host);
   RUN(test_pinned_mesh_and_files_from_the_device);
   RUN(test_caller_device_arrays);
   if (!small_mode) RUN(test_full_gpu_is_refused_with_a_message);
