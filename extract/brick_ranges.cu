@@ -122,9 +122,8 @@ static void launch_typed(const ir_mc_grid &g, const void *voxels, ir_mc_range *r
 }
 
 cudaError_t ir_gx_launch_ranges(const ir_mc_grid &g, const void *voxels, ir_mc_range *ranges, int *nonfinite,
-                                size_t bricks, cudaStream_t stream) {
+                                cudaStream_t stream) {
   /* A block per slab: at most one per brick, and set_grid refuses 2^31 bricks. */
-  (void)bricks;
   unsigned grid = (unsigned)(((size_t)g.bricks[0] + 31u) / 32u * g.bricks[1] * g.bricks[2]);
   switch (g.type) {
   case IR_VOXEL_UINT8: launch_typed<IR_VOXEL_UINT8>(g, voxels, ranges, nonfinite, grid, stream); break;

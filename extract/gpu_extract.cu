@@ -195,7 +195,7 @@ ir_status ir_gpu_extract_set_grid(ir_extractor *ex, const ir_extract_grid *grid,
     x->brick_cap = n;
   }
   IR_GX_CUDA(cudaMemsetAsync(x->d_nonfinite, 0, sizeof(int), x->stream));
-  IR_GX_CUDA(ir_gx_launch_ranges(ex->grid, x->d_voxels, x->d_ranges, x->d_nonfinite, n, x->stream));
+  IR_GX_CUDA(ir_gx_launch_ranges(ex->grid, x->d_voxels, x->d_ranges, x->d_nonfinite, x->stream));
   int nonfinite = 0;
   IR_GX_CUDA(cudaMemcpyAsync(&nonfinite, x->d_nonfinite, sizeof nonfinite, cudaMemcpyDeviceToHost, x->stream));
   IR_GX_CUDA(cudaStreamSynchronize(x->stream));

@@ -169,7 +169,7 @@ static __device__ __forceinline__ void ir_gx_brick_origin(const ir_mc_grid &g, u
 /* ---- Stage launchers ------------------------------------------------------------------------------ */
 /* Brick value ranges and the non-finite flag of the grid (brick_ranges.cu). */
 cudaError_t ir_gx_launch_ranges(const ir_mc_grid &g, const void *voxels, ir_mc_range *ranges, int *nonfinite,
-                                size_t bricks, cudaStream_t stream);
+                                cudaStream_t stream);
 /* The brick test (classify.cu); zeroes the counts of the inactive bricks in t. */
 cudaError_t ir_gx_launch_bricks(const ir_mc_grid &g, const ir_mc_rules &r, float iso, const ir_mc_range *ranges,
                                 size_t bricks, const ir_gx_out &out, const ir_gx_tables &t, cudaStream_t stream);
