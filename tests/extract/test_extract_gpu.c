@@ -242,7 +242,7 @@ static void test_brick_ranges_against_the_host(void) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const size_t *dims = cases[c].dims, n = dims[0] * dims[1] * dims[2];
     const int type = cases[c].type;
-    const size_t size = type == IR_VOXEL_UINT8 ? 1 : (type == IR_VOXEL_FLOAT32 ? 4 : 2);
+    const size_t size = ir_mc_type_size(type);
     uint8_t *v = malloc(n * size);
     for (size_t i = 0; i < n; i++) {
       uint32_t r = test_rand();
