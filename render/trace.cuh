@@ -804,6 +804,15 @@ static inline IR_HD float ir_cursor_leap(const ir_trace_params *p, const ir_ray 
   return t;
 }
 
+/* The least skip distance the walk leaps from (2, the least that can: a cube of 3 cells a side);
+ * from nearer cells it steps cell by cell. A leap costs about five cell steps of instructions and
+ * a cube of skip D saves about D - 1 of them, so on a busy volume the short leaps may cost more
+ * than they save (a measuring switch: the cells met, and so the image, are the same for any
+ * value, docs/PERFORMANCE.md, "Leaps over empty space, counted"). */
+#ifndef IR_LEAP_MIN_SKIP
+#define IR_LEAP_MIN_SKIP 2
+#endif
+
 /* From sample k on, walks the cells the ray passes and returns the next run of consecutive
  * valid cells (at most max_cells of them, 0 = no limit) as the samples [*ka, *kb] to march;
  * false when the ray leaves the volume first. */
@@ -825,7 +834,7 @@ static inline IR_HD bool ir_next_run(const ir_trace_params *p, const ir_ray *r, 
     } else if (cells > 0) {
       run_end = t;
       break;
-    } else if (skip > 1) { /* empty space: out of the cube of empty cells in one step */
+    } else if (skip >= IR_LEAP_MIN_SKIP) { /* empty space: out of the cube of empty cells in one step */
       float t_leap = ir_cursor_leap(p, r, &q, skip);
       if (t_leap >= s->t1) break;
       t = fmaxf(t, t_leap);
