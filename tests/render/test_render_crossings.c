@@ -17,7 +17,8 @@
  * Without arguments, the test: three builtin volumes with bounds on each count. With
  * `SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO]]]` it prints the counts for that scene (every
  * STRIDE-th pixel of each row and column, VIEWS views of the orbit at 25 degrees), the
- * figures docs/render.md gives. */
+ * figures docs/render.md gives. `--gpu` first: the same with the GPU renderer's depth (its
+ * default pipeline; the others draw the same bits, test_render_gpu), exit 77 without a device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,8 @@
 
 #include "tests/check.h"
 #include "tests/render/render_test_util.h"
+
+static ir_device g_device = IR_DEVICE_CPU; /* --gpu: the GPU renderer's depth instead */
 
 typedef struct field {
   int n[3];
@@ -203,7 +206,7 @@ typedef struct crossing_counts {
   walk_counts walk;
 } crossing_counts;
 
-/* Renders the scene on the CPU and compares every stride-th pixel's depth with the exact first
+/* Renders the scene (on the CPU, or the GPU with --gpu) and compares every stride-th pixel's depth with the exact first
  * crossing. False when the volume or the renderer fails. */
 static bool compare_scene(const char *source, int w, int h, double distance, int views, int stride, double iso,
                           crossing_counts *out) {
@@ -217,7 +220,7 @@ static bool compare_scene(const char *source, int w, int h, double distance, int
   char err[IR_ERR_LEN] = "";
   ir_renderer *r = NULL;
   float *depth = malloc((size_t)w * h * sizeof *depth);
-  ir_renderer_desc rd = {.device = IR_DEVICE_CPU, .volume = &vol};
+  ir_renderer_desc rd = {.device = g_device, .volume = &vol};
   bool ok = depth && field_make(&vol, iso, &f) && ir_renderer_create(&rd, &r, err) == IR_OK;
   for (int view = 0; ok && view < views; view++) {
     ir_camera cam = ir_camera_orbit(&vol, 360.0f * (float)view / 8.0f, 25.0f, (float)distance, IR_AXIS_NONE);
@@ -307,12 +310,34 @@ static void test_fractal(void) { check_scene("builtin:fractal:128", 256, 1.0, 4,
 static void test_marschner_lobb(void) { check_scene("builtin:marschner-lobb:64", 256, 1.5, 4, 10.0, 0.02); }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--gpu") == 0) {
+    g_device = IR_DEVICE_GPU;
+    argv[1] = argv[0];
+    argv++;
+    argc--;
+    ir_volume probe;
+    char err[IR_ERR_LEN] = "";
+    ir_renderer *r = NULL;
+    if (!util_load("builtin:sphere:8", &probe)) return 1;
+    ir_renderer_desc rd = {.device = IR_DEVICE_GPU, .volume = &probe};
+    ir_status st = ir_renderer_create(&rd, &r, err);
+    if (r) ir_renderer_destroy(r);
+    ir_volume_free(&probe);
+    if (st != IR_OK) {
+      if (strstr(err, "no CUDA device")) {
+        printf("skipped: %s\n", err);
+        return 77;
+      }
+      fprintf(stderr, "GPU renderer: %s\n", err);
+      return 1;
+    }
+  }
   if (argc >= 5) {
     crossing_counts c;
     int w = atoi(argv[2]), h = atoi(argv[3]), views = argc > 5 ? atoi(argv[5]) : 1, stride = argc > 6 ? atoi(argv[6]) : 1;
     double distance = atof(argv[4]), iso = argc > 7 ? atof(argv[7]) : NAN;
     if (w < 1 || h < 1 || !(distance > 0) || views < 1 || stride < 1) {
-      fprintf(stderr, "usage: %s [SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO]]]]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--gpu] [SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO]]]]\n", argv[0]);
       return 2;
     }
     if (!compare_scene(argv[1], w, h, distance, views, stride, iso, &c)) return 1;
@@ -320,7 +345,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc > 1) {
-    fprintf(stderr, "usage: %s [SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO]]]]\n", argv[0]);
+    fprintf(stderr, "usage: %s [--gpu] [SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO]]]]\n", argv[0]);
     return 2;
   }
   RUN(test_sphere);
