@@ -114,8 +114,8 @@ static int parse_options(int argc, char **argv, ex_options *o) {
     if (used == 0) used = cli_parse_look_option(argc, argv, &i, &o->look, err);
     if (used < 0) return bad("%s", err);
     if (used > 0) {
-      if (strcmp(opt, "--refine") == 0 || strcmp(opt, "--depth") == 0)
-        return bad("%s is a rendering option; a mesh has no refinement or depth image", opt);
+      if (strcmp(opt, "--refine") == 0 || strcmp(opt, "--depth") == 0 || strcmp(opt, "--step") == 0)
+        return bad("%s is a rendering option; a mesh has no refinement, sample step or depth image", opt);
       continue;
     }
     if (strcmp(opt, "--quiet") == 0) {

@@ -716,7 +716,7 @@ static void print_look(const hl_options *o, const ir_volume *volume, const ir_vo
   const app_look *look = &o->look;
   bool lit = look->ao_samples > 0 || look->shadows || look->light_on;
   if (!look->surface_count && !look->clip_box_on && !look->clip_plane_on && look->color_by == IR_COLOR_SURFACE &&
-      !look->texture_refine && !lit)
+      !look->texture_refine && !(look->sample_step > 0.0f) && !lit)
     return;
   ir_frame_desc f;
   memset(&f, 0, sizeof f);
@@ -750,6 +750,7 @@ static void print_look(const hl_options *o, const ir_volume *volume, const ir_vo
               ir_colormap_name(f.colormap), (double)f.color_range[0], (double)f.color_range[1],
               look->color_range_given ? "" : " (automatic)");
   HL_APPEND("; %s refinement", f.texture_refine ? "texture" : "exact");
+  if (f.sample_step > 0.0f) HL_APPEND("; samples every %g voxels", (double)f.sample_step);
   if (f.ao_samples)
     HL_APPEND("; ambient occlusion %d rays of %g voxels%s", f.ao_samples,
               (double)(f.ao_radius > 0.0f ? f.ao_radius : IR_AO_RADIUS_DEFAULT),

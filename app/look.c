@@ -58,13 +58,16 @@ void cli_print_look_options(FILE *to) {
           "                       the colour volume's min..max)\n"
           "  --refine exact|texture  refine crossings in float trilinear (default) or with the\n"
           "                       texture unit's 8-bit weights (terraced; for comparison)\n"
+          "  --step VOXELS        distance between a ray's samples, %g..%g (default %g): a finer step\n"
+          "                       finds surface slivers thinner than a step, at more samples\n"
           "  --ao N[:RADIUS]      ambient occlusion: N rays (1..%d) per shaded hit over the hemisphere\n"
           "                       about the normal, each up to RADIUS voxels (default %g); the open\n"
           "                       fraction scales the ambient and diffuse light\n"
           "  --shadows            a shadow ray per shaded hit toward the light\n"
           "  --light AZ,EL        a directional light in the camera's frame, degrees (AZ -180..180,\n"
           "                       EL -90..90; 0,0 shines from the eye); default: a headlight per pixel\n",
-          maps, IR_AO_MAX_SAMPLES, (double)IR_AO_RADIUS_DEFAULT);
+          maps, (double)IR_SAMPLE_STEP_MIN, (double)IR_SAMPLE_STEP_MAX, (double)IR_SAMPLE_STEP_DEFAULT,
+          IR_AO_MAX_SAMPLES, (double)IR_AO_RADIUS_DEFAULT);
 }
 
 void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f) {
@@ -84,6 +87,7 @@ void app_look_apply(const app_look *look, const ir_volume *v, ir_frame_desc *f) 
   f->color_range[0] = look->color_range[0];
   f->color_range[1] = look->color_range[1];
   f->texture_refine = look->texture_refine;
+  f->sample_step = look->sample_step;
   f->ao_samples = look->ao_samples;
   f->ao_radius = look->ao_radius;
   f->shadows = look->shadows;

@@ -376,9 +376,21 @@ static bool parse_light(const char *value, app_look *look, char err[IR_ERR_LEN])
   return true;
 }
 
+/* --step VOXELS: the distance between a ray's samples (ir_frame_desc.sample_step). */
+static bool parse_sample_step(const char *value, app_look *look, char err[IR_ERR_LEN]) {
+  double v = 0;
+  if (!cli_parse_float(value, &v) || !(v >= IR_SAMPLE_STEP_MIN && v <= IR_SAMPLE_STEP_MAX)) {
+    snprintf(err, IR_ERR_LEN, "--step '%.100s': expected voxels between samples from %g to %g (default %g)", value,
+             (double)IR_SAMPLE_STEP_MIN, (double)IR_SAMPLE_STEP_MAX, (double)IR_SAMPLE_STEP_DEFAULT);
+    return false;
+  }
+  look->sample_step = (float)v;
+  return true;
+}
+
 int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char err[IR_ERR_LEN]) {
   static const char *const names[] = {"--surface", "--clip-box", "--clip-plane", "--color-by", "--colormap",
-                                      "--color-range", "--refine", "--depth", "--ao", "--light", NULL};
+                                      "--color-range", "--refine", "--depth", "--ao", "--light", "--step", NULL};
   const char *opt = argv[*i];
   if (strcmp(opt, "--shadows") == 0) { /* the one look option without a value */
     look->shadows = true;
@@ -409,6 +421,7 @@ int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char er
     break;
   case 5: ok = parse_color_range(value, look, err); break;
   case 8: ok = parse_ao(value, look, err); break;
+  case 10: ok = parse_sample_step(value, look, err); break;
   case 9: ok = parse_light(value, look, err); break;
   case 6:
     if (strcmp(value, "exact") == 0 || strcmp(value, "texture") == 0) {

@@ -57,6 +57,7 @@ typedef struct app_look {
   bool color_range_given;
   float color_range[2];
   bool texture_refine;
+  float sample_step;                /* --step: voxels between a ray's samples; 0: the default */
   const char *depth_path;
   int ao_samples;                   /* 0: no ambient occlusion */
   float ao_radius;                  /* voxels; 0: IR_AO_RADIUS_DEFAULT */

@@ -265,6 +265,7 @@ void ir_trace_params_fill(const ir_renderer *r, const ir_frame_desc *f, ir_trace
     }
   }
   p->exact = !f->texture_refine;
+  p->step = f->sample_step > 0.0f ? f->sample_step : IR_SAMPLE_STEP_DEFAULT;
   p->color_by = (int)f->color_by;
   p->color = r->color_view;
   p->cmap = ir_colormap_table(f->colormap);

@@ -44,7 +44,7 @@ static __global__ void __launch_bounds__(IR_PLAIN_BLOCK_X * IR_PLAIN_BLOCK_Y)
   uint32_t color = IR_BACKGROUND_RGBA;
   float t, t_end, hit_t = INFINITY;
   if (ir_ray_box(&r, p.box_lo, p.box_hi, &t, &t_end)) {
-    float dt = ir_ray_step(&r);
+    float dt = ir_ray_step(&p, &r);
     ir_brick_cursor q = ir_cursor_at(&p, &r, t);
     for (;;) {
       float t_out = fminf(ir_cursor_exit(&q), t_end), t_hit;

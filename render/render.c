@@ -316,6 +316,12 @@ static ir_status check_frame(const ir_renderer *r, const ir_frame_desc *f, char 
     snprintf(err, IR_ERR_LEN, "sample_frame %u: at most %u", f->sample_frame, UINT32_MAX / IR_AO_MAX_SAMPLES);
     return IR_ERR_INPUT;
   }
+  if (!(f->sample_step == 0.0f || (f->sample_step >= IR_SAMPLE_STEP_MIN && f->sample_step <= IR_SAMPLE_STEP_MAX))) {
+    snprintf(err, IR_ERR_LEN, "sample step %g voxels: must be between %g and %g (0: the default, %g)",
+             (double)f->sample_step, (double)IR_SAMPLE_STEP_MIN, (double)IR_SAMPLE_STEP_MAX,
+             (double)IR_SAMPLE_STEP_DEFAULT);
+    return IR_ERR_INPUT;
+  }
   if (!(f->ao_radius >= 0.0f) || !isfinite(f->ao_radius)) {
     snprintf(err, IR_ERR_LEN, "ambient occlusion: radius %g voxels; must be a positive number (0: the default, %g)",
              (double)f->ao_radius, (double)IR_AO_RADIUS_DEFAULT);

@@ -203,6 +203,12 @@ typedef struct ir_frame_desc {
   ir_color_source color_by;     /* IR_COLOR_SURFACE by default */
   ir_colormap colormap;         /* for the other sources */
   float color_range[2];         /* values mapped to the colour map's ends */
+  float sample_step;            /* the distance between a ray's samples, in voxels (0: the default
+                                   IR_SAMPLE_STEP_DEFAULT, half a voxel; IR_SAMPLE_STEP_MIN ..
+                                   IR_SAMPLE_STEP_MAX): a surface sliver thinner than a step
+                                   along the ray can fall between two samples (docs/render.md,
+                                   "Crossings"); a finer step finds more of them, at more samples.
+                                   Shadow rays take it too; occlusion rays keep one voxel */
   bool texture_refine;          /* refine crossings with the texture unit's samples (8-bit
                                    interpolation weights: terraced surfaces) instead of the
                                    exact float trilinear field; for comparison */
@@ -240,6 +246,11 @@ typedef enum ir_secondary_mode {
 } ir_secondary_mode;
 const char *ir_secondary_name(ir_secondary_mode m); /* "inline" | "spread" | "pool" */
 bool ir_secondary_parse(const char *word, ir_secondary_mode *out);
+
+/* A ray's sample step in voxels (ir_frame_desc.sample_step): the default and the range. */
+#define IR_SAMPLE_STEP_DEFAULT 0.5f
+#define IR_SAMPLE_STEP_MIN 0.01f
+#define IR_SAMPLE_STEP_MAX 1.0f
 
 /* Occlusion rays: the most per hit and per frame, and their default length in voxels. */
 #define IR_AO_MAX_SAMPLES 256

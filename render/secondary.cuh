@@ -15,7 +15,7 @@
  * An occlusion or shadow ray starts half a voxel off the hit along the normal, on the viewer's
  * side, and has its own sample grid: steps from its entry into the drawn part of the volume (the
  * clip box cut by the clip plane, ir_ray_clip) to RADIUS voxels (occlusion, one-voxel steps) or
- * the exit (shadow, half-voxel steps). A long one walks the primary rays' cells with ir_next_run
+ * the exit (shadow, the primary rays' step: half a voxel by default). A long one walks the primary rays' cells with ir_next_run
  * and marches each run in batches of samples tested in order; a short one (IR_SHORT_RAY_SAMPLES:
  * the occlusion rays) is marched whole, without the walk; a crossing counts where its
  * interpolated t lies in the drawn part, as for primary rays, and the ray stops at the first
@@ -38,7 +38,7 @@
 #define IR_SECONDARY_OFFSET 0.5f
 
 /* The sample step of an occlusion ray (the finite ones), voxels; a shadow ray (to the exit) steps
- * half a voxel like a primary ray. An occlusion ray only asks whether anything lies within its
+ * like a primary ray (the frame's sample step, half a voxel by default). An occlusion ray only asks whether anything lies within its
  * radius, and a hit's occlusion is the mean of N such answers: what one-voxel steps can miss is
  * a sliver thinner than a voxel along the ray, which changes that mean far less than its sampling
  * noise, while they read half the samples (11-24 % of a frame with AO 8 + shadows on an H100,
@@ -141,12 +141,12 @@ static inline IR_HD ir_ray ir_secondary_ray(const ir_trace_params *p, ir_vec3 o,
 }
 
 /* A secondary ray's sample grid: steps of IR_OCCLUSION_STEP_VOXELS (occlusion rays, t_max
- * finite) or half a voxel (shadow rays) from its entry into the drawn part of the volume to
+ * finite) or the frame's sample step (shadow rays) from its entry into the drawn part of the volume to
  * t_max or the exit; false when it has nothing to march (all its light passes). */
 static inline IR_HD bool ir_secondary_span(const ir_trace_params *p, const ir_ray *r, float t_max, ir_span *s) {
   float tn, tf;
   if (!ir_ray_clip(p, r, &tn, &tf)) return false;
-  s->dt = (t_max < INFINITY ? IR_OCCLUSION_STEP_VOXELS : IR_STEP_VOXELS) / sqrtf(ir_dot(r->d, r->d));
+  s->dt = (t_max < INFINITY ? IR_OCCLUSION_STEP_VOXELS : p->step) / sqrtf(ir_dot(r->d, r->d));
   s->t0 = s->c0 = tn;
   s->t1 = s->c1 = fminf(tf, t_max);
   if (!(s->t1 > s->t0)) return false;
@@ -284,9 +284,10 @@ static inline IR_HD ir_light_setup ir_light_prepare(const ir_trace_params *p, co
   float nv = ir_dot(n, v);
   bool normal_ok = nv == nv && ir_dot(n, n) > 0.5f;
   /* Two-sided: the side the ray came from, where the secondary rays start half a voxel off the
-   * surface. It is told by the field half a step back along the ray rather than by the sign of
-   * n.v, which a grazing hit's differences can get wrong (its rays would start inside a ball). */
-  float back = ir_sample(&p->vol, ir_ray_at(r, t - ir_ray_step(r)));
+   * surface. It is told by the field half a voxel back along the ray (whatever the sample step: a
+   * finer one could land within the refined hit's error) rather than by the sign of n.v, which a
+   * grazing hit's differences can get wrong (its rays would start inside a ball). */
+  float back = ir_sample(&p->vol, ir_ray_at(r, t - IR_SAMPLE_STEP_DEFAULT / sqrtf(ir_dot(r->d, r->d))));
   float side = back == back ? (back >= p->iso.v[surf] ? 1.0f : -1.0f) : (nv < 0.0f ? -1.0f : 1.0f);
   n = ir_scale(n, side);
   ir_vec3 x = ir_ray_at(r, t);

@@ -53,6 +53,7 @@ typedef struct ir_trace_params {
   float surf_alpha[IR_ISO_SET_MAX];  /* and opacity (> 0) */
   bool translucent;           /* some surface has opacity < 1: rays composite past hits */
   bool exact;                 /* refine crossings and take normals on the exact trilinear field */
+  float step;                 /* the sample step along a ray (primary and shadow), voxels */
   bool plane_on;              /* clip plane in voxel coordinates: keeps the points x with */
   float plane[4];             /* plane[0..2] . x + plane[3] >= 0 */
   int color_by;               /* ir_color_source */
@@ -84,8 +85,6 @@ typedef struct ir_trace_params {
   ir_vec3 light_dir;          /* unit, world, towards the light */
 } ir_trace_params;
 
-/* Half-voxel steps: the step in t that moves half a voxel in voxel space. */
-#define IR_STEP_VOXELS 0.5f
 
 static inline IR_HD ir_bvh_node ir_load_node(const ir_bvh_node *nodes, uint32_t i) {
 #ifdef __CUDA_ARCH__
@@ -558,7 +557,11 @@ static inline IR_HD bool ir_march_run_as(const ir_trace_params *p, const ir_ray 
   return hit_found;
 }
 
-static inline IR_HD float ir_ray_step(const ir_ray *r) { return IR_STEP_VOXELS / sqrtf(ir_dot(r->d, r->d)); }
+/* The step in t that moves the frame's sample step (p->step voxels, half a voxel by default) in
+ * voxel space. */
+static inline IR_HD float ir_ray_step(const ir_trace_params *p, const ir_ray *r) {
+  return p->step / sqrtf(ir_dot(r->d, r->d));
+}
 
 /* The ray's span in the volume and its sample grid; false if the ray misses the volume. */
 static inline IR_HD bool ir_ray_span(const ir_trace_params *p, const ir_ray *r, ir_span *s) {
@@ -566,7 +569,7 @@ static inline IR_HD bool ir_ray_span(const ir_trace_params *p, const ir_ray *r, 
   if (!ir_ray_clip(p, r, &tn, &tf)) return false;
   s->c0 = tn;
   s->c1 = tf;
-  s->dt = ir_ray_step(r);
+  s->dt = ir_ray_step(p, r);
   /* Clipped, the span runs from the grid's sample on or before the entry to the one on or after
    * the exit, so segments straddling the clip are tested whole (a no-op without clipping). */
   if (ir_ray_box(r, p->grid_lo, p->grid_hi, &gn, &gf) && (gn < tn || tf < gf)) {

@@ -983,6 +983,7 @@ static bool same_picture(const ir_frame_desc *a, const ir_frame_desc *b) {
   bool same = a->width == b->width && a->height == b->height && a->isovalue == b->isovalue &&
               a->surface_count == b->surface_count && a->clip_plane_on == b->clip_plane_on &&
               a->color_by == b->color_by && a->colormap == b->colormap && a->texture_refine == b->texture_refine &&
+              a->sample_step == b->sample_step &&
               a->ao_samples == b->ao_samples && a->ao_radius == b->ao_radius && a->shadows == b->shadows &&
               a->light_on == b->light_on && a->pipeline == b->pipeline && a->method == b->method;
   same = same && memcmp(&a->camera, &b->camera, sizeof a->camera) == 0 &&

@@ -259,6 +259,7 @@ class Renderer:
         shadows: bool = False,
         light: Optional[Sequence[float]] = None,
         accumulate: int = 1,
+        step: Optional[float] = None,
     ) -> Frame:
         """Renders one frame; see :func:`render` for the arguments."""
         if surfaces is None and iso is None:
@@ -292,12 +293,24 @@ class Renderer:
             shadows=bool(shadows),
             light=None if light is None else [float(v) for v in light],
             accumulate=int(accumulate),
+            step=_sample_step(step),
         )
         if output == "device":
             image = _arrays.as_library(image, self._like)
         else:
             image = np.asarray(image)
         return Frame(image, timings, None if depth_buffer is None else np.asarray(depth_buffer))
+
+
+def _sample_step(step: Optional[float]) -> float:
+    """The renderer's sample_step: 0 for None (its default, half a voxel), else the value, which
+    must be positive (the renderer checks the rest of its range)."""
+    if step is None:
+        return 0.0
+    value = float(step)
+    if not value > 0.0:
+        raise ValueError(f"step {step!r}: voxels between a ray's samples, 0.01 to 1 (None: 0.5)")
+    return value
 
 
 def render(
@@ -327,6 +340,7 @@ def render(
     shadows: bool = False,
     light: Optional[Sequence[float]] = None,
     accumulate: int = 1,
+    step: Optional[float] = None,
 ) -> Frame:
     """Renders an isosurface image of ``volume``: what ``inkray --headless`` draws.
 
@@ -352,7 +366,10 @@ def render(
       when there is one); ``threads``: CPU threads (0: all cores).
     - ``color_by``: None (the surfaces' colours), ``'gradient'`` or an array of the volume's shape,
       mapped through ``colormap`` over ``color_range`` (default: the quantity's range).
-    - ``refine``: ``'exact'`` (float trilinear) or ``'texture'`` (8-bit texture weights).
+    - ``refine``: ``'exact'`` (float trilinear) or ``'texture'`` (8-bit texture weights);
+      ``step``: voxels between a ray's samples, 0.01 to 1 (None: 0.5). A surface sliver thinner
+      than a step along the ray can fall between two samples; a finer step finds more of them, at
+      more samples (docs/render.md, "Crossings").
     - ``output``: ``'numpy'``, or ``'device'`` for the GPU's image buffer without a copy (an array
       of the volume's library when it is CuPy or PyTorch, else an object with
       ``__cuda_array_interface__`` and ``__dlpack__``), valid until the renderer's next frame.
@@ -390,6 +407,7 @@ def render(
         shadows=shadows,
         light=light,
         accumulate=accumulate,
+        step=step,
     )
 
 

@@ -438,19 +438,19 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
   static char *keywords[] = {"width", "height", "iso", "surfaces", "camera", "clip_box", "clip_plane",
                              "pipeline", "method", "color_by", "colormap", "color_range", "refine",
                              "stage_timing", "output", "depth", "tail_rays", "ao", "ao_radius", "shadows", "light",
-                             "accumulate", NULL};
+                             "accumulate", "step", NULL};
   renderer_obj *self = (renderer_obj *)obj;
   int width = 0, height = 0, stage_timing = 0, want_depth = 0;
   PyObject *iso = Py_None, *surfaces = Py_None, *camera = Py_None, *clip_box = Py_None, *clip_plane = Py_None;
   PyObject *color_range = Py_None, *tail = Py_None, *light = Py_None;
   int ao = 0, shadows = 0, accumulate = 1;
-  double ao_radius = 0.0;
+  double ao_radius = 0.0, step = 0.0;
   const char *pipeline = "single", *method = "ink-compact", *color_by = "surface", *colormap = "viridis";
   const char *refine = "exact", *output = "numpy";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iiOOOOOssssOspspOidpOi", keywords, &width, &height, &iso,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iiOOOOOssssOspspOidpOid", keywords, &width, &height, &iso,
                                    &surfaces, &camera, &clip_box, &clip_plane, &pipeline, &method, &color_by,
                                    &colormap, &color_range, &refine, &stage_timing, &output, &want_depth, &tail, &ao,
-                                   &ao_radius, &shadows, &light, &accumulate))
+                                   &ao_radius, &shadows, &light, &accumulate, &step))
     return NULL;
   ir_frame_desc f;
   memset(&f, 0, sizeof f);
@@ -488,6 +488,7 @@ static PyObject *renderer_render(PyObject *obj, PyObject *args, PyObject *kwargs
     return NULL;
   }
   f.texture_refine = strcmp(refine, "texture") == 0;
+  f.sample_step = (float)step; /* the renderer checks its range (0: the default) */
   /* Ambient occlusion, shadows, the light: the renderer checks their ranges (one message). */
   f.ao_samples = ao;
   f.ao_radius = (float)ao_radius;
@@ -625,7 +626,7 @@ static PyObject *renderer_c_order(PyObject *obj, void *closure) {
 static PyMethodDef renderer_methods[] = {
     {"render", (PyCFunction)(void (*)(void))renderer_render, METH_VARARGS | METH_KEYWORDS,
      "render(*, width, height, iso, surfaces, camera, clip_box, clip_plane, pipeline, method, color_by, colormap, "
-     "color_range, refine, stage_timing, output, depth, tail_rays, ao, ao_radius, shadows, light, accumulate) -> "
+     "color_range, refine, stage_timing, output, depth, tail_rays, ao, ao_radius, shadows, light, accumulate, step) -> "
      "(image, stats, depth)"},
     {"set_color_volume", renderer_set_color_volume, METH_O, "The second volume color_by='volume' maps (or None)."},
     {"suggested_isovalues", renderer_suggested_isovalues, METH_NOARGS,

@@ -362,6 +362,10 @@ static void test_bad_look_options_exit_2_with_one_line_naming_the_option(void) {
       {"--light", "200,0", "azimuth -180..180"},
       {"--light", "30", "AZ,EL"},
       {"--light", "nan,0", "AZ,EL"},
+      {"--step", "0", "from 0.01 to 1"},
+      {"--step", "1.5", "from 0.01 to 1"},
+      {"--step", "x", "voxels between samples"},
+      {"--step", "nan", "from 0.01 to 1"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     const char *args[] = {"--headless", "--device", "cpu", cases[k][0], cases[k][1], NULL};

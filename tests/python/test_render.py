@@ -137,6 +137,20 @@ def test_color_by_gradient_matches_the_program(tmp_path):
     np.testing.assert_array_equal(image, expected)
 
 
+def test_step_matches_the_program(tmp_path):
+    """step is the program's --step, pixel for pixel; 0.5 is the default; out of range is refused."""
+    volume = sphere(N)
+    expected = program_image(tmp_path, volume, ["--iso", "0", "--step", "0.25"])
+    image, _ = inkray.render(volume, 0.0, step=0.25, size=SIZE, device="cpu")
+    np.testing.assert_array_equal(image, expected)
+    default, _ = inkray.render(volume, 0.0, size=SIZE, device="cpu")
+    half, _ = inkray.render(volume, 0.0, step=0.5, size=SIZE, device="cpu")
+    np.testing.assert_array_equal(half, default)
+    for bad in (0, -1, 2.0, float("nan")):
+        with pytest.raises(ValueError, match="step"):
+            inkray.render(volume, 0.0, step=bad, size=SIZE, device="cpu")
+
+
 def test_ao_shadows_and_light_match_the_program(tmp_path):
     """ao, ao_radius, shadows, light and accumulate are the program's --ao N:R, --shadows, --light
     AZ,EL and --accumulate K, pixel for pixel; the paper's pipeline refuses them."""

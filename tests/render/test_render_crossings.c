@@ -14,11 +14,12 @@
  * and what a cell-by-cell method would do per ray: the voxel cells it visits inside valid 8^3
  * cells before its hit, and the cubics it solves (cells whose values hold the isovalue).
  *
- * Without arguments, the test: three builtin volumes with bounds on each count. With
- * `SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO]]]` it prints the counts for that scene (every
- * STRIDE-th pixel of each row and column, VIEWS views of the orbit at 25 degrees), the
- * figures docs/render.md gives. `--gpu` first: the same with the GPU renderer's depth (its
- * default pipeline; the others draw the same bits, test_render_gpu), exit 77 without a device. */
+ * Without arguments, the test: three builtin volumes with bounds on each count, and one with a
+ * quarter-voxel step. With `SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO [STEP]]]]` it prints
+ * the counts for that scene (every STRIDE-th pixel of each row and column, VIEWS views of the
+ * orbit at 25 degrees; ISO nan: the builtin's; STEP: the sample step in voxels), the figures
+ * docs/render.md gives. `--gpu` first: the same with the GPU renderer's depth (its default
+ * pipeline; the others draw the same bits, test_render_gpu), exit 77 without a device. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,10 +207,11 @@ typedef struct crossing_counts {
   walk_counts walk;
 } crossing_counts;
 
-/* Renders the scene (on the CPU, or the GPU with --gpu) and compares every stride-th pixel's depth with the exact first
- * crossing. False when the volume or the renderer fails. */
+/* Renders the scene (on the CPU, or the GPU with --gpu; samples every `step` voxels, 0: the
+ * default) and compares every stride-th pixel's depth with the exact first crossing. False when
+ * the volume or the renderer fails. */
 static bool compare_scene(const char *source, int w, int h, double distance, int views, int stride, double iso,
-                          crossing_counts *out) {
+                          float step, crossing_counts *out) {
   memset(out, 0, sizeof *out);
   ir_volume vol;
   if (!util_load(source, &vol)) return false;
@@ -224,7 +226,7 @@ static bool compare_scene(const char *source, int w, int h, double distance, int
   bool ok = depth && field_make(&vol, iso, &f) && ir_renderer_create(&rd, &r, err) == IR_OK;
   for (int view = 0; ok && view < views; view++) {
     ir_camera cam = ir_camera_orbit(&vol, 360.0f * (float)view / 8.0f, 25.0f, (float)distance, IR_AXIS_NONE);
-    ir_frame_desc fd = {.width = w, .height = h, .isovalue = (float)iso, .camera = cam};
+    ir_frame_desc fd = {.width = w, .height = h, .isovalue = (float)iso, .camera = cam, .sample_step = step};
     ok = ir_render_frame(r, &fd, NULL, err) == IR_OK && ir_render_read_depth(r, depth, err) == IR_OK;
     for (int py = 0; ok && py < h; py += stride)
       for (int px = 0; px < w; px += stride) {
@@ -268,9 +270,9 @@ static bool compare_scene(const char *source, int w, int h, double distance, int
 static double percent(long part, long whole) { return whole ? 100.0 * (double)part / (double)whole : 0.0; }
 static double same_rms(const crossing_counts *c) { return c->same ? sqrt(c->same_sq / (double)c->same) : 0.0; }
 
-static void print_counts(const char *source, int w, int h, double distance, const crossing_counts *c) {
-  printf("%s at %dx%d, distance %.2f: %ld rays in the box, %ld exact hits\n", source, w, h, distance, c->walk.rays,
-         c->hits);
+static void print_counts(const char *source, int w, int h, double distance, float step, const crossing_counts *c) {
+  printf("%s at %dx%d, distance %.2f, samples every %g voxels: %ld rays in the box, %ld exact hits\n", source, w, h,
+         distance, (double)(step > 0.0f ? step : IR_SAMPLE_STEP_DEFAULT), c->walk.rays, c->hits);
   printf("  same crossing (within half a voxel): %.3f %% of hits, RMS %.5f voxel\n", percent(c->same, c->hits),
          same_rms(c));
   printf("  stepped over by the march: %.3f %% of hits (a later crossing %.3f %%, none %.3f %%); false: %ld; "
@@ -283,13 +285,13 @@ static void print_counts(const char *source, int w, int h, double distance, cons
 }
 
 /* One scene of the test: the bounds each count must keep. */
-static void check_scene(const char *source, int size, double distance, int views, double max_stepped_percent,
-                        double max_rms) {
+static void check_scene(const char *source, int size, double distance, int views, float step,
+                        double max_stepped_percent, double max_rms) {
   crossing_counts c;
-  bool ok = compare_scene(source, size, size, distance, views, 1, NAN, &c);
+  bool ok = compare_scene(source, size, size, distance, views, 1, NAN, step, &c);
   CHECK(ok);
   if (!ok) return;
-  print_counts(source, size, size, distance, &c);
+  print_counts(source, size, size, distance, step, &c);
   CHECK_MSG(c.hits > 1000, "%s: only %ld hits", source, c.hits);
   CHECK_MSG(same_rms(&c) <= max_rms, "%s: refined crossings %.5f voxel RMS from the exact ones (at most %.3f)", source,
             same_rms(&c), max_rms);
@@ -303,11 +305,15 @@ static void check_scene(const char *source, int size, double distance, int views
 }
 
 /* A smooth surface: every first crossing found, to a thousandth of a voxel. */
-static void test_sphere(void) { check_scene("builtin:sphere:64", 192, 1.5, 2, 0.0, 0.0025); }
+static void test_sphere(void) { check_scene("builtin:sphere:64", 192, 1.5, 2, 0.0f, 0.0, 0.0025); }
 /* A busy one: a few slivers thinner than half a voxel along the ray are stepped over. */
-static void test_fractal(void) { check_scene("builtin:fractal:128", 256, 1.0, 4, 1.0, 0.01); }
+static void test_fractal(void) { check_scene("builtin:fractal:128", 256, 1.0, 4, 0.0f, 1.0, 0.01); }
 /* Marschner-Lobb's signal near the grid's limit: many thin slivers. */
-static void test_marschner_lobb(void) { check_scene("builtin:marschner-lobb:64", 256, 1.5, 4, 10.0, 0.02); }
+static void test_marschner_lobb(void) { check_scene("builtin:marschner-lobb:64", 256, 1.5, 4, 0.0f, 10.0, 0.02); }
+/* A quarter-voxel step (ir_frame_desc.sample_step) steps over about half as many slivers. */
+static void test_finer_step_finds_more_slivers(void) {
+  check_scene("builtin:marschner-lobb:64", 256, 1.5, 4, 0.25f, 5.0, 0.02);
+}
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--gpu") == 0) {
@@ -336,20 +342,22 @@ int main(int argc, char **argv) {
     crossing_counts c;
     int w = atoi(argv[2]), h = atoi(argv[3]), views = argc > 5 ? atoi(argv[5]) : 1, stride = argc > 6 ? atoi(argv[6]) : 1;
     double distance = atof(argv[4]), iso = argc > 7 ? atof(argv[7]) : NAN;
+    float step = argc > 8 ? (float)atof(argv[8]) : 0.0f;
     if (w < 1 || h < 1 || !(distance > 0) || views < 1 || stride < 1) {
-      fprintf(stderr, "usage: %s [--gpu] [SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO]]]]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--gpu] [SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO [STEP]]]]]\n", argv[0]);
       return 2;
     }
-    if (!compare_scene(argv[1], w, h, distance, views, stride, iso, &c)) return 1;
-    print_counts(argv[1], w, h, distance, &c);
+    if (!compare_scene(argv[1], w, h, distance, views, stride, iso, step, &c)) return 1;
+    print_counts(argv[1], w, h, distance, step, &c);
     return 0;
   }
   if (argc > 1) {
-    fprintf(stderr, "usage: %s [--gpu] [SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO]]]]\n", argv[0]);
+    fprintf(stderr, "usage: %s [--gpu] [SOURCE WIDTH HEIGHT DISTANCE [VIEWS [STRIDE [ISO [STEP]]]]]\n", argv[0]);
     return 2;
   }
   RUN(test_sphere);
   RUN(test_fractal);
   RUN(test_marschner_lobb);
+  RUN(test_finer_step_finds_more_slivers);
   return check_summary();
 }
