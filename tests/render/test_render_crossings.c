@@ -45,15 +45,6 @@ static float field_at(const field *f, int x, int y, int z) {
   return f->v[(size_t)x + (size_t)f->n[0] * ((size_t)y + (size_t)f->n[1] * (size_t)z)];
 }
 
-static double voxel_value(const ir_volume *v, size_t i) {
-  switch (v->type) {
-  case IR_VOXEL_UINT8: return ((const uint8_t *)v->voxels)[i];
-  case IR_VOXEL_UINT16: return ((const uint16_t *)v->voxels)[i];
-  case IR_VOXEL_INT16: return ((const int16_t *)v->voxels)[i];
-  default: return ((const float *)v->voxels)[i];
-  }
-}
-
 static bool field_make(const ir_volume *vol, double iso, field *f) {
   for (int k = 0; k < 3; k++) {
     f->n[k] = (int)vol->dims[k];
@@ -64,7 +55,10 @@ static bool field_make(const ir_volume *vol, double iso, field *f) {
   f->v = malloc(count * sizeof *f->v);
   f->ok = calloc((size_t)f->m[0] * f->m[1] * f->m[2], 1);
   if (!f->v || !f->ok) return false;
-  for (size_t i = 0; i < count; i++) f->v[i] = (float)voxel_value(vol, i);
+  float *next = f->v;
+  for (size_t z = 0; z < vol->dims[2]; z++)
+    for (size_t y = 0; y < vol->dims[1]; y++)
+      for (size_t x = 0; x < vol->dims[0]; x++) *next++ = (float)ir_volume_value_at(vol, x, y, z);
   for (int z = 0; z < f->m[2]; z++)
     for (int y = 0; y < f->m[1]; y++)
       for (int x = 0; x < f->m[0]; x++) {
