@@ -421,8 +421,8 @@ int cli_parse_look_option(int argc, char **argv, int *i, app_look *look, char er
     break;
   case 5: ok = parse_color_range(value, look, err); break;
   case 8: ok = parse_ao(value, look, err); break;
-  case 10: ok = parse_sample_step(value, look, err); break;
   case 9: ok = parse_light(value, look, err); break;
+  case 10: ok = parse_sample_step(value, look, err); break;
   case 6:
     if (strcmp(value, "exact") == 0 || strcmp(value, "texture") == 0) {
       look->texture_refine = strcmp(value, "texture") == 0;
