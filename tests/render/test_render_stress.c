@@ -356,6 +356,13 @@ static void make_look(rng *r, const options *o, const scene *s, long frame, look
   f->color_range[1] = rng_chance(r, 0.1f) ? f->color_range[0] : f->color_range[0] + rng_range(r, 0.1f, 60.0f);
   f->texture_refine = rng_chance(r, 0.25f);
   f->stage_timing = rng_chance(r, 0.04f);
+  /* The sample step, from a generator of its own seeded by this one's state (r does not move),
+   * so that every earlier seed's frames keep their looks (the fixed cases replay them). */
+  rng step_rng = {splitmix64(r->s ^ 0x5ca1ab1e5eedull) | 1u};
+  if (rng_chance(&step_rng, 0.15f)) {
+    const float steps[] = {0.25f, 0.35f, 0.8f, 1.0f};
+    f->sample_step = steps[rng_below(&step_rng, sizeof steps / sizeof steps[0])];
+  }
 
   /* Camera: an orbit, now and then from inside the volume, along an axis, or another up. */
   float az = rng_range(r, 0.0f, 360.0f), el = rng_range(r, -85.0f, 85.0f);
@@ -388,9 +395,9 @@ static void print_look(FILE *out, const look *L) {
           f->width, f->height, class_names[L->size_class], ir_pipeline_name(f->pipeline),
           ir_compact_method_get(f->method)->name, f->host_loop, f->fixed_grids);
   fprintf(out, "    tail_rays %" PRIu32 " (%s; runs with %" PRIu32 "), run_bricks %" PRIu32 ", step_batches %" PRIu32
-               ", stage_timing %d, texture_refine %d\n",
+               ", stage_timing %d, texture_refine %d, sample_step %g\n",
           f->tail_rays, L->tail_kind ? L->tail_kind : "-", ir_frame_tail_rays(f), f->run_bricks, f->step_batches,
-          f->stage_timing, f->texture_refine);
+          f->stage_timing, f->texture_refine, (double)f->sample_step);
   fprintf(out, "    isovalue %.9g (%s), %d surfaces:", (double)f->isovalue, L->iso_kind, f->surface_count);
   for (int i = 0; i < f->surface_count; i++)
     fprintf(out, " [iso %.9g rgb %.3f,%.3f,%.3f opacity %.9g]", (double)f->surfaces[i].isovalue,
