@@ -393,6 +393,7 @@ static void test_three_ranks_draw_the_single_process_image_with_clipping_and_gra
       {"--surface", "0", "--surface", "-8:#3060ff", "--clip-plane", "1,0.3,0,-14", NULL},
       {"--color-by", "gradient", "--color-range", "0,1.5", "--colormap", "plasma", "--clip-box", "0.1,0.9,0,1,0,0.7",
        NULL},
+      {"--surface", "0", "--step", "0.3", NULL}, /* every rank's samples on the whole volume's grid */
   };
   for (size_t k = 0; k < sizeof looks / sizeof looks[0]; k++) {
     printf("  look %zu\n", k);
