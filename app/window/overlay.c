@@ -160,6 +160,7 @@ void wnd_overlay_look_lines(const wnd_overlay_info *info, wnd_lines *lines) {
   }
   if (l->color_by != IR_COLOR_SURFACE)
     add_line(lines, "colour by %s, %s", ir_color_source_name(l->color_by), ir_colormap_name(l->colormap));
+  if (l->sample_step > 0.0f) add_line(lines, "samples every %g voxels", (double)l->sample_step);
   if ((l->ao_samples > 0 || l->shadows || l->light_on) &&
       (info->pipeline == IR_PIPELINE_PAPER || info->pipeline == IR_PIPELINE_PLAIN))
     add_line(lines, "!AO, shadows, light: not drawn by the %s pipeline", ir_pipeline_name(info->pipeline));
@@ -184,6 +185,7 @@ static const char *const HELP[][2] = {
     {"L / Shift+L", "clip plane / face the view"}, {"Shift+right drag", "move the plane"},
     {"K", "colour by surface/gradient/volume"}, {"M / Shift+M", "next / previous colour map"},
     {"O", "ambient occlusion off/4/8/16"}, {"G", "shadows on/off"}, {"Ctrl+left drag", "move the light"},
+    {"D", "sample step 0.5/0.25/0.125 voxel"},
     {"R", "reset view"},              {"- / =", "coarser / finer level (OME-Zarr)"},
     {"U", "flip the view (up axis)"}, {"Shift+U", "next up axis"},
     {"S or F12", "screenshot"},      {"E", "surfaces as a mesh"},      {"F", "overlay on/off"},      {"H", "this help"},

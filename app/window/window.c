@@ -445,6 +445,14 @@ static bool on_look_key(win_state *s, SDL_Keycode key, bool shift) {
     else printf("inkray: ambient occlusion off\n");
     return true;
   }
+  case SDLK_d: { /* the sample step: 0.5 (the default), 0.25, 0.125 voxel */
+    float step = w->look.sample_step > 0.0f ? w->look.sample_step : IR_SAMPLE_STEP_DEFAULT;
+    w->look.sample_step = step > 0.3f ? 0.25f : step > 0.15f ? 0.125f : 0.0f;
+    printf("inkray: samples every %g voxels%s\n",
+           (double)(w->look.sample_step > 0.0f ? w->look.sample_step : IR_SAMPLE_STEP_DEFAULT),
+           w->look.sample_step > 0.0f ? "" : " (the default)");
+    return true;
+  }
   case SDLK_g:
     w->look.shadows = !w->look.shadows;
     printf("inkray: shadows %s\n", w->look.shadows ? "on" : "off");
@@ -886,9 +894,9 @@ static void take_screenshot(win_state *s, int width, int height) {
   else
     printf(" plane=off");
   const int *b = s->colorbar_rect;
-  printf(" color_by=%s colormap=%s range=%.9g,%.9g refine=%s colorbar=%d,%d,%d,%d", ir_color_source_name(d->color_by),
-         ir_colormap_name(d->colormap), d->color_range[0], d->color_range[1], d->texture_refine ? "texture" : "exact",
-         b[0], b[1], b[2], b[3]);
+  printf(" color_by=%s colormap=%s range=%.9g,%.9g refine=%s sample_step=%.9g colorbar=%d,%d,%d,%d",
+         ir_color_source_name(d->color_by), ir_colormap_name(d->colormap), d->color_range[0], d->color_range[1],
+         d->texture_refine ? "texture" : "exact", d->sample_step, b[0], b[1], b[2], b[3]);
   /* Occlusion rays, radius and the frames of the running mean shown; shadows; the light. */
   printf(" ao=%d,%.9g,%u shadows=%d", d->ao_samples, d->ao_radius, d->accumulate ? d->sample_frame + 1 : 1, d->shadows);
   if (d->light_on) printf(" light=%.9g,%.9g", d->light[0], d->light[1]);

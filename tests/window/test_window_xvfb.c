@@ -100,6 +100,7 @@ static int parse_look_word(const char *w, shot *s) {
     f->texture_refine = strcmp(w + 7, "texture") == 0;
     return 1;
   }
+  if (strncmp(w, "sample_step=", 12) == 0) return sscanf(w, "sample_step=%f", &f->sample_step) == 1;
   if (strncmp(w, "colorbar=", 9) == 0)
     return sscanf(w, "colorbar=%d,%d,%d,%d", &s->colorbar[0], &s->colorbar[1], &s->colorbar[2], &s->colorbar[3]) == 4;
   if (strncmp(w, "ao=", 3) == 0) return sscanf(w, "ao=%d,%f,%u", &f->ao_samples, &f->ao_radius, &s->ao_frames) == 3;
@@ -142,7 +143,7 @@ static bool parse_shot(const char *line, shot *s) {
     else fields += parse_look_word(w, s);
   }
   free(copy);
-  return fields == 24;
+  return fields == 25;
 }
 
 /* Runs inkray in the test's folder; returns the exit status and the output (stdout+stderr). */
@@ -563,6 +564,42 @@ static void test_scripted_ambient_occlusion_and_shadows(void) {
   CHECK_MSG(ir_renderer_create(&rdesc, &reference, err) == IR_OK, "%s", err);
   check_shot(ao, reference);
   check_shot(off, reference);
+  if (reference) ir_renderer_destroy(reference);
+  ir_volume_free(&volume);
+}
+
+/* D cycles the sample step (0.5, the default; 0.25; 0.125) and the screenshots are the CPU
+ * reference's images at those steps. */
+static void test_scripted_sample_step(void) {
+  write_file("step.txt",
+             "0 key D\n" /* 0.25 */
+             "0.3 screenshot fine.png\n"
+             "0.3 key D\n" /* 0.125 */
+             "0.3 key D\n" /* back to the default */
+             "0.6 screenshot default.png\n"
+             "0.6 quit\n");
+  static char output[1 << 16];
+  int rc = run_inkray("--device cpu --window 320x240 --script step.txt " VOLUME, output, sizeof output);
+  CHECK_MSG(rc == 0, "inkray exited with %d:\n%s", rc, output);
+  CHECK_STR_CONTAINS(output, "inkray: samples every 0.25 voxels\n");
+  CHECK_STR_CONTAINS(output, "inkray: samples every 0.125 voxels\n");
+  CHECK_STR_CONTAINS(output, "inkray: samples every 0.5 voxels (the default)\n");
+  shot shots[MAX_SHOTS];
+  int count = collect_shots(output, shots, MAX_SHOTS);
+  const shot *fine = find_shot(shots, count, "fine.png"), *plain = find_shot(shots, count, "default.png");
+  CHECK(fine && plain);
+  if (!fine || !plain) return;
+  CHECK(fine->look.sample_step == 0.25f);
+  CHECK(plain->look.sample_step == 0.0f);
+  ir_volume volume = {0};
+  char err[IR_ERR_LEN] = {0};
+  ir_volume_desc vdesc = {.source = VOLUME};
+  CHECK_MSG(ir_volume_load(&vdesc, &volume, err) == IR_OK, "%s", err);
+  ir_renderer *reference = NULL;
+  ir_renderer_desc rdesc = {.device = IR_DEVICE_CPU, .volume = &volume};
+  CHECK_MSG(ir_renderer_create(&rdesc, &reference, err) == IR_OK, "%s", err);
+  check_shot(fine, reference);
+  check_shot(plain, reference);
   if (reference) ir_renderer_destroy(reference);
   ir_volume_free(&volume);
 }
@@ -1039,6 +1076,7 @@ int main(void) {
   RUN(test_scripted_session_switches_everything);
   RUN(test_scripted_look_surfaces_clipping_and_colour);
   RUN(test_scripted_ambient_occlusion_and_shadows);
+  RUN(test_scripted_sample_step);
   RUN(test_look_options_set_the_start);
   RUN(test_fixed_size_keeps_the_render_resolution);
   RUN(test_gpu_request_without_a_device_falls_back);
