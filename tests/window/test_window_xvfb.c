@@ -525,6 +525,21 @@ static void test_scripted_look_surfaces_clipping_and_colour(void) {
   ir_volume_free(&volume);
 }
 
+/* Each screenshot against the CPU reference's render of the look it printed (check_shot), on
+ * VOLUME. */
+static void check_shots_on_cpu(const shot *const *shots, int n) {
+  ir_volume volume = {0};
+  char err[IR_ERR_LEN] = {0};
+  ir_volume_desc vdesc = {.source = VOLUME};
+  CHECK_MSG(ir_volume_load(&vdesc, &volume, err) == IR_OK, "%s", err);
+  ir_renderer *reference = NULL;
+  ir_renderer_desc rdesc = {.device = IR_DEVICE_CPU, .volume = &volume};
+  CHECK_MSG(ir_renderer_create(&rdesc, &reference, err) == IR_OK, "%s", err);
+  for (int k = 0; k < n; k++) check_shot(shots[k], reference);
+  if (reference) ir_renderer_destroy(reference);
+  ir_volume_free(&volume);
+}
+
 /* O cycles ambient occlusion (off, 4, 8, 16 rays), G toggles shadows, --light sets the light; a
  * still view accumulates frames of new occlusion rays, and its screenshot is the CPU reference's
  * mean of as many frames, lit the same way. */
@@ -555,17 +570,8 @@ static void test_scripted_ambient_occlusion_and_shadows(void) {
   CHECK(ao->look.shadows && ao->look.light_on && ao->look.light[0] == 30.0f && ao->look.light[1] == 45.0f);
   CHECK_MSG(ao->ao_frames >= 2, "the still view accumulated %u frames", ao->ao_frames);
   CHECK(off->look.ao_samples == 0 && !off->look.shadows && off->look.light_on);
-  ir_volume volume = {0};
-  char err[IR_ERR_LEN] = {0};
-  ir_volume_desc vdesc = {.source = VOLUME};
-  CHECK_MSG(ir_volume_load(&vdesc, &volume, err) == IR_OK, "%s", err);
-  ir_renderer *reference = NULL;
-  ir_renderer_desc rdesc = {.device = IR_DEVICE_CPU, .volume = &volume};
-  CHECK_MSG(ir_renderer_create(&rdesc, &reference, err) == IR_OK, "%s", err);
-  check_shot(ao, reference);
-  check_shot(off, reference);
-  if (reference) ir_renderer_destroy(reference);
-  ir_volume_free(&volume);
+  const shot *both[] = {ao, off};
+  check_shots_on_cpu(both, 2);
 }
 
 /* D cycles the sample step (0.5, the default; 0.25; 0.125) and the screenshots are the CPU
@@ -591,17 +597,8 @@ static void test_scripted_sample_step(void) {
   if (!fine || !plain) return;
   CHECK(fine->look.sample_step == 0.25f);
   CHECK(plain->look.sample_step == 0.0f);
-  ir_volume volume = {0};
-  char err[IR_ERR_LEN] = {0};
-  ir_volume_desc vdesc = {.source = VOLUME};
-  CHECK_MSG(ir_volume_load(&vdesc, &volume, err) == IR_OK, "%s", err);
-  ir_renderer *reference = NULL;
-  ir_renderer_desc rdesc = {.device = IR_DEVICE_CPU, .volume = &volume};
-  CHECK_MSG(ir_renderer_create(&rdesc, &reference, err) == IR_OK, "%s", err);
-  check_shot(fine, reference);
-  check_shot(plain, reference);
-  if (reference) ir_renderer_destroy(reference);
-  ir_volume_free(&volume);
+  const shot *both[] = {fine, plain};
+  check_shots_on_cpu(both, 2);
 }
 
 /* The look options start the window with what they say; --color-by FILE loads a second volume
