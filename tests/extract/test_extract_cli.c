@@ -41,6 +41,8 @@ static void test_bad_input_exits_2_with_one_line(void) {
                  "unknown method 'fastest'");
   expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--refine", "exact", NULL},
                  "rendering option");
+  expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--step", "0.25", NULL},
+                 "rendering option");
   expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.ply", "--clip-box", "0,1,0,1", NULL},
                  "--clip-box");
   expect_refused((const char *const[]){"extract", "builtin:sphere:32", "-o", "a.vtk", NULL}, "unknown format");
